@@ -1,0 +1,276 @@
+"""The continuous-in-depth copy of any module: an ODE block over a template.
+
+:class:`OdeBlock` owns, for every parameter ``p`` of a template module, a coefficient
+tensor ``[K, *p.shape]``, and for every floating-point buffer (BatchNorm running
+statistics) a state coefficient tensor of the same form. The forward pass integrates
+``dx/dt = template(x; θ(t))`` from 0 to T, evaluating θ(t) = Σ_k φ_k(t) θ̂_k at every
+Runge–Kutta stage and calling the template with those tensors through
+``torch.func.functional_call``. Stateful layers get continuous running statistics
+(paper Algorithm 1): in training, each stage updates its buffers as usual, and the
+cloud of updated stage states is fitted back onto the basis after the integration.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+
+import torch
+from torch import nn
+from torch.func import functional_call
+
+from .basis import (
+    Basis,
+    apply_matrix,
+    change_of_basis_matrix,
+    combine,
+    get_basis,
+    point_fit_operators,
+)
+from .integrators import check_num_steps, get_scheme, odeint, stage_times
+
+# State buffers that must stay positive after a change of basis.
+POSITIVE_STATES = ("running_var",)
+_MIN_VARIANCE = 1e-8
+
+
+class Coefficients(nn.Module):
+    """Mirror of one template submodule: its parameters and buffers with a leading K axis.
+
+    ``template_cls`` records the mirrored module's class, so initialisers can treat
+    the coefficients of a ``Linear`` like a ``Linear``'s weights.
+    """
+
+    def __init__(self, template_cls: type[nn.Module]):
+        super().__init__()
+        self.template_cls = template_cls
+
+    def extra_repr(self) -> str:
+        return self.template_cls.__name__
+
+
+def _mirror(module: nn.Module) -> Coefficients:
+    mirror = Coefficients(type(module))
+    for name, child in module.named_children():
+        mirror.add_module(name, _mirror(child))
+    return mirror
+
+
+def _reset(template: nn.Module) -> None:
+    for module in template.modules():
+        reset = getattr(module, "reset_parameters", None)
+        if callable(reset):
+            reset()
+
+
+class OdeBlock(nn.Module):
+    """Integrates ``dx/dt = template(x, *args; θ(t))`` over depth-time ``[0, time_horizon]``.
+
+    Args:
+        template: the rate function R as an ordinary module; it must map ``x`` to a
+            tensor of the same shape. Its own parameters are not used (nor
+            registered): the block works on a copy of it and owns coefficients named
+            after its parameters and buffers.
+        basis: name of the basis in :data:`cont_transformer.basis.BASES`.
+        num_basis: K, the number of basis functions.
+        num_steps: N_T, the number of integration steps (default: K).
+        scheme: name of the Runge–Kutta scheme in
+            :data:`cont_transformer.integrators.SCHEMES`.
+        time_horizon: T.
+
+    Shapes: ``forward(x, *args, **kwargs)`` takes ``x`` of any shape the template
+    accepts and returns the same shape; extra arguments (an attention mask) pass
+    through to every template call.
+    """
+
+    def __init__(
+        self,
+        template: nn.Module,
+        basis: str = "piecewise_constant",
+        num_basis: int = 1,
+        num_steps: int | None = None,
+        scheme: str = "euler",
+        time_horizon: float = 1.0,
+    ):
+        super().__init__()
+        template = copy.deepcopy(template)
+        self._basis = get_basis(basis, num_basis, time_horizon)
+        get_scheme(scheme)
+        self.scheme = scheme
+        self._num_steps = check_num_steps(num_basis if num_steps is None else num_steps)
+        self.rate = _mirror(template)
+        self._init_coefficients(template)
+        # Kept outside the module tree, on the meta device: every tensor it uses comes
+        # from the block's coefficients through functional_call.
+        self.__dict__["template"] = template.to("meta")
+        self._refresh_schedule()
+
+    def _init_coefficients(self, template: nn.Module) -> None:
+        """Slice k of every coefficient gets its own draw of the template's initialiser."""
+        num_basis = self.num_basis
+        params = dict(template.named_parameters())
+        floats = {n: b for n, b in template.named_buffers() if b.is_floating_point()}
+        coefficients = {
+            name: torch.empty(num_basis, *p.shape, dtype=p.dtype, device=p.device)
+            for name, p in params.items()
+        }
+        for k in range(num_basis):
+            if k > 0:
+                _reset(template)
+            with torch.no_grad():
+                for name, p in params.items():
+                    coefficients[name][k].copy_(p)
+        for name, value in coefficients.items():
+            container, leaf = self._container(name)
+            container.register_parameter(leaf, nn.Parameter(value, requires_grad=params[name].requires_grad))
+        for name, buffer in template.named_buffers():
+            container, leaf = self._container(name)
+            if name in floats:
+                # The first slice's initial state (BatchNorm: mean 0, variance 1) for all K.
+                buffer = buffer.detach().unsqueeze(0).repeat(num_basis, *[1] * buffer.dim())
+            container.register_buffer(leaf, buffer.detach().clone())
+
+    def _container(self, name: str) -> tuple[nn.Module, str]:
+        *path, leaf = name.split(".")
+        module = self.rate
+        for part in path:
+            module = getattr(module, part)
+        return module, leaf
+
+    # --- the continuous choices --------------------------------------------------
+    @property
+    def basis(self) -> Basis:
+        return self._basis
+
+    @property
+    def basis_name(self) -> str:
+        return self._basis.name
+
+    @property
+    def num_basis(self) -> int:
+        return self._basis.num_basis
+
+    @property
+    def time_horizon(self) -> float:
+        return self._basis.time_horizon
+
+    @property
+    def num_steps(self) -> int:
+        return self._num_steps
+
+    def set_num_steps(self, num_steps: int) -> None:
+        """Integrate with ``num_steps`` steps from now on (graph shortening or lengthening)."""
+        self._num_steps = check_num_steps(num_steps)
+        self._refresh_schedule()
+
+    def set_scheme(self, scheme: str) -> None:
+        get_scheme(scheme)
+        self.scheme = scheme
+        self._refresh_schedule()
+
+    def _refresh_schedule(self) -> None:
+        """Precompute, for every stage, its basis terms, and the state-fitting operators.
+
+        The forward pass then only looks up Python constants (friendly to torch.compile).
+        """
+        stages = stage_times(self._num_steps, self.time_horizon, self.scheme)
+        self._stage_terms = {(t, side): self._basis.terms(t, side) for t, side in stages}
+        if self._has_states():
+            times, sides = zip(*stages)
+            self._fit_operators = point_fit_operators(times, sides, self._basis)
+
+    def _has_states(self) -> bool:
+        return any(True for _ in self.named_states())
+
+    # --- tensors -----------------------------------------------------------------
+    def named_coefficients(self) -> Iterator[tuple[str, nn.Parameter]]:
+        """``(template parameter name, coefficients [K, *shape])``."""
+        return self.rate.named_parameters()
+
+    def named_states(self) -> Iterator[tuple[str, torch.Tensor]]:
+        """``(template buffer name, state coefficients [K, *shape])`` of floating buffers."""
+        return ((n, b) for n, b in self.rate.named_buffers() if b.is_floating_point())
+
+    def _named_counters(self) -> Iterator[tuple[str, torch.Tensor]]:
+        return ((n, b) for n, b in self.rate.named_buffers() if not b.is_floating_point())
+
+    # --- forward -----------------------------------------------------------------
+    def forward(self, x: torch.Tensor, *args, **kwargs) -> torch.Tensor:
+        # Split each coefficient tensor into K views once: a stage then touches only its
+        # own slices, and the backward assembles one [K, ...] gradient per tensor.
+        params = {name: p.unbind(0) for name, p in self.named_coefficients()}
+        states = dict(self.named_states())
+        counters = dict(self._named_counters())
+        update_states = self.training and bool(states)
+        records: list[dict[str, torch.Tensor]] = []
+        stage_counters: dict[str, torch.Tensor] = counters
+
+        def rate(t: float, x: torch.Tensor, side: str) -> torch.Tensor:
+            nonlocal stage_counters
+            terms = self._stage_terms[(t, side)]
+            tensors = {name: combine(views, terms) for name, views in params.items()}
+            stage_states = {name: combine(s, terms) for name, s in states.items()}
+            if update_states:
+                # The template updates these in place; keep the coefficients untouched.
+                stage_states = {name: s.clone() for name, s in stage_states.items()}
+                stage_counters = {name: c.clone() for name, c in counters.items()}
+                records.append(stage_states)
+            return functional_call(
+                self.template, {**tensors, **stage_states, **stage_counters}, (x, *args), kwargs
+            )
+
+        y = odeint(rate, x, num_steps=self._num_steps, time_horizon=self.time_horizon, scheme=self.scheme)
+        if update_states:
+            self._store_states(records)
+            with torch.no_grad():
+                for name, counter in counters.items():
+                    counter.copy_(stage_counters[name])
+        return y
+
+    @torch.no_grad()
+    def _store_states(self, records: list[dict[str, torch.Tensor]]) -> None:
+        """Fit the recorded stage states back onto the basis (paper Algorithm 1)."""
+        fit, keep = self._fit_operators
+        for name, state in self.named_states():
+            values = torch.stack([record[name] for record in records])
+            state.copy_(apply_matrix(fit, values) + apply_matrix(keep, state))
+
+    # --- change of basis ---------------------------------------------------------
+    @torch.no_grad()
+    def change_basis(self, basis: str | None = None, num_basis: int | None = None, method: str = "projection") -> None:
+        """Re-express every coefficient and state in another basis (default: same name / K).
+
+        Parameters are replaced by new ``nn.Parameter`` objects of the new shape, so an
+        optimiser must be rebuilt afterwards.
+        """
+        target = get_basis(
+            self.basis_name if basis is None else basis,
+            self.num_basis if num_basis is None else num_basis,
+            self.time_horizon,
+        )
+        matrix = change_of_basis_matrix(self._basis, target, method)
+        for name, p in list(self.named_coefficients()):
+            container, leaf = self._container(name)
+            container.register_parameter(
+                leaf, nn.Parameter(apply_matrix(matrix, p.detach()), requires_grad=p.requires_grad)
+            )
+        for name, state in list(self.named_states()):
+            container, leaf = self._container(name)
+            new_state = apply_matrix(matrix, state)
+            if leaf in POSITIVE_STATES:
+                new_state.clamp_(min=_MIN_VARIANCE)
+            container.register_buffer(leaf, new_state)
+        self._basis = target
+        self._refresh_schedule()
+
+    def refine(self) -> None:
+        """Refine the basis (K→2K, or 2K−1 for piecewise linear) and double N_T, exactly."""
+        refined = self._basis.refine()
+        self.change_basis(refined.name, refined.num_basis, method="projection")
+        self.set_num_steps(2 * self._num_steps)
+
+    def extra_repr(self) -> str:
+        return (
+            f"basis={self.basis_name!r}, num_basis={self.num_basis}, num_steps={self._num_steps}, "
+            f"scheme={self.scheme!r}, time_horizon={self.time_horizon}"
+        )

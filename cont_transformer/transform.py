@@ -1,0 +1,73 @@
+"""Change of basis, refinement and graph shortening of whole models.
+
+Like timm's layer converters, each function walks a module tree, transforms every
+:class:`~cont_transformer.ode_block.OdeBlock` in place and returns the model. A
+module of the tree that carries a ``config`` with the continuous choices
+(``basis``, ``num_basis``, ``num_steps``) gets them updated, so a transformed
+Hugging Face model saves and reloads as what it now is.
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from .ode_block import OdeBlock
+
+
+def ode_blocks(model: nn.Module) -> list[OdeBlock]:
+    """Every OdeBlock in ``model``, in module order."""
+    blocks = [m for m in model.modules() if isinstance(m, OdeBlock)]
+    if not blocks:
+        raise ValueError(f"{type(model).__name__} has no OdeBlock to transform")
+    return blocks
+
+
+def _sync_config(model: nn.Module, blocks: list[OdeBlock]) -> None:
+    first = blocks[0]
+    choices = {"basis": first.basis_name, "num_basis": first.num_basis, "num_steps": first.num_steps}
+    if any(
+        (b.basis_name, b.num_basis, b.num_steps) != tuple(choices.values()) for b in blocks[1:]
+    ):
+        return
+    for module in model.modules():
+        config = getattr(module, "config", None)
+        if config is None:
+            continue
+        for key, value in choices.items():
+            if hasattr(config, key):
+                setattr(config, key, value)
+
+
+def change_basis(
+    model: nn.Module, basis: str | None = None, num_basis: int | None = None, method: str = "projection"
+) -> nn.Module:
+    """Re-express every OdeBlock in ``basis`` with ``num_basis`` functions.
+
+    ``method``: ``"projection"`` (L2-optimal, any bases) or ``"interpolation"`` (reads
+    the function at the target's control points). ``None`` keeps a block's current
+    basis name or K. Parameters become new ``nn.Parameter`` objects: rebuild the
+    optimiser afterwards.
+    """
+    blocks = ode_blocks(model)
+    for block in blocks:
+        block.change_basis(basis, num_basis, method)
+    _sync_config(model, blocks)
+    return model
+
+
+def refine(model: nn.Module) -> nn.Module:
+    """Refine every OdeBlock's basis (exactly: the function is unchanged) and double N_T."""
+    blocks = ode_blocks(model)
+    for block in blocks:
+        block.refine()
+    _sync_config(model, blocks)
+    return model
+
+
+def set_num_steps(model: nn.Module, num_steps: int) -> nn.Module:
+    """Integrate every OdeBlock with ``num_steps`` steps (fewer: a shorter, faster graph)."""
+    blocks = ode_blocks(model)
+    for block in blocks:
+        block.set_num_steps(num_steps)
+    _sync_config(model, blocks)
+    return model
