@@ -194,6 +194,11 @@ class OdeBlock(nn.Module):
     def _named_counters(self) -> Iterator[tuple[str, torch.Tensor]]:
         return ((n, b) for n, b in self.rate.named_buffers() if not b.is_floating_point())
 
+    def train(self, mode: bool = True) -> OdeBlock:
+        # The template sits outside the module tree: pass the mode on by hand.
+        self.template.train(mode)
+        return super().train(mode)
+
     # --- forward -----------------------------------------------------------------
     def forward(self, x: torch.Tensor, *args, **kwargs) -> torch.Tensor:
         # Split each coefficient tensor into K views once: a stage then touches only its
