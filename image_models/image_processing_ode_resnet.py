@@ -1,0 +1,73 @@
+"""Image processor for ODE-ResNets: rescale to [0, 1], then normalise each channel.
+
+`OdeResNetImageProcessor` is saved next to the model with `save_pretrained`, so a
+checkpoint carries the statistics it was trained with. It accepts a PIL image, a
+NumPy array (HWC or CHW), a torch tensor or a list/batch of them, and returns
+`pixel_values` of shape (batch, channels, height, width). The training loop, which
+holds whole datasets as uint8 tensors, uses `preprocess_tensor` for the same
+arithmetic on a batch at once.
+
+This file imports nothing from the package, so it can be copied flat as remote code.
+"""
+
+import torch
+from transformers.image_processing_backends import PilBackend
+
+# Per-channel mean and std of the training split, after rescaling to [0, 1], keyed by
+# the dataset prefix of the model presets. CIFAR stds are over all pixels (the often
+# quoted 0.2023/0.1994/0.2010 are means of per-image stds).
+NORMALIZATION_STATS: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
+    "mnist": ((0.1307,), (0.3081,)),
+    "cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
+    "cifar100": ((0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762)),
+}
+
+
+class OdeResNetImageProcessor(PilBackend):
+    """Rescale by 1/255 and normalise per channel; no resizing or cropping.
+
+    Defaults to the MNIST statistics; use `for_dataset` or `image_mean` / `image_std`
+    for others. Output: `pixel_values` (batch, channels, height, width), float32.
+    """
+
+    do_resize = False
+    do_center_crop = False
+    do_rescale = True
+    rescale_factor = 1 / 255
+    do_normalize = True
+    image_mean = NORMALIZATION_STATS["mnist"][0]
+    image_std = NORMALIZATION_STATS["mnist"][1]
+
+    @classmethod
+    def for_dataset(cls, name: str, **kwargs) -> "OdeResNetImageProcessor":
+        """Processor with the statistics of `name` (a key of `NORMALIZATION_STATS`)."""
+        if name not in NORMALIZATION_STATS:
+            known = ", ".join(NORMALIZATION_STATS)
+            raise ValueError(f"no normalisation statistics for {name!r}; known: {known}")
+        mean, std = NORMALIZATION_STATS[name]
+        return cls(image_mean=list(mean), image_std=list(std), **kwargs)
+
+    def preprocess_tensor(self, images: torch.Tensor) -> torch.Tensor:
+        """Vectorised `__call__` for a batch already in memory.
+
+        images: (batch, channels, height, width), uint8 (0..255) or float on the same
+        scale. Returns float32 `pixel_values` of the same shape and device.
+        """
+        if self.do_normalize and images.shape[1] != len(self.image_mean):
+            raise ValueError(
+                f"images have {images.shape[1]} channels, normalisation statistics "
+                f"{len(self.image_mean)}"
+            )
+        pixels = images.to(torch.float32)
+        if self.do_rescale:
+            pixels = pixels * self.rescale_factor
+        if self.do_normalize:
+            mean = torch.tensor(self.image_mean, dtype=torch.float32, device=images.device)
+            std = torch.tensor(self.image_std, dtype=torch.float32, device=images.device)
+            pixels = (pixels - mean.view(-1, 1, 1)) / std.view(-1, 1, 1)
+        return pixels
+
+
+OdeResNetImageProcessor.register_for_auto_class("AutoImageProcessor")
+
+__all__ = ["NORMALIZATION_STATS", "OdeResNetImageProcessor"]
