@@ -1,0 +1,565 @@
+"""CoNLL-U treebanks for POS tagging as Hugging Face `datasets`.
+
+Reading. `read_conllu` parses a file with the `conllu` package after a fast
+validation pass of its own (the parser is lenient: it accepts short lines and
+splits on runs of spaces), so malformed input fails with `file:line` in the
+message instead of producing silently wrong columns. Only syntactic words are
+kept: multiword-token ranges (`1-2`) and empty nodes (`1.1`) are skipped,
+comments are ignored. A treebank's "tokens" column therefore holds words: for
+English-GUM train that is 177,410 words, where UD statistics count 174,263
+surface tokens.
+
+Loading. `load_treebank` returns a `DatasetDict` with splits `train`,
+`validation` (UD "dev") and `test` when present, and columns `tokens`
+(`Sequence(Value("string"))`), `upos` and `xpos` (`Sequence(ClassLabel)`). The
+tag names are the sorted tags of the train split (or `label_names`, e.g. those
+of a saved model). A treebank is named by a known UD name (`TREEBANKS`,
+resolved under `data_dir` or `$UD_DIR`), `"sample"`, a UD release folder, an
+explicit mapping split -> file(s) or glob(s), or a Hub dataset with the same
+columns.
+
+Unseen tags. A dev/test tag absent from the label names is stored as
+`UNSEEN_TAG` (-1, the `ClassLabel` "no label" value) and a warning counts them.
+No model can predict -1, so such words count as errors in accuracy (the metric
+ignores only -100). A loss must mask them like padding: cross-entropy rejects
+negative targets other than its `ignore_index`.
+
+Long sentences. Nothing is dropped or cut here. Training truncates sentences
+to the model's maximum length (the training script does it); evaluation never
+drops tokens: sentences longer than the model's maximum length must be scored
+in full (e.g. in windows), never skipped or cut.
+
+Sample. `write_sample_treebank` generates a small synthetic English-like
+treebank (valid CoNLL-U, with comments, multiword tokens, empty nodes and
+words whose tag depends on context) so that training runs with no data files;
+`load_treebank("sample")` generates and loads it.
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import random
+import re
+import tempfile
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+import conllu
+import datasets
+
+logger = logging.getLogger(__name__)
+
+TAG_COLUMNS = ("upos", "xpos")
+UNSEEN_TAG = -1
+
+PathLike = str | os.PathLike
+SplitFiles = PathLike | Sequence[PathLike]
+Word = tuple[str, str, str, str]  # form, lemma, UPOS, XPOS
+
+# Treebank name -> split -> files relative to a folder of UD release folders.
+TREEBANKS: dict[str, dict[str, list[str]]] = {
+    "en_gum": {
+        split: [f"UD_English-GUM/en_gum-ud-{ud_split}.conllu"]
+        for split, ud_split in (("train", "train"), ("validation", "dev"), ("test", "test"))
+    },
+    "de_hdt": {
+        "train": [
+            f"UD_German-HDT/de_hdt-ud-train-{part}.conllu" for part in ("a-1", "a-2", "b-1", "b-2")
+        ],
+        "validation": ["UD_German-HDT/de_hdt-ud-dev.conllu"],
+        "test": ["UD_German-HDT/de_hdt-ud-test.conllu"],
+    },
+}
+OPTIONAL_SPLITS = ("test",)
+SPLIT_ALIASES = {"train": "train", "dev": "validation", "validation": "validation", "test": "test"}
+
+_WORD_ID = re.compile(r"[1-9][0-9]*")
+_RANGE_ID = re.compile(r"([1-9][0-9]*)-([1-9][0-9]*)")
+_EMPTY_ID = re.compile(r"(0|[1-9][0-9]*)\.([1-9][0-9]*)")
+
+
+def _raw(fields: list[str], index: int) -> str:
+    return fields[index]
+
+
+def _word_id(fields: list[str], index: int) -> int | str:
+    """Words get int ids; ranges and empty nodes keep their (already checked) text."""
+    value = fields[index]
+    return int(value) if value.isdigit() else value
+
+
+# Columns the tagger does not use are kept as strings: parsing them is most of the cost.
+_FIELD_PARSERS = {"id": _word_id, "head": _raw, "feats": _raw, "deps": _raw, "misc": _raw}
+
+
+def _check_conllu(path: Path, lines: list[str]) -> None:
+    """Raise `ValueError("path:line: ...")` at the first malformed line."""
+
+    def fail(line_number: int, problem: str) -> NoReturn:
+        raise ValueError(f"{path}:{line_number}: {problem}")
+
+    last_word = 0  # id of the last word line of the current sentence
+    range_end, range_line = 0, 0  # furthest multiword-token end and where it was declared
+    block_start = 0  # first line of the current sentence block, 0 between sentences
+    num_sentences = 0
+    for line_number, line in enumerate([*lines, ""], start=1):
+        if not line.strip():
+            if block_start:
+                if last_word == 0:
+                    fail(block_start, "sentence has no word lines")
+                if range_end > last_word:
+                    fail(range_line, f"multiword token ends at {range_end}, past the last word")
+                num_sentences += 1
+            last_word, range_end, block_start = 0, 0, 0
+            continue
+        block_start = block_start or line_number
+        if line.startswith("#"):
+            continue
+        columns = line.split("\t")
+        if len(columns) != 10:
+            fail(line_number, f"expected 10 tab-separated columns, found {len(columns)}")
+        if "" in columns:
+            fail(line_number, f"column {columns.index('') + 1} is empty (use '_')")
+        if "  " in line:
+            fail(line_number, "two consecutive spaces, which the conllu parser reads as a tab")
+        token_id = columns[0]
+        if _WORD_ID.fullmatch(token_id):
+            if int(token_id) != last_word + 1:
+                fail(line_number, f"word id {token_id}, expected {last_word + 1}")
+            last_word += 1
+        elif match := _RANGE_ID.fullmatch(token_id):
+            start, end = int(match[1]), int(match[2])
+            if start != last_word + 1 or end <= start:
+                fail(
+                    line_number,
+                    f"multiword token {token_id} is not a range {last_word + 1}-m, m > {last_word + 1}",
+                )
+            range_end, range_line = end, line_number
+        elif match := _EMPTY_ID.fullmatch(token_id):
+            if int(match[1]) != last_word:
+                fail(line_number, f"empty node {token_id} must follow word {last_word}")
+        else:
+            fail(line_number, f"bad id {token_id!r}")
+    if num_sentences == 0:
+        fail(1, "no sentences (empty file)")
+
+
+def read_conllu(path: PathLike) -> list[dict[str, list[str]]]:
+    """Read a CoNLL-U file into sentences `{"tokens", "upos", "xpos"}` of words.
+
+    Multiword-token ranges and empty nodes are skipped, comments ignored, a
+    missing XPOS (`_`) is kept as the tag `"_"`. Raises `FileNotFoundError` for
+    a missing file and `ValueError` naming `file:line` for malformed input.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such CoNLL-U file")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line_number = data[: err.start].count(b"\n") + 1
+        raise ValueError(f"{path}:{line_number}: not valid UTF-8") from err
+    lines = text.splitlines()
+    _check_conllu(path, lines)
+    sentences = []
+    # Comments are dropped before parsing: they are ignored, and checked blocks never
+    # consist of comments alone, so sentence boundaries are unchanged.
+    body = "\n".join(line for line in lines if not line.startswith("#"))
+    for sentence in conllu.parse(body, field_parsers=_FIELD_PARSERS):
+        words = [token for token in sentence if isinstance(token["id"], int)]
+        sentences.append(
+            {
+                "tokens": [word["form"] for word in words],
+                "upos": [word["upos"] for word in words],
+                "xpos": [word["xpos"] or "_" for word in words],
+            }
+        )
+    return sentences
+
+
+def _expand(split: str, spec: SplitFiles) -> list[Path]:
+    """Files of one split: paths must exist, globs must match at least one file."""
+    items = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
+    if not items:
+        raise FileNotFoundError(f"split {split!r}: no files given")
+    files: list[Path] = []
+    for item in items:
+        item = os.fspath(item)
+        if glob.has_magic(item):
+            matches = sorted(glob.glob(item))
+            if not matches:
+                raise FileNotFoundError(f"split {split!r}: no files match {item}")
+            files.extend(Path(match) for match in matches)
+        elif not Path(item).is_file():
+            raise FileNotFoundError(f"split {split!r}: {item}: no such CoNLL-U file")
+        else:
+            files.append(Path(item))
+    return files
+
+
+def _known_treebank_files(name: str, data_dir: PathLike | None) -> dict[str, list[Path]]:
+    root = data_dir if data_dir is not None else os.environ.get("UD_DIR")
+    if root is None:
+        raise ValueError(f"treebank {name!r} needs data_dir or the UD_DIR environment variable")
+    files = {}
+    for split, relative in TREEBANKS[name].items():
+        paths = [Path(root) / item for item in relative]
+        if split in OPTIONAL_SPLITS and not any(path.is_file() for path in paths):
+            continue
+        files[split] = _expand(split, paths)
+    return files
+
+
+def _release_folder_files(folder: Path) -> dict[str, list[Path]]:
+    files = {}
+    for ud_split in ("train", "dev", "test"):
+        matches = sorted(folder.glob(f"*-ud-{ud_split}*.conllu"))
+        if matches:
+            files[SPLIT_ALIASES[ud_split]] = matches
+    if not files:
+        raise FileNotFoundError(f"{folder}: no *-ud-{{train,dev,test}}*.conllu files")
+    return files
+
+
+def _hub_sentences(name: str) -> dict[str, list[dict[str, list[str]]]]:
+    try:
+        loaded = datasets.load_dataset(name)
+    except Exception as err:
+        raise ValueError(
+            f"{name!r} is not a known treebank ({', '.join(['sample', *TREEBANKS])}), "
+            f"a folder, or a dataset loadable from the Hub: {err}"
+        ) from err
+    splits = {}
+    for split, dataset in loaded.items():
+        missing = {"tokens", *TAG_COLUMNS} - set(dataset.column_names)
+        if missing:
+            raise ValueError(
+                f"Hub dataset {name!r} split {split!r} lacks columns {sorted(missing)}"
+            )
+        columns = {"tokens": dataset["tokens"]}
+        for column in TAG_COLUMNS:
+            values = dataset[column]
+            feature = dataset.features[column].feature
+            if isinstance(feature, datasets.ClassLabel):
+                values = [feature.int2str(tags) for tags in values]
+            columns[column] = values
+        splits[SPLIT_ALIASES.get(split, split)] = [
+            dict(zip(columns, row)) for row in zip(*columns.values())
+        ]
+    return splits
+
+
+def _to_dataset_dict(
+    splits: dict[str, list[dict[str, list[str]]]],
+    label_names: Mapping[str, Sequence[str]] | None,
+) -> datasets.DatasetDict:
+    names = {}
+    for column in TAG_COLUMNS:
+        if label_names is not None and column in label_names:
+            names[column] = list(label_names[column])
+        else:
+            sources = [splits["train"]] if "train" in splits else list(splits.values())
+            names[column] = sorted(
+                {tag for source in sources for sentence in source for tag in sentence[column]}
+            )
+    features = datasets.Features(
+        {
+            "tokens": datasets.Sequence(datasets.Value("string")),
+            **{
+                column: datasets.Sequence(datasets.ClassLabel(names=names[column]))
+                for column in TAG_COLUMNS
+            },
+        }
+    )
+    result = datasets.DatasetDict()
+    for split, sentences in splits.items():
+        columns: dict[str, list] = {"tokens": [sentence["tokens"] for sentence in sentences]}
+        for column in TAG_COLUMNS:
+            ids = {tag: index for index, tag in enumerate(names[column])}
+            encoded = [
+                [ids.get(tag, UNSEEN_TAG) for tag in sentence[column]] for sentence in sentences
+            ]
+            unseen = Counter(
+                tag for sentence in sentences for tag in sentence[column] if tag not in ids
+            )
+            if unseen:
+                logger.warning(
+                    "%s %s: %d words have tags outside the label names (stored as %d): %s",
+                    split,
+                    column,
+                    sum(unseen.values()),
+                    UNSEEN_TAG,
+                    dict(unseen.most_common(5)),
+                )
+            columns[column] = encoded
+        result[split] = datasets.Dataset.from_dict(columns, features=features)
+    return result
+
+
+def load_treebank(
+    name_or_files: str | os.PathLike | Mapping[str, SplitFiles],
+    data_dir: PathLike | None = None,
+    *,
+    label_names: Mapping[str, Sequence[str]] | None = None,
+) -> datasets.DatasetDict:
+    """Load a treebank as a `DatasetDict` with `tokens`, `upos`, `xpos` columns.
+
+    `name_or_files` is one of: a name in `TREEBANKS` (files under `data_dir`
+    or `$UD_DIR`); `"sample"` (generated, see `write_sample_treebank`); a UD
+    release folder (`*-ud-{train,dev,test}*.conllu`); a mapping from split
+    (`train`, `dev`/`validation`, `test`) to a file, a glob, or a list of them;
+    otherwise a Hub dataset name for `datasets.load_dataset`.
+
+    Tag names come from `label_names[column]` when given (e.g. a saved model's),
+    else from the sorted tags of train (of all splits when there is no train).
+    Tags not among them become `UNSEEN_TAG`.
+    """
+    if name_or_files == "sample":
+        with tempfile.TemporaryDirectory(prefix="cont_transformer_sample_") as directory:
+            files = {split: [path] for split, path in write_sample_treebank(directory).items()}
+            return _to_dataset_dict(_read_splits(files), label_names)
+    if isinstance(name_or_files, Mapping):
+        files = {
+            SPLIT_ALIASES.get(split, split): _expand(split, spec)
+            for split, spec in name_or_files.items()
+        }
+    elif name_or_files in TREEBANKS:
+        files = _known_treebank_files(str(name_or_files), data_dir)
+    elif Path(name_or_files).is_dir():
+        files = _release_folder_files(Path(name_or_files))
+    else:
+        return _to_dataset_dict(_hub_sentences(str(name_or_files)), label_names)
+    return _to_dataset_dict(_read_splits(files), label_names)
+
+
+def _read_splits(files: dict[str, list[Path]]) -> dict[str, list[dict[str, list[str]]]]:
+    return {
+        split: [sentence for path in paths for sentence in read_conllu(path)]
+        for split, paths in files.items()
+    }
+
+
+def build_vocab(dataset: datasets.Dataset | datasets.DatasetDict, min_freq: int = 1) -> list[str]:
+    """Word forms of `dataset` (its train split for a `DatasetDict`) seen at least
+    `min_freq` times, most frequent first, ties in alphabetical order."""
+    if isinstance(dataset, datasets.DatasetDict):
+        dataset = dataset["train"]
+    counts = Counter(token for tokens in dataset["tokens"] for token in tokens)
+    kept = [word for word, count in counts.items() if count >= min_freq]
+    return sorted(kept, key=lambda word: (-counts[word], word))
+
+
+def most_frequent_tag_baseline(
+    train: datasets.Dataset, eval: datasets.Dataset, column: str = "xpos"
+) -> float:
+    """Accuracy on `eval` of tagging each word with its most frequent `column` tag
+    in `train` (unknown words: the most frequent tag overall). Ties go to the
+    lower tag id; `UNSEEN_TAG` references count as errors."""
+    if train.features[column] != eval.features[column]:
+        raise ValueError(f"train and eval have different {column!r} label names")
+    per_word: dict[str, Counter] = {}
+    overall: Counter = Counter()
+    for tokens, tags in zip(train["tokens"], train[column]):
+        for token, tag in zip(tokens, tags):
+            per_word.setdefault(token, Counter())[tag] += 1
+            overall[tag] += 1
+
+    def best(counts: Counter) -> int:
+        return max(counts, key=lambda tag: (counts[tag], -tag))
+
+    guess = {token: best(counts) for token, counts in per_word.items()}
+    default = best(overall)
+    correct = total = 0
+    for tokens, tags in zip(eval["tokens"], eval[column]):
+        for token, tag in zip(tokens, tags):
+            correct += guess.get(token, default) == tag
+            total += 1
+    return correct / total if total else 0.0
+
+
+# Synthetic sample treebank: word class -> (UPOS, XPOS, "form form/lemma ...").
+# Several forms sit in more than one class ("watch", "saw", "can", "light",
+# "that", "flies", ...), so their tag depends on context.
+SAMPLE_LEXICON: dict[str, tuple[str, str, str]] = {
+    "det": ("DET", "DT", "the a every that"),
+    "det_plural": ("DET", "DT", "the these/this some"),
+    "adj": ("ADJ", "JJ", "big old red light quiet fast"),
+    "noun": ("NOUN", "NN", "dog bird house watch saw can light duck book play fish"),
+    "noun_plural": (
+        "NOUN",
+        "NNS",
+        "dogs/dog birds/bird watches/watch flies/fly ducks/duck books/book plays/play fish",
+    ),
+    "name": ("PROPN", "NNP", "Anna Tom Paris"),
+    "pronoun": ("PRON", "PRP", "he she it"),
+    "pronoun_plural": ("PRON", "PRP", "they we"),
+    "pronoun_object": ("PRON", "PRP", "him/he her/she them/they"),
+    "verb_3sg": (
+        "VERB",
+        "VBZ",
+        "sees/see likes/like watches/watch books/book plays/play flies/fly",
+    ),
+    "verb_plural": ("VERB", "VBP", "see like watch book play fish"),
+    "verb_past": (
+        "VERB",
+        "VBD",
+        "saw/see liked/like watched/watch booked/book played/play found/find",
+    ),
+    "verb_base": ("VERB", "VB", "see like watch book play duck fish light"),
+    "modal": ("AUX", "MD", "can will must"),
+    "prep": ("ADP", "IN", "in near with under"),
+    "adv": ("ADV", "RB", "often today again"),
+}
+# Negated auxiliaries, written as multiword tokens: subject kind -> surface -> auxiliary.
+SAMPLE_NEGATIONS: dict[str, dict[str, Word]] = {
+    "singular": {"doesn't": ("does", "do", "AUX", "VBZ")},
+    "plural": {"don't": ("do", "do", "AUX", "VBP")},
+    "past": {"didn't": ("did", "do", "AUX", "VBD")},
+    "modal": {"can't": ("ca", "can", "AUX", "MD"), "won't": ("wo", "will", "AUX", "MD")},
+}
+_NOT: Word = ("n't", "not", "PART", "RB")
+_SAID: Word = ("said", "say", "VERB", "VBD")
+_THAT: Word = ("that", "that", "SCONJ", "IN")
+_AND: Word = ("and", "and", "CCONJ", "CC")
+
+
+@dataclass
+class _Unit:
+    """A surface token of a sample sentence, or an empty node."""
+
+    words: list[Word]  # one word, or the words of a multiword token
+    surface: str | None = None  # the multiword token's form
+    empty: bool = False  # an elided word: an empty node, absent from the text
+
+
+class _SampleGrammar:
+    """A tiny English grammar: clauses of subject, verb group, object, optional PP."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+
+    def word(self, word_class: str) -> _Unit:
+        upos, xpos, entries = SAMPLE_LEXICON[word_class]
+        form, _, lemma = self.rng.choice(entries.split()).partition("/")
+        return _Unit([(form, lemma or form, upos, xpos)])
+
+    def noun_phrase(self, subject: bool) -> tuple[list[_Unit], bool]:
+        """A noun phrase and whether it is plural."""
+        draw = self.rng.random()
+        if draw < 0.15:
+            return [self.word("name")], False
+        plural = self.rng.random() < 0.4
+        if draw < 0.3:
+            if not subject:
+                return [self.word("pronoun_object")], False
+            return [self.word("pronoun_plural" if plural else "pronoun")], plural
+        units = [self.word("det_plural" if plural else "det")]
+        if self.rng.random() < 0.35:
+            units.append(self.word("adj"))
+        units.append(self.word("noun_plural" if plural else "noun"))
+        return units, plural
+
+    def verb_phrase(self, plural: bool) -> list[_Unit]:
+        draw = self.rng.random()
+        if draw < 0.15:
+            kind = self.rng.choice(["past", "modal", "plural" if plural else "singular"])
+            surface, auxiliary = self.rng.choice(list(SAMPLE_NEGATIONS[kind].items()))
+            units = [_Unit([auxiliary, _NOT], surface=surface), self.word("verb_base")]
+        elif draw < 0.35:
+            units = [self.word("modal"), self.word("verb_base")]
+        elif draw < 0.65:
+            units = [self.word("verb_past")]
+        else:
+            units = [self.word("verb_plural" if plural else "verb_3sg")]
+        units += self.noun_phrase(subject=False)[0]
+        if self.rng.random() < 0.3:
+            units += [self.word("prep"), *self.noun_phrase(subject=False)[0]]
+        if self.rng.random() < 0.15:
+            units.append(self.word("adv"))
+        return units
+
+    def clause(self) -> list[_Unit]:
+        subject, plural = self.noun_phrase(subject=True)
+        return subject + self.verb_phrase(plural)
+
+    def sentence(self) -> list[_Unit]:
+        draw = self.rng.random()
+        if draw < 0.15:
+            units = self.noun_phrase(subject=True)[0] + [_Unit([_SAID]), _Unit([_THAT])]
+            units += self.clause()
+        elif draw < 0.2:
+            # Gapping, "Anna saw a dog and Tom a bird": the elided verb is an empty node.
+            verb = self.word("verb_past")
+            units = self.noun_phrase(subject=True)[0] + [verb]
+            units += self.noun_phrase(subject=False)[0] + [_Unit([_AND])]
+            units += self.noun_phrase(subject=True)[0] + [_Unit(verb.words, empty=True)]
+            units += self.noun_phrase(subject=False)[0]
+        else:
+            units = self.clause()
+        mark = self.rng.choice(".!?.")
+        return units + [_Unit([(mark, mark, "PUNCT", ".")])]
+
+
+def _sample_conllu(units: list[_Unit], sent_id: str) -> str:
+    """One sentence in CoNLL-U: every word attaches to the first verb, the root."""
+    words = [word for unit in units if not unit.empty for word in unit.words]
+    root = next(i for i, word in enumerate(words, start=1) if word[2] == "VERB")
+    rows: list[str] = []
+    text = ""
+    word_id = 0
+    for unit, following in zip(units, [*units[1:], None]):
+        if unit.empty:
+            form, lemma, upos, xpos = unit.words[0]
+            rows.append(f"{word_id}.1\t{form}\t{lemma}\t{upos}\t{xpos}\t_\t_\t_\t{root}:conj\t_")
+            continue
+        no_space = following is not None and following.words[0][2] == "PUNCT"
+        misc = "SpaceAfter=No" if no_space else "_"
+        surface = unit.surface or unit.words[0][0]
+        if unit.surface:
+            last = word_id + len(unit.words)
+            rows.append(f"{word_id + 1}-{last}\t{surface}\t_\t_\t_\t_\t_\t_\t_\t{misc}")
+        for form, lemma, upos, xpos in unit.words:
+            word_id += 1
+            if word_id == 1:
+                form, surface = form[0].upper() + form[1:], surface[0].upper() + surface[1:]
+            head, deprel = (root, "punct" if upos == "PUNCT" else "dep")
+            if word_id == root:
+                head, deprel = 0, "root"
+            word_misc = "_" if unit.surface else misc
+            rows.append(
+                f"{word_id}\t{form}\t{lemma}\t{upos}\t{xpos}\t_\t{head}\t{deprel}\t_\t{word_misc}"
+            )
+        text += surface + ("" if no_space else " ")
+    return "\n".join([f"# sent_id = {sent_id}", f"# text = {text.strip()}", *rows]) + "\n\n"
+
+
+def write_sample_treebank(
+    directory: PathLike, *, seed: int = 0, num_train: int = 2000, num_dev: int = 400
+) -> dict[str, Path]:
+    """Write a synthetic English-like treebank as `sample-ud-{train,dev}.conllu`.
+
+    The sentences come from a small grammar (determiners, adjectives, nouns,
+    verbs, modals, prepositions, punctuation; PTB XPOS and UPOS) with words
+    whose tag depends on context, so a most-frequent-tag baseline stays well
+    below 100% while a model that reads context can approach it. Returns
+    split (`train`, `validation`) -> file.
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    grammar = _SampleGrammar(random.Random(seed))
+    files = {}
+    for split, ud_split, count in (("train", "train", num_train), ("validation", "dev", num_dev)):
+        path = directory / f"sample-ud-{ud_split}.conllu"
+        body = "".join(
+            _sample_conllu(grammar.sentence(), f"sample-{ud_split}-{index + 1}")
+            for index in range(count)
+        )
+        path.write_text(f"# newdoc id = sample-{ud_split}\n{body}", encoding="utf-8")
+        files[split] = path
+    return files

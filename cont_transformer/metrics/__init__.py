@@ -1,0 +1,17 @@
+"""Local `evaluate` metric modules, loaded by path so that no Hub access is needed."""
+
+from pathlib import Path
+from typing import Any
+
+import evaluate
+
+METRICS_DIR = Path(__file__).resolve().parent
+
+
+def load_token_accuracy(**kwargs: Any) -> evaluate.EvaluationModule:
+    """Load the token accuracy metric (see `token_accuracy/token_accuracy.py`).
+
+    Keyword arguments go to `evaluate.load` (e.g. `num_process`, `process_id`,
+    `experiment_id` for distributed evaluation).
+    """
+    return evaluate.load(str(METRICS_DIR / "token_accuracy"), **kwargs)
