@@ -1,0 +1,177 @@
+"""ODE-ResNet: a convolutional Stateful ODE-Net for image classification (DESIGN §7).
+
+Stem conv, then per stage a discrete :class:`StitchBlock` (changes width and
+resolution) and an :class:`~cont_transformer.OdeBlock` that integrates the
+pre-activation :class:`RateUnit` with continuous-in-depth weights and BatchNorm
+statistics, then BN → ReLU → global average pool → Linear.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import PreTrainedModel
+from transformers import initialization as init
+from transformers.modeling_outputs import (
+    BaseModelOutputWithPoolingAndNoAttention,
+    ImageClassifierOutput,
+)
+
+from cont_transformer import OdeBlock
+from cont_transformer.ode_block import Coefficients
+
+from .configuration_ode_resnet import OdeResNetConfig
+
+
+def _norm(channels: int, use_normalization: bool) -> nn.Module:
+    return nn.BatchNorm2d(channels) if use_normalization else nn.Identity()
+
+
+def _conv3x3(in_channels: int, out_channels: int, stride: int = 1) -> nn.Conv2d:
+    return nn.Conv2d(in_channels, out_channels, 3, stride=stride, padding=1, bias=False)
+
+
+class RateUnit(nn.Module):
+    """The rate R(x): BN → ReLU → Conv3×3 → BN → ReLU → Conv3×3, (batch, C, H, W) → same."""
+
+    def __init__(self, channels: int, use_normalization: bool = True):
+        super().__init__()
+        self.bn1 = _norm(channels, use_normalization)
+        self.conv1 = _conv3x3(channels, channels)
+        self.bn2 = _norm(channels, use_normalization)
+        self.conv2 = _conv3x3(channels, channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv1(F.relu(self.bn1(x)))
+        return self.conv2(F.relu(self.bn2(x)))
+
+
+class StitchBlock(nn.Module):
+    """A discrete pre-activation residual block between ODE blocks.
+
+    The same two convs as :class:`RateUnit`, the first with ``stride``; the shortcut
+    is the identity, or Conv1×1 with ``stride`` + BN when the shape changes.
+    (batch, in_channels, H, W) → (batch, out_channels, ⌈H/stride⌉, ⌈W/stride⌉).
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, stride: int = 1, use_normalization: bool = True):
+        super().__init__()
+        self.bn1 = _norm(in_channels, use_normalization)
+        self.conv1 = _conv3x3(in_channels, out_channels, stride)
+        self.bn2 = _norm(out_channels, use_normalization)
+        self.conv2 = _conv3x3(out_channels, out_channels)
+        if stride == 1 and in_channels == out_channels:
+            self.shortcut = nn.Identity()
+        else:
+            self.shortcut = nn.Sequential(
+                nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False),
+                _norm(out_channels, use_normalization),
+            )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.conv1(F.relu(self.bn1(x)))
+        out = self.conv2(F.relu(self.bn2(out)))
+        return self.shortcut(x) + out
+
+
+class Stage(nn.Module):
+    """StitchBlock to the stage's width and resolution, then an OdeBlock over RateUnit."""
+
+    def __init__(self, config: OdeResNetConfig, in_channels: int, out_channels: int, stride: int):
+        super().__init__()
+        self.stitch = StitchBlock(in_channels, out_channels, stride, config.use_normalization)
+        self.ode = OdeBlock(
+            RateUnit(out_channels, config.use_normalization),
+            basis=config.basis,
+            num_basis=config.num_basis,
+            num_steps=config.num_steps,
+            scheme=config.scheme,
+            time_horizon=config.time_horizon,
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.ode(self.stitch(x))
+
+
+class OdeResNetPreTrainedModel(PreTrainedModel):
+    config_class = OdeResNetConfig
+    base_model_prefix = "ode_resnet"
+    main_input_name = "pixel_values"
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        """Kaiming (fan-out) convs, unit BatchNorm, small Linear; OdeBlock coefficients alike.
+
+        A :class:`Coefficients` container is initialised as the class it mirrors, each of
+        its K slices an independent draw.
+        """
+        kind = module.template_cls if isinstance(module, Coefficients) else type(module)
+        if issubclass(kind, nn.Conv2d):
+            weight = module.weight  # (out, in, kh, kw), or (K, out, in, kh, kw) for coefficients
+            shape = weight.shape[1:] if isinstance(module, Coefficients) else weight.shape
+            fan_out = shape[0] * math.prod(shape[2:])
+            init.normal_(weight, std=math.sqrt(2.0 / fan_out))
+        elif issubclass(kind, nn.BatchNorm2d):
+            init.ones_(module.weight)
+            init.zeros_(module.bias)
+            init.zeros_(module.running_mean)
+            init.ones_(module.running_var)
+            init.zeros_(module.num_batches_tracked)
+        elif issubclass(kind, nn.Linear):
+            init.normal_(module.weight, std=0.01)
+            init.zeros_(module.bias)
+
+
+class OdeResNetModel(OdeResNetPreTrainedModel):
+    """Features of the ODE-ResNet: ``pixel_values`` (batch, num_channels, H, W) →
+    ``last_hidden_state`` (batch, C, H', W') and ``pooler_output`` (batch, C), C the last
+    stage's width, after the final BN → ReLU."""
+
+    def __init__(self, config: OdeResNetConfig):
+        super().__init__(config)
+        widths = config.stage_channels
+        self.stem = _conv3x3(config.num_channels, widths[0])
+        self.stages = nn.ModuleList(
+            Stage(config, c_in, c_out, stride)
+            for c_in, c_out, stride in zip([widths[0], *widths[:-1]], widths, config.stage_strides)
+        )
+        self.norm = _norm(widths[-1], config.use_normalization)
+        self.post_init()
+
+    def forward(self, pixel_values: torch.Tensor, **kwargs) -> BaseModelOutputWithPoolingAndNoAttention:
+        x = self.stem(pixel_values)  # (batch, C0, H, W)
+        for stage in self.stages:
+            x = stage(x)
+        x = F.relu(self.norm(x))  # (batch, C, H', W')
+        return BaseModelOutputWithPoolingAndNoAttention(last_hidden_state=x, pooler_output=x.mean((2, 3)))
+
+
+class OdeResNetForImageClassification(OdeResNetPreTrainedModel):
+    """ODE-ResNet with a Linear head: ``pixel_values`` (batch, num_channels, H, W) →
+    ``logits`` (batch, num_labels); cross-entropy ``loss`` when ``labels`` (batch,) are given."""
+
+    def __init__(self, config: OdeResNetConfig):
+        super().__init__(config)
+        self.ode_resnet = OdeResNetModel(config)
+        self.classifier = nn.Linear(config.stage_channels[-1], config.num_labels)
+        self.post_init()
+
+    def forward(
+        self, pixel_values: torch.Tensor, labels: torch.Tensor | None = None, **kwargs
+    ) -> ImageClassifierOutput:
+        pooled = self.ode_resnet(pixel_values).pooler_output  # (batch, C)
+        logits = self.classifier(pooled)  # (batch, num_labels)
+        loss = F.cross_entropy(logits, labels) if labels is not None else None
+        return ImageClassifierOutput(loss=loss, logits=logits)
+
+
+__all__ = [
+    "OdeResNetForImageClassification",
+    "OdeResNetModel",
+    "OdeResNetPreTrainedModel",
+    "RateUnit",
+    "StitchBlock",
+]
