@@ -1,0 +1,146 @@
+"""Configuration of the continuous-in-depth transformer encoder (DESIGN §6).
+
+Every continuous choice (basis, K, N_T, scheme, T) lives here, so a model that was
+refined, projected onto another basis or shortened saves and reloads as what it is.
+"""
+
+from __future__ import annotations
+
+from huggingface_hub.dataclasses import strict
+from transformers import PreTrainedConfig
+
+from .basis import BASES
+from .integrators import SCHEMES
+
+POSITION_ENCODINGS = ("sinusoidal", "learned")
+ACTIVATIONS = ("gelu", "relu")
+
+
+@strict
+class ContTransformerConfig(PreTrainedConfig):
+    r"""Configuration of [`ContTransformerModel`] and [`ContTransformerForTokenClassification`].
+
+    The encoder is one ODE block: the hidden state ``x`` of shape
+    ``(batch, seq, hidden_size)`` follows ``dx/dt = a + MLP(LayerNorm(x + a))`` with
+    ``a = SelfAttention(LayerNorm(x))`` over depth-time ``[0, time_horizon]``, with
+    weights ``θ(t) = Σ_k φ_k(t) θ̂_k`` in a basis of ``num_basis`` functions.
+
+    Args:
+        vocab_size: number of word types, including the special tokens; set it from
+            the tokenizer (``len(tokenizer)``).
+        hidden_size: width of the embeddings and of the ODE state.
+        num_attention_heads: attention heads; must divide ``hidden_size``.
+        intermediate_size: width of the MLP's hidden layer.
+        hidden_act: MLP activation, ``"gelu"`` or ``"relu"`` (the Flax reference
+            encoder uses ReLU; GELU is the usual choice for transformers today).
+        hidden_dropout_prob: dropout on the embeddings, on the attention and MLP
+            outputs inside the rate, and before the classifier.
+        attention_probs_dropout_prob: dropout on the attention probabilities.
+        layer_norm_eps: epsilon of every LayerNorm.
+        max_position_embeddings: longest sequence (tokens, root included) the
+            position encoding covers.
+        position_encoding: ``"sinusoidal"`` (fixed, added to the word embeddings,
+            no parameters) or ``"learned"`` (a trained embedding per position).
+        initializer_range: standard deviation of the normal initialiser of every
+            Linear weight (each of the K coefficient slices) and embedding.
+        basis: name of the basis in ``cont_transformer.basis.BASES``:
+            ``"piecewise_constant"``, ``"piecewise_linear"``,
+            ``"discontinuous_linear"`` or ``"legendre"``.
+        num_basis: K, the number of basis functions (even for
+            ``"discontinuous_linear"``: two per element).
+        num_steps: N_T, the number of integration steps; ``None`` means ``num_basis``.
+            N_T < K shortens the graph.
+        scheme: Runge–Kutta scheme in ``cont_transformer.integrators.SCHEMES``
+            (``"euler"``, ``"midpoint"``, ``"heun"``, ``"rk3"``, ``"rk4"``, ``"rk4_38"``).
+        time_horizon: T, the end of depth-time. With Euler, piecewise constant and
+            K = N_T = T the model is exactly a pre-LayerNorm encoder of K layers.
+        pad_token_id: id of ``[PAD]``; its embedding is kept at zero.
+
+    Tags go in ``id2label`` / ``label2id`` (their size sets ``num_labels``).
+
+    Example:
+
+    ```python
+    >>> from cont_transformer import ContTransformerConfig, ContTransformerForTokenClassification
+    >>> config = ContTransformerConfig(vocab_size=1000, num_basis=8, id2label={0: "NN", 1: "VB"})
+    >>> model = ContTransformerForTokenClassification(config)
+    ```
+    """
+
+    model_type = "cont_transformer"
+
+    vocab_size: int = 16000
+    hidden_size: int = 128
+    num_attention_heads: int = 1
+    intermediate_size: int = 128
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float | int = 0.1
+    attention_probs_dropout_prob: float | int = 0.1
+    layer_norm_eps: float = 1e-6
+    max_position_embeddings: int = 512
+    position_encoding: str = "sinusoidal"
+    initializer_range: float = 0.02
+    basis: str = "piecewise_constant"
+    num_basis: int = 64
+    num_steps: int | None = None
+    scheme: str = "euler"
+    time_horizon: float | int = 1.0
+    pad_token_id: int | None = 0
+
+    def __post_init__(self, **kwargs):
+        if self.num_steps is None:
+            self.num_steps = self.num_basis
+        super().__post_init__(**kwargs)
+        # Plain ValueErrors at construction; `validate()` (run again by save_pretrained)
+        # wraps the same checks in huggingface_hub's validation error.
+        self.validate_continuous_choices()
+        self.validate_encoder()
+
+    def validate_continuous_choices(self):
+        """Basis, K, N_T, scheme and T name registered choices with valid sizes."""
+        if self.basis not in BASES:
+            raise ValueError(f"basis: unknown basis {self.basis!r}; choose one of {sorted(BASES)}")
+        if self.scheme not in SCHEMES:
+            raise ValueError(f"scheme: unknown scheme {self.scheme!r}; choose one of {sorted(SCHEMES)}")
+        _check_count("num_basis", self.num_basis)
+        if self.basis == "discontinuous_linear" and self.num_basis % 2:
+            raise ValueError(
+                f"num_basis: must be even for 'discontinuous_linear' (two per element), got {self.num_basis}"
+            )
+        _check_count("num_steps", self.num_steps)
+        if not isinstance(self.time_horizon, (int, float)) or not self.time_horizon > 0:
+            raise ValueError(f"time_horizon: must be positive, got {self.time_horizon}")
+
+    def validate_encoder(self):
+        """Sizes, dropouts and named options of the encoder are valid."""
+        for name in ("vocab_size", "hidden_size", "num_attention_heads", "intermediate_size",
+                     "max_position_embeddings"):
+            _check_count(name, getattr(self, name))
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"hidden_size: {self.hidden_size} is not divisible by "
+                f"num_attention_heads={self.num_attention_heads}"
+            )
+        if self.hidden_act not in ACTIVATIONS:
+            raise ValueError(f"hidden_act: choose one of {ACTIVATIONS}, got {self.hidden_act!r}")
+        if self.position_encoding not in POSITION_ENCODINGS:
+            raise ValueError(
+                f"position_encoding: choose one of {POSITION_ENCODINGS}, got {self.position_encoding!r}"
+            )
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ValueError(f"{name}: must lie in [0, 1), got {getattr(self, name)}")
+        if not self.layer_norm_eps > 0:
+            raise ValueError(f"layer_norm_eps: must be positive, got {self.layer_norm_eps}")
+        if not self.initializer_range > 0:
+            raise ValueError(f"initializer_range: must be positive, got {self.initializer_range}")
+        if self.pad_token_id is not None and not 0 <= self.pad_token_id < self.vocab_size:
+            raise ValueError(f"pad_token_id: must lie in [0, vocab_size), got {self.pad_token_id}")
+
+
+def _check_count(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name}: must be an integer >= 1, got {value!r}")
+
+
+__all__ = ["ContTransformerConfig"]

@@ -1,0 +1,272 @@
+"""The continuous-in-depth transformer encoder (DESIGN §6) as a Hugging Face model.
+
+Word embeddings plus a position encoding feed one :class:`OdeBlock` whose rate is a
+pre-LayerNorm encoder unit, ``dx/dt = a + MLP(LayerNorm(x + a))`` with
+``a = SelfAttention(LayerNorm(x))``; a final LayerNorm closes the encoder, and a
+Linear layer over the tags makes the token classifier.
+
+Every import of this package's own modules is a relative ``from .module import name``:
+``save_pretrained`` copies exactly the files found that way, so a saved folder loads
+with ``trust_remote_code=True`` where this package is not installed.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import PreTrainedModel
+from transformers.activations import ACT2FN
+from transformers.modeling_outputs import BaseModelOutput, TokenClassifierOutput
+
+from .configuration_cont_transformer import ContTransformerConfig
+from .model_card import write_model_card
+from .ode_block import Coefficients, OdeBlock
+
+
+def sinusoidal_positions(seq_len: int, dim: int, device=None, dtype=None) -> torch.Tensor:
+    """The fixed encoding of "Attention is all you need": sin on even, cos on odd features.
+
+    Returns ``(seq_len, dim)``.
+    """
+    position = torch.arange(seq_len, device=device, dtype=torch.float32)[:, None]  # (seq, 1)
+    frequency = torch.exp(
+        torch.arange(0, dim, 2, device=device, dtype=torch.float32) * (-math.log(10000.0) / dim)
+    )  # (ceil(dim / 2),)
+    angle = position * frequency  # (seq, ceil(dim / 2))
+    encoding = torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)[:, :dim]  # (seq, dim)
+    return encoding.to(dtype)
+
+
+class ContTransformerEmbeddings(nn.Module):
+    """Word embeddings plus a sinusoidal or learned position encoding, then dropout."""
+
+    def __init__(self, config: ContTransformerConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, config.pad_token_id)
+        if config.position_encoding == "learned":
+            self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.max_positions = config.max_position_embeddings
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """``input_ids`` ``(batch, seq)`` -> embeddings ``(batch, seq, hidden)``."""
+        seq_len = input_ids.shape[1]
+        if seq_len > self.max_positions:
+            raise ValueError(
+                f"sequence of {seq_len} tokens is longer than max_position_embeddings={self.max_positions}"
+            )
+        words = self.word_embeddings(input_ids)  # (batch, seq, hidden)
+        if hasattr(self, "position_embeddings"):
+            positions = self.position_embeddings.weight[:seq_len]  # (seq, hidden)
+        else:
+            positions = sinusoidal_positions(seq_len, words.shape[-1], words.device, words.dtype)
+        return self.dropout(words + positions)
+
+
+class ContTransformerSelfAttention(nn.Module):
+    """Multi-head scaled dot-product self-attention (PyTorch SDPA) with an output projection."""
+
+    def __init__(self, config: ContTransformerConfig):
+        super().__init__()
+        hidden = config.hidden_size
+        self.num_heads = config.num_attention_heads
+        self.query = nn.Linear(hidden, hidden)
+        self.key = nn.Linear(hidden, hidden)
+        self.value = nn.Linear(hidden, hidden)
+        self.output = nn.Linear(hidden, hidden)
+        self.dropout_prob = config.attention_probs_dropout_prob
+
+    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``x`` ``(batch, seq, hidden)``; ``attention_mask`` boolean ``(batch, 1, 1, seq)``,
+        True at the keys to attend to, or None. Returns ``(batch, seq, hidden)``."""
+        batch, seq_len, hidden = x.shape
+        heads = (batch, seq_len, self.num_heads, hidden // self.num_heads)
+        q = self.query(x).view(heads).transpose(1, 2)  # (batch, heads, seq, head_dim)
+        k = self.key(x).view(heads).transpose(1, 2)
+        v = self.value(x).view(heads).transpose(1, 2)
+        context = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=attention_mask, dropout_p=self.dropout_prob if self.training else 0.0
+        )  # (batch, heads, seq, head_dim)
+        return self.output(context.transpose(1, 2).reshape(batch, seq_len, hidden))
+
+
+class ContTransformerMLP(nn.Module):
+    """Linear -> activation -> Linear."""
+
+    def __init__(self, config: ContTransformerConfig):
+        super().__init__()
+        self.fc1 = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.activation = ACT2FN[config.hidden_act]
+        self.fc2 = nn.Linear(config.intermediate_size, config.hidden_size)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``(batch, seq, hidden)`` -> ``(batch, seq, hidden)``."""
+        return self.fc2(self.activation(self.fc1(x)))
+
+
+class ContTransformerRate(nn.Module):
+    """The encoder's rate dx/dt (paper eq. for the continuous transformer).
+
+    ``a = SelfAttention(LayerNorm(x))``, ``dx/dt = a + MLP(LayerNorm(x + a))``: one
+    Euler step of size 1 is one pre-LayerNorm transformer layer. This module is the
+    template of the OdeBlock; its weights are θ(t), supplied by the block.
+    """
+
+    def __init__(self, config: ContTransformerConfig):
+        super().__init__()
+        self.attention_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.attention = ContTransformerSelfAttention(config)
+        self.mlp_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.mlp = ContTransformerMLP(config)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``x`` ``(batch, seq, hidden)`` -> ``dx/dt`` ``(batch, seq, hidden)``."""
+        a = self.dropout(self.attention(self.attention_norm(x), attention_mask))
+        return a + self.dropout(self.mlp(self.mlp_norm(x + a)))
+
+
+class ContTransformerPreTrainedModel(PreTrainedModel):
+    """Weight initialisation, parameter counts and a model card on ``save_pretrained``."""
+
+    config_class = ContTransformerConfig
+    base_model_prefix = "cont_transformer"
+    _supports_sdpa = True
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        """Normal(0, initializer_range) for Linear weights and embeddings, zero biases,
+        unit LayerNorms. The ODE block's coefficient containers are initialised like
+        the template module they mirror, every K slice with its own draw."""
+        std = self.config.initializer_range
+        kind = module.template_cls if isinstance(module, Coefficients) else type(module)
+        if issubclass(kind, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif issubclass(kind, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+        elif issubclass(kind, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+            # A loaded weight is flagged; its slice would not be, so check here.
+            if module.padding_idx is not None and not getattr(module.weight, "_is_hf_initialized", False):
+                module.weight[module.padding_idx].zero_()
+
+    def num_parameters_split(self) -> dict[str, int]:
+        """Parameter counts: ``embedding`` (word and learned position embeddings),
+        ``non_embedding`` (the ODE block's coefficients, LayerNorms, classifier: the
+        part compression acts on) and ``total``."""
+        total = self.num_parameters()
+        non_embedding = self.num_parameters(exclude_embeddings=True)
+        return {"embedding": total - non_embedding, "non_embedding": non_embedding, "total": total}
+
+    @classmethod
+    def _finalize_model_loading(cls, model, load_config, loading_info):
+        """Refuse a checkpoint whose coefficient shapes disagree with its config.
+
+        transformers would re-draw mismatched tensors (with ``ignore_mismatched_sizes``)
+        or fail with a generic message; a K-mismatch means the config does not describe
+        the saved basis, so say that. This is transformers' step between reading the
+        weights and initialising the missing or mismatched ones.
+        """
+        blocks = [name for name, m in model.named_modules() if isinstance(m, OdeBlock)]
+        mismatched = sorted(
+            (key, tuple(saved), tuple(expected))
+            for key, saved, expected in loading_info.mismatched_keys
+            if any(key.startswith(f"{block}.rate.") for block in blocks)
+        )
+        if mismatched:
+            key, saved, expected = mismatched[0]
+            config = model.config
+            raise ValueError(
+                f"checkpoint {load_config.pretrained_model_name_or_path!s} disagrees with its config: "
+                f"coefficients {key} have shape {list(saved)}, but the config (basis={config.basis!r}, "
+                f"num_basis={config.num_basis}) gives {list(expected)} ({len(mismatched)} tensors "
+                "differ). The config must describe the saved basis: after change_basis / refine, "
+                "save the model with save_pretrained, which writes the updated config."
+            )
+        return super()._finalize_model_loading(model, load_config, loading_info)
+
+    def save_pretrained(self, save_directory: str | Path, *args, **kwargs) -> None:
+        """``PreTrainedModel.save_pretrained``, plus a model card ``README.md`` stating the
+        basis, K, N_T, scheme and parameter counts (see :func:`write_model_card`)."""
+        super().save_pretrained(save_directory, *args, **kwargs)
+        if kwargs.get("is_main_process", True):
+            write_model_card(self, save_directory)
+
+
+class ContTransformerModel(ContTransformerPreTrainedModel):
+    """Embeddings -> one OdeBlock over :class:`ContTransformerRate` -> final LayerNorm."""
+
+    def __init__(self, config: ContTransformerConfig):
+        super().__init__(config)
+        self.embeddings = ContTransformerEmbeddings(config)
+        self.encoder = OdeBlock(
+            ContTransformerRate(config),
+            basis=config.basis,
+            num_basis=config.num_basis,
+            num_steps=config.num_steps,
+            scheme=config.scheme,
+            time_horizon=config.time_horizon,
+        )
+        self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embeddings.word_embeddings
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.embeddings.word_embeddings = value
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> BaseModelOutput:
+        """``input_ids`` ``(batch, seq)``; ``attention_mask`` ``(batch, seq)``, 1 at real tokens
+        and 0 at padding (padded keys get no attention). Returns ``last_hidden_state``
+        ``(batch, seq, hidden)``."""
+        x = self.embeddings(input_ids)  # (batch, seq, hidden)
+        if attention_mask is not None:
+            attention_mask = attention_mask.bool()[:, None, None, :]  # (batch, 1, 1, seq)
+        x = self.encoder(x, attention_mask=attention_mask)  # (batch, seq, hidden)
+        return BaseModelOutput(last_hidden_state=self.final_norm(x))
+
+
+class ContTransformerForTokenClassification(ContTransformerPreTrainedModel):
+    """:class:`ContTransformerModel` with dropout and a Linear layer over the tags."""
+
+    def __init__(self, config: ContTransformerConfig):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.cont_transformer = ContTransformerModel(config)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+    ) -> TokenClassifierOutput:
+        """``input_ids``, ``attention_mask`` ``(batch, seq)`` as in :class:`ContTransformerModel`;
+        ``labels`` ``(batch, seq)`` tag ids, -100 where no tag is scored (padding, the
+        root token). Returns ``logits`` ``(batch, seq, num_labels)`` and, with labels,
+        the mean cross-entropy ``loss`` over the scored tokens."""
+        hidden = self.cont_transformer(input_ids, attention_mask).last_hidden_state  # (batch, seq, hidden)
+        logits = self.classifier(self.dropout(hidden))  # (batch, seq, num_labels)
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
+        return TokenClassifierOutput(loss=loss, logits=logits)
+
+
+__all__ = [
+    "ContTransformerForTokenClassification",
+    "ContTransformerModel",
+    "ContTransformerPreTrainedModel",
+]

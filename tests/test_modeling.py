@@ -1,0 +1,395 @@
+"""The continuous transformer as a Hugging Face model: config, model, tokenizer, sharing."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import torch.nn.functional as F
+from huggingface_hub import ModelCard
+from safetensors.torch import load_file, save_file
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForTokenClassification,
+    AutoTokenizer,
+    pipeline,
+)
+
+from cont_transformer import (
+    ContTransformerConfig,
+    ContTransformerForTokenClassification,
+    ContTransformerModel,
+    build_tokenizer,
+    change_basis,
+    refine,
+    set_num_steps,
+    tag,
+)
+
+TAGS = ["DT", "NN", "VB", "IN", "."]
+WORDS = ["the", "cat", "dog", "sat", "ran", "on", "a", "mat", "."]
+SENTENCE = ["the", "zebra", "sat", "on", "a", "mat", "."]
+
+
+def tiny_config(**overrides) -> ContTransformerConfig:
+    options = {
+        "vocab_size": len(WORDS) + 3,
+        "hidden_size": 16,
+        "num_attention_heads": 2,
+        "intermediate_size": 24,
+        "num_basis": 3,
+        "id2label": dict(enumerate(TAGS)),
+        "label2id": {t: i for i, t in enumerate(TAGS)},
+    }
+    return ContTransformerConfig(**{**options, **overrides})
+
+
+def tiny_model(seed=0, **overrides) -> ContTransformerForTokenClassification:
+    torch.manual_seed(seed)
+    return ContTransformerForTokenClassification(tiny_config(**overrides)).eval()
+
+
+def batch(seed=0, batch_size=3, seq_len=7):
+    generator = torch.Generator().manual_seed(seed)
+    input_ids = torch.randint(3, len(WORDS) + 3, (batch_size, seq_len), generator=generator)
+    input_ids[:, 0] = 2  # the root token
+    return input_ids
+
+
+# --- config ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("basis", "splines"),
+        ("scheme", "leapfrog"),
+        ("num_basis", 0),
+        ("num_basis", 2.5),
+        ("num_steps", 0),
+        ("time_horizon", 0.0),
+        ("time_horizon", -1),
+        ("num_attention_heads", 3),
+        ("hidden_act", "swish"),
+        ("position_encoding", "rotary"),
+        ("hidden_dropout_prob", 1.0),
+    ],
+)
+def test_config_rejects_invalid_values_naming_the_field(field, value):
+    expected = "hidden_size" if field == "num_attention_heads" else field
+    with pytest.raises(ValueError, match=expected):
+        tiny_config(**{field: value})
+
+
+def test_config_rejects_odd_num_basis_for_discontinuous_linear():
+    with pytest.raises(ValueError, match="num_basis.*even"):
+        tiny_config(basis="discontinuous_linear", num_basis=3)
+
+
+def test_config_defaults_num_steps_to_num_basis_and_round_trips(tmp_path):
+    config = tiny_config(num_basis=5, time_horizon=2.0)
+    assert config.num_steps == 5 and config.num_labels == len(TAGS)
+    config.save_pretrained(tmp_path)
+    loaded = AutoConfig.from_pretrained(tmp_path)
+    assert isinstance(loaded, ContTransformerConfig)
+    for key in ("basis", "num_basis", "num_steps", "scheme", "time_horizon", "id2label"):
+        assert getattr(loaded, key) == getattr(config, key)
+
+
+# --- equivalence with a discrete pre-LayerNorm encoder ----------------------------
+
+
+def sinusoid(seq_len, dim):
+    table = torch.zeros(seq_len, dim)
+    for pos in range(seq_len):
+        for i in range(0, dim, 2):
+            angle = pos / 10000 ** (i / dim)
+            table[pos, i] = math.sin(angle)
+            table[pos, i + 1] = math.cos(angle)
+    return table
+
+
+def discrete_encoder(model: ContTransformerModel, input_ids, attention_mask):
+    """A pre-LayerNorm transformer encoder of K layers; layer k uses coefficient slice k."""
+    config = model.config
+    coefficients = dict(model.encoder.named_coefficients())
+    heads, eps = config.num_attention_heads, config.layer_norm_eps
+    batch_size, seq_len = input_ids.shape
+    head_dim = config.hidden_size // heads
+    x = model.embeddings.word_embeddings.weight[input_ids] + sinusoid(seq_len, config.hidden_size)
+    blocked = ~attention_mask.bool()[:, None, None, :]  # (batch, 1, 1, seq)
+
+    def linear(h, w, name):
+        return h @ w[f"{name}.weight"].T + w[f"{name}.bias"]
+
+    def split(h):
+        return h.view(batch_size, seq_len, heads, head_dim).transpose(1, 2)
+
+    for k in range(config.num_basis):
+        w = {name: value[k] for name, value in coefficients.items()}
+        h = F.layer_norm(x, (config.hidden_size,), w["attention_norm.weight"], w["attention_norm.bias"], eps)
+        q, key, v = (split(linear(h, w, f"attention.{n}")) for n in ("query", "key", "value"))
+        scores = (q @ key.transpose(-1, -2) / math.sqrt(head_dim)).masked_fill(blocked, float("-inf"))
+        context = (scores.softmax(-1) @ v).transpose(1, 2).reshape(batch_size, seq_len, -1)
+        x = x + linear(context, w, "attention.output")
+        h = F.layer_norm(x, (config.hidden_size,), w["mlp_norm.weight"], w["mlp_norm.bias"], eps)
+        x = x + linear(F.gelu(linear(h, w, "mlp.fc1")), w, "mlp.fc2")
+    final = model.final_norm
+    return F.layer_norm(x, (config.hidden_size,), final.weight, final.bias, eps)
+
+
+@pytest.mark.parametrize("num_layers", [1, 4])
+def test_euler_piecewise_constant_is_a_discrete_pre_layernorm_encoder(num_layers):
+    torch.manual_seed(0)
+    config = tiny_config(num_basis=num_layers, num_steps=num_layers, time_horizon=float(num_layers))
+    model = ContTransformerModel(config).eval()
+    input_ids = batch(seq_len=6)
+    attention_mask = torch.ones_like(input_ids)
+    attention_mask[1, 4:] = 0
+    expected = discrete_encoder(model, input_ids, attention_mask)
+    actual = model(input_ids, attention_mask).last_hidden_state
+    torch.testing.assert_close(actual, expected, atol=1e-5, rtol=0)
+
+
+# --- padding and loss -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scheme", ["euler", "rk4"])
+def test_padding_does_not_change_outputs_at_real_tokens(scheme):
+    model = tiny_model(scheme=scheme)
+    short = batch(seq_len=4, batch_size=1)
+    padded = torch.cat([short, torch.zeros(1, 3, dtype=torch.long)], 1)  # [PAD] = 0
+    mask = torch.cat([torch.ones(1, 4), torch.zeros(1, 3)], 1).long()
+    alone = model(short).logits
+    with_padding = model(padded, mask).logits[:, :4]
+    torch.testing.assert_close(with_padding, alone, atol=1e-5, rtol=0)
+    # Unmasked padding does change them: the mask is what protects them.
+    assert not torch.allclose(model(padded).logits[:, :4], alone, atol=1e-5)
+
+
+def test_loss_ignores_minus_100():
+    model = tiny_model()
+    input_ids = batch()
+    labels = torch.randint(0, len(TAGS), input_ids.shape, generator=torch.Generator().manual_seed(1))
+    labels[:, 0] = -100
+    labels[0, 4:] = -100
+    out = model(input_ids, labels=labels)
+    scored = labels != -100
+    expected = F.cross_entropy(out.logits[scored], labels[scored])
+    torch.testing.assert_close(out.loss, expected)
+    assert out.logits.shape == (*input_ids.shape, len(TAGS))
+    assert model(input_ids).loss is None
+
+
+# --- save / load ----------------------------------------------------------------
+
+
+def test_save_load_through_auto_classes_before_and_after_compression(tmp_path):
+    model = tiny_model(num_basis=4, time_horizon=4.0)
+    input_ids = batch()
+    model.save_pretrained(tmp_path / "source")
+    loaded = AutoModelForTokenClassification.from_pretrained(tmp_path / "source")
+    assert type(loaded) is ContTransformerForTokenClassification
+    assert torch.equal(loaded(input_ids).logits, model(input_ids).logits)
+
+    change_basis(model, "piecewise_linear", 3)
+    set_num_steps(model, 2)
+    assert (model.config.basis, model.config.num_basis, model.config.num_steps) == ("piecewise_linear", 3, 2)
+    model.save_pretrained(tmp_path / "compressed")
+    loaded = AutoModelForTokenClassification.from_pretrained(tmp_path / "compressed")
+    block = loaded.cont_transformer.encoder
+    assert (block.basis_name, block.num_basis, block.num_steps) == ("piecewise_linear", 3, 2)
+    assert torch.equal(loaded(input_ids).logits, model(input_ids).logits)
+
+    base = AutoModel.from_pretrained(tmp_path / "compressed")
+    assert type(base) is ContTransformerModel
+    assert torch.equal(base(input_ids).last_hidden_state, model.cont_transformer(input_ids).last_hidden_state)
+
+
+def test_refine_keeps_outputs_and_config(tmp_path):
+    model = tiny_model(num_basis=2, time_horizon=2.0)
+    input_ids = batch()
+    before = model(input_ids).logits
+    refine(model)
+    assert (model.config.num_basis, model.config.num_steps) == (4, 4)
+    model.save_pretrained(tmp_path)
+    loaded = AutoModelForTokenClassification.from_pretrained(tmp_path)
+    torch.testing.assert_close(loaded(input_ids).logits, before, atol=1e-5, rtol=0)
+
+
+def test_checkpoint_whose_coefficients_disagree_with_its_config_fails(tmp_path):
+    model = tiny_model(num_basis=3)
+    model.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["num_basis"] = config["num_steps"] = 5
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    for ignore in (False, True):
+        with pytest.raises(ValueError, match="disagrees with its config.*num_basis=5"):
+            AutoModelForTokenClassification.from_pretrained(tmp_path, ignore_mismatched_sizes=ignore)
+
+
+REMOTE_LOAD = textwrap.dedent(
+    """
+    import json, sys
+    sys.modules["cont_transformer"] = None  # importing the project now fails
+    import torch
+    from transformers import AutoModelForTokenClassification
+
+    model = AutoModelForTokenClassification.from_pretrained(sys.argv[1], trust_remote_code=True)
+    input_ids = torch.tensor(json.loads(sys.argv[2]))
+    print(json.dumps({"module": type(model).__module__, "logits": model(input_ids).logits.tolist()}))
+    """
+)
+
+
+def test_saved_folder_loads_as_remote_code_without_the_package(tmp_path):
+    model = tiny_model()
+    change_basis(model, "piecewise_linear", 2)
+    folder = tmp_path / "model"
+    model.save_pretrained(folder)
+    for name in ("configuration_cont_transformer.py", "modeling_cont_transformer.py", "ode_block.py",
+                 "basis.py", "integrators.py", "model_card.py"):
+        assert (folder / name).is_file(), name
+    input_ids = batch()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf_home")}
+    env.pop("PYTHONPATH", None)
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", REMOTE_LOAD, str(folder), json.dumps(input_ids.tolist())],
+        check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["module"].startswith("transformers_modules.")
+    torch.testing.assert_close(torch.tensor(out["logits"]), model(input_ids).logits, atol=1e-6, rtol=0)
+
+
+# --- parameters -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("position_encoding", ["sinusoidal", "learned"])
+def test_parameter_counts_split_embedding_and_non_embedding(position_encoding):
+    model = tiny_model(num_basis=4, position_encoding=position_encoding)
+    config = model.config
+    h, i, labels = config.hidden_size, config.intermediate_size, len(TAGS)
+    per_basis_function = 4 * (h * h + h) + 2 * 2 * h + (h * i + i) + (i * h + h)
+    embedding = config.vocab_size * h
+    if position_encoding == "learned":
+        embedding += config.max_position_embeddings * h
+    non_embedding = 4 * per_basis_function + 2 * h + h * labels + labels
+    counts = model.num_parameters_split()
+    assert counts == {"embedding": embedding, "non_embedding": non_embedding, "total": embedding + non_embedding}
+    change_basis(model, num_basis=2)
+    assert model.num_parameters_split()["non_embedding"] == non_embedding - 2 * per_basis_function
+
+
+def _check_initialised(model, std):
+    for name, p in model.named_parameters():
+        if name.endswith("norm.weight"):
+            assert torch.equal(p, torch.ones_like(p)), name
+        elif name.endswith("bias"):
+            assert torch.equal(p, torch.zeros_like(p)), name
+        elif "encoder.rate" in name:
+            for k in range(p.shape[0]):
+                assert p[k].std().item() == pytest.approx(std, rel=0.1), f"{name}[{k}]"
+            assert not torch.equal(p[0], p[1]), f"{name}: slices share one draw"
+        else:
+            assert p.std().item() == pytest.approx(std, rel=0.1), name
+
+
+def test_coefficients_are_initialised_with_initializer_range(tmp_path):
+    overrides = {"hidden_size": 64, "intermediate_size": 64, "vocab_size": 400, "initializer_range": 0.05}
+    _check_initialised(tiny_model(**overrides), 0.05)
+    torch.manual_seed(0)
+    _check_initialised(AutoModelForTokenClassification.from_config(tiny_config(**overrides)), 0.05)
+
+    # Keys missing from a checkpoint are initialised the same way; loaded keys are kept.
+    model = tiny_model(seed=1, **overrides)
+    model.save_pretrained(tmp_path)
+    weights = load_file(tmp_path / "model.safetensors")
+    missing = "cont_transformer.encoder.rate.mlp.fc1.weight"
+    del weights[missing]
+    save_file(weights, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    loaded = AutoModelForTokenClassification.from_pretrained(tmp_path)
+    coefficient = loaded.get_parameter(missing)
+    for k in range(coefficient.shape[0]):
+        assert coefficient[k].std().item() == pytest.approx(0.05, rel=0.1)
+    for name, p in loaded.named_parameters():
+        if name != missing:
+            assert torch.equal(p, model.get_parameter(name)), name
+
+
+def test_torch_compile_matches_eager():
+    model = tiny_model(num_basis=2, scheme="midpoint")
+    input_ids = batch()
+    mask = torch.ones_like(input_ids)
+    mask[0, 5:] = 0
+    compiled = torch.compile(model)
+    torch.testing.assert_close(compiled(input_ids, mask).logits, model(input_ids, mask).logits, atol=1e-5, rtol=0)
+
+
+# --- tokenizer, tagging, sharing ------------------------------------------------
+
+
+def test_tokenizer_round_trip(tmp_path):
+    tokenizer = build_tokenizer(WORDS + ["cat"])
+    assert tokenizer.convert_ids_to_tokens([0, 1, 2, 3]) == ["[PAD]", "[UNK]", "[ROOT]", "the"]
+    assert len(tokenizer) == len(WORDS) + 3
+    words = ["the", "zebra", "sat", "."]
+    encoding = tokenizer(words, is_split_into_words=True)
+    assert tokenizer.convert_ids_to_tokens(encoding["input_ids"]) == ["[ROOT]", "the", "[UNK]", "sat", "."]
+    assert encoding.word_ids() == [None, 0, 1, 2, 3]
+    tokenizer.save_pretrained(tmp_path)
+    loaded = AutoTokenizer.from_pretrained(tmp_path)
+    assert loaded(words, is_split_into_words=True)["input_ids"] == encoding["input_ids"]
+    assert loaded("the zebra sat .")["input_ids"] == encoding["input_ids"]
+    padded = loaded([words, words[:2]], is_split_into_words=True, padding=True)
+    assert padded["input_ids"][1][-2:] == [0, 0] and padded["attention_mask"][1] == [1, 1, 1, 0, 0]
+    with pytest.raises(ValueError, match="whitespace"):
+        build_tokenizer(["two words"])
+
+
+@pytest.fixture
+def saved_tagger(tmp_path):
+    tokenizer = build_tokenizer(WORDS)
+    model = tiny_model(vocab_size=len(tokenizer), num_basis=4)
+    change_basis(model, num_basis=2)
+    set_num_steps(model, 1)
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    return tmp_path, model, tokenizer
+
+
+def test_tag_from_a_saved_folder(saved_tagger):
+    folder, model, tokenizer = saved_tagger
+    loaded = AutoModelForTokenClassification.from_pretrained(folder)
+    loaded_tokenizer = AutoTokenizer.from_pretrained(folder)
+    tagged = tag(" ".join(SENTENCE), loaded, loaded_tokenizer)
+    assert [word for word, _ in tagged] == SENTENCE
+    input_ids = tokenizer(SENTENCE, is_split_into_words=True, return_tensors="pt")["input_ids"]
+    expected = [TAGS[i] for i in model(input_ids).logits[0, 1:].argmax(-1).tolist()]
+    assert [t for _, t in tagged] == expected
+    assert tag(SENTENCE, loaded, loaded_tokenizer) == tagged
+
+    tagger = pipeline("token-classification", model=str(folder))
+    entities = tagger(" ".join(SENTENCE))
+    assert [(e["word"], e["entity"]) for e in entities] == tagged
+
+
+def test_saved_folder_is_complete_for_sharing(saved_tagger):
+    folder, model, _ = saved_tagger
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "README.md"):
+        assert (folder / name).is_file(), name
+    card = ModelCard.load(folder / "README.md")
+    assert card.data.library_name == "transformers"
+    assert card.data.pipeline_tag == "token-classification"
+    assert "cont-transformer" in card.data.tags
+    counts = model.num_parameters_split()
+    for fact in ("| basis | piecewise_constant |", "| K (num_basis) | 2 |", "| N_T (num_steps) | 1 |",
+                 "| scheme | euler |", f"| parameters, non-embedding | {counts['non_embedding']:,} |",
+                 f"| parameters, embedding | {counts['embedding']:,} |"):
+        assert fact in card.text, fact
