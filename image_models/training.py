@@ -136,6 +136,7 @@ def build_model(args: ImageTrainingArguments, class_names: list[str]) -> OdeResN
         basis=args.basis,
         scheme=args.scheme,
         use_normalization=args.use_normalization,
+        num_labels=len(class_names),
         id2label=dict(enumerate(class_names)),
     )
     return OdeResNetForImageClassification(config)

@@ -1,0 +1,222 @@
+"""ODE-ResNet image models: ResNet equivalence, init, presets, save/load, training."""
+
+import copy
+import gzip
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import AutoConfig, AutoModelForImageClassification
+
+from cont_transformer import change_basis, set_num_steps
+from cont_transformer.ode_block import Coefficients
+from image_models import (
+    OdeResNetConfig,
+    OdeResNetForImageClassification,
+    RateUnit,
+)
+from image_models.image_processing_ode_resnet import OdeResNetImageProcessor
+from image_models.training import ImageTrainingArguments, train
+
+
+def tiny_config(**overrides) -> OdeResNetConfig:
+    values = {"num_channels": 1, "stage_channels": [4, 6], "stage_strides": [1, 2], "num_labels": 3, "num_basis": 3}
+    return OdeResNetConfig(**{**values, **overrides})
+
+
+@torch.no_grad()
+def randomize(model: nn.Module) -> None:
+    """Non-trivial BatchNorm affine parameters and running statistics everywhere."""
+    for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+        if name.endswith(("bn1.weight", "bn2.weight", "norm.weight", "shortcut.1.weight")):
+            tensor.uniform_(0.5, 1.5)
+        elif name.endswith(("bn1.bias", "bn2.bias", "norm.bias", "shortcut.1.bias", "running_mean")):
+            tensor.normal_(0, 0.3)
+        elif name.endswith("running_var"):
+            tensor.uniform_(0.5, 2.0)
+
+
+def discrete_units(block) -> list[RateUnit]:
+    """The K residual units of a piecewise-constant OdeBlock, as ordinary modules."""
+    units = []
+    dtype = next(block.parameters()).dtype
+    for k in range(block.num_basis):
+        unit = copy.deepcopy(block.template).to_empty(device="cpu").to(dtype)
+        with torch.no_grad():
+            for name, coefficients in block.named_coefficients():
+                unit.get_parameter(name).copy_(coefficients[k])
+            for name, state in block.rate.named_buffers():
+                unit.get_buffer(name).copy_(state[k] if state.is_floating_point() else state)
+        units.append(unit)
+    return units
+
+
+def discrete_forward(model: OdeResNetForImageClassification, units: list[list[RateUnit]], pixels):
+    """The same network written as a discrete pre-activation ResNet: x ← x + unit_k(x)."""
+    x = model.ode_resnet.stem(pixels)
+    for stage, stage_units in zip(model.ode_resnet.stages, units):
+        x = stage.stitch(x)
+        for unit in stage_units:
+            x = x + unit(x)
+    x = F.relu(model.ode_resnet.norm(x))
+    return model.classifier(x.mean((2, 3)))
+
+
+def test_euler_piecewise_constant_is_a_resnet_with_batchnorm_per_layer():
+    torch.manual_seed(0)
+    K = 3
+    config = tiny_config(scheme="euler", basis="piecewise_constant", num_basis=K, num_steps=K, time_horizon=K)
+    model = OdeResNetForImageClassification(config).double()
+    randomize(model)
+    reference = copy.deepcopy(model)
+    units = [discrete_units(stage.ode) for stage in model.ode_resnet.stages]
+    reference_params = [*reference.parameters(), *(p for stage in units for u in stage for p in u.parameters())]
+    pixels = torch.randn(5, 1, 8, 8, dtype=torch.float64)
+    labels = torch.tensor([0, 1, 2, 1, 0])
+
+    model.eval()
+    for stage in units:
+        for unit in stage:
+            unit.eval()
+    reference.eval()
+    torch.testing.assert_close(model(pixels).logits, discrete_forward(reference, units, pixels), atol=1e-5, rtol=0)
+
+    # One training step on both: outputs, updated running statistics, updated weights.
+    model.train()
+    reference.train()
+    for stage in units:
+        for unit in stage:
+            unit.train()
+    optimizers = [torch.optim.SGD(params, lr=0.1, momentum=0.9) for params in (model.parameters(), reference_params)]
+    logits = model(pixels).logits
+    reference_logits = discrete_forward(reference, units, pixels)
+    torch.testing.assert_close(logits, reference_logits, atol=1e-5, rtol=0)
+    for loss, optimizer in zip((F.cross_entropy(logits, labels), F.cross_entropy(reference_logits, labels)), optimizers):
+        loss.backward()
+        optimizer.step()
+    for stage, stage_units in zip(model.ode_resnet.stages, units):
+        for name, values in [*stage.ode.named_states(), *stage.ode.named_coefficients()]:
+            expected = torch.stack([dict([*u.named_parameters(), *u.named_buffers()])[name] for u in stage_units])
+            torch.testing.assert_close(values, expected, atol=1e-5, rtol=0, msg=name)
+
+    model.eval()
+    reference.eval()
+    for stage in units:
+        for unit in stage:
+            unit.eval()
+    torch.testing.assert_close(model(pixels).logits, discrete_forward(reference, units, pixels), atol=1e-5, rtol=0)
+
+
+def test_init_reaches_the_coefficients():
+    torch.manual_seed(0)
+    model = OdeResNetForImageClassification(tiny_config(stage_channels=[16], stage_strides=[1], num_basis=4))
+    rate = model.ode_resnet.stages[0].ode.rate
+    assert isinstance(rate.conv1, Coefficients) and rate.conv1.template_cls is nn.Conv2d
+    kaiming_std = math.sqrt(2.0 / (16 * 9))  # fan-out; the template's own init gives ~0.048
+    for k in range(4):
+        assert rate.conv1.weight[k].std().item() == pytest.approx(kaiming_std, rel=0.15)
+    assert not torch.equal(rate.conv1.weight[0], rate.conv1.weight[1])
+    assert torch.equal(rate.bn1.weight, torch.ones(4, 16))
+    assert torch.equal(rate.bn1.bias, torch.zeros(4, 16))
+    stitch = model.ode_resnet.stages[0].stitch
+    assert stitch.conv1.weight.std().item() == pytest.approx(kaiming_std, rel=0.15)
+
+
+@pytest.mark.parametrize(
+    ("preset", "paper_count"),
+    [("mnist-small", 24_000), ("cifar10-small", 207_000), ("cifar10-deep", 1_630_000), ("cifar100-wide", 13_600_000)],
+)
+def test_preset_parameter_counts(preset, paper_count):
+    model = OdeResNetForImageClassification(OdeResNetConfig.from_preset(preset))
+    count = sum(p.numel() for p in model.parameters())
+    assert abs(count - paper_count) / paper_count < 0.05, count
+
+
+def test_config_rejects_invalid_values_by_field():
+    with pytest.raises(ValueError, match="stage_strides"):
+        OdeResNetConfig(stage_channels=[8, 16], stage_strides=[1])
+    with pytest.raises(ValueError, match="scheme"):
+        OdeResNetConfig(scheme="rk5")
+    with pytest.raises(ValueError, match="num_basis"):
+        OdeResNetConfig(num_basis=0)
+    with pytest.raises(ValueError, match="preset"):
+        OdeResNetConfig.from_preset("imagenet")
+
+
+def test_ablation_has_no_normalization():
+    model = OdeResNetForImageClassification(tiny_config(use_normalization=False))
+    kinds = {m.template_cls if isinstance(m, Coefficients) else type(m) for m in model.modules()}
+    assert nn.BatchNorm2d not in kinds
+    assert not list(model.buffers())
+    loss = model(torch.randn(2, 1, 8, 8), labels=torch.tensor([0, 2])).loss
+    loss.backward()
+    assert torch.isfinite(loss)
+
+
+def test_compressed_model_round_trips(tmp_path):
+    torch.manual_seed(0)
+    model = OdeResNetForImageClassification(tiny_config(num_basis=4, basis="piecewise_linear"))
+    randomize(model)
+    model.train()
+    model(torch.randn(8, 1, 8, 8))  # fills the continuous running statistics
+    change_basis(model, num_basis=2)
+    set_num_steps(model, 2)
+    model.eval()
+    model.save_pretrained(tmp_path)
+    config = AutoConfig.from_pretrained(tmp_path)
+    assert (config.num_basis, config.num_steps, config.basis) == (2, 2, "piecewise_linear")
+    loaded = AutoModelForImageClassification.from_pretrained(tmp_path).eval()
+    assert isinstance(loaded, OdeResNetForImageClassification)
+    assert sum(p.numel() for p in loaded.parameters()) == sum(p.numel() for p in model.parameters())
+    pixels = torch.randn(3, 1, 8, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(pixels).logits, model(pixels).logits, atol=0, rtol=0)
+
+
+def write_idx(path, array: np.ndarray) -> None:
+    header = bytes([0, 0, 0x08, array.ndim]) + b"".join(int(d).to_bytes(4, "big") for d in array.shape)
+    with gzip.open(path, "wb") as handle:
+        handle.write(header + array.astype(np.uint8).tobytes())
+
+
+def make_mnist_like(folder, num_train=96, num_test=48, size=10) -> None:
+    """Three classes: a bright left, top or bottom-right square on noise, as MNIST IDX files."""
+    rng = np.random.default_rng(0)
+    for prefix, count in (("train", num_train), ("t10k", num_test)):
+        labels = np.arange(count) % 3
+        images = rng.integers(0, 60, size=(count, size, size))
+        half = size // 2
+        for image, label in zip(images, labels):
+            rows, cols = [(slice(None), slice(0, half)), (slice(0, half), slice(None)), (slice(half, None), slice(half, None))][label]
+            image[rows, cols] += 190
+        write_idx(folder / f"{prefix}-images-idx3-ubyte.gz", images)
+        write_idx(folder / f"{prefix}-labels-idx1-ubyte.gz", labels)
+
+
+def test_training_end_to_end_refines_saves_and_resumes(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    make_mnist_like(data)
+    args = ImageTrainingArguments(
+        dataset=str(data), output_dir=str(tmp_path / "run"), preset="mnist-small", epochs=2,
+        batch_size=16, refine_epochs=[1], lr_decay_epochs=[1], scheme="euler",
+    )
+    summary = train(args)
+    assert [r["num_basis"] for r in summary["history"]] == [1, 2]
+    assert summary["history"][1]["learning_rate"] == pytest.approx(0.01)
+
+    resumed = train(ImageTrainingArguments(**{**vars(args), "epochs": 3, "resume_from_checkpoint": True}))
+    assert [r["epoch"] for r in resumed["history"]] == [0, 1, 2]
+    assert resumed["history"][2]["num_basis"] == 2
+    assert resumed["best_accuracy"] > 0.6
+
+    best = tmp_path / "run" / "best"
+    model = AutoModelForImageClassification.from_pretrained(best).eval()
+    processor = OdeResNetImageProcessor.from_pretrained(best)
+    assert model.config.id2label[2] == "2"
+    images = torch.randint(0, 255, (4, 1, 10, 10), dtype=torch.uint8)
+    with torch.no_grad():
+        assert model(processor.preprocess_tensor(images)).logits.shape == (4, 3)
