@@ -3,6 +3,11 @@
 ``ContTransformerPreTrainedModel.save_pretrained`` writes one; training and
 compression scripts call :func:`write_model_card` again with ``extra`` facts (data
 set, accuracy, source model) after saving.
+
+Sharing: ``model.push_to_hub(repo)`` uploads through transformers, which replaces the
+card by the Hub repository's existing one or a generic template. To publish the
+folder as saved, card included, upload it whole:
+``huggingface_hub.HfApi().upload_folder(repo_id=repo, folder_path=folder)``.
 """
 
 from __future__ import annotations
