@@ -1,0 +1,605 @@
+"""A posteriori compression of a saved model: change of basis and graph shortening.
+
+Paper §5: the weights of a trained model are functions θ(t) = Σ_k φ_k(t) θ̂_k, so a
+smaller model follows, without retraining or data, by re-expressing them in a basis
+with fewer functions (``num_basis``; ``projection`` or ``interpolation``), and a faster
+one by integrating with fewer steps (``num_steps``).
+
+:func:`compress` does it end to end for a ``save_pretrained`` folder of this package
+(a ``cont_transformer`` tagger or an ``ode_resnet`` image classifier): load, transform,
+measure accuracy and inference time before and after in the same run, and write a
+complete folder (weights, config, tokenizer or image processor, model card) atomically.
+The pieces (:func:`load_model`, :func:`check_choices`, :func:`compressed_copy`,
+:func:`load_eval_set`, :func:`measure`, :func:`save_compressed`) serve the sweep in
+:mod:`cont_transformer.sweep` too. The source folder is only ever read.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import torch
+from huggingface_hub import EvalResult, ModelCard
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForImageClassification,
+    AutoModelForTokenClassification,
+    AutoTokenizer,
+    PretrainedConfig,
+)
+
+from .basis import BASES, CHANGE_OF_BASIS_METHODS, get_basis
+from .batching import PaddingCollator, encode_for_evaluation
+from .data import UNSEEN_TAG, load_treebank
+from .metrics import load_token_accuracy
+from .training import METRICS_FILE, evaluate, make_accelerator
+from .transform import change_basis, set_num_steps
+
+PathLike = str | os.PathLike
+
+# model_type of this package's models -> the package whose import registers it.
+MODEL_TYPES = {"cont_transformer": "cont_transformer", "ode_resnet": "image_models"}
+# Architecture name suffix -> the Auto class that loads it and its Hub pipeline tag.
+HEADS = {
+    "ForTokenClassification": (AutoModelForTokenClassification, "token-classification"),
+    "ForImageClassification": (AutoModelForImageClassification, "image-classification"),
+}
+# Timing input when no evaluation data is given: (sentences, words) or (images, side).
+SYNTHETIC_BATCH = (64, 32)
+
+
+@dataclass
+class SourceModel:
+    """A loaded model folder: the model in eval mode and its tokenizer or image processor."""
+
+    folder: Path
+    model: torch.nn.Module
+    preprocessor: object | None
+
+    @property
+    def model_type(self) -> str:
+        return self.model.config.model_type
+
+
+@dataclass
+class EvalSet:
+    """An evaluation set, prepared once (read, tokenised, batched) for every model measured.
+
+    ``accuracy(model)`` scores a model (None for timing-only data); ``forward(model)`` is
+    the inference pass that is timed: every batch through the model, nothing else.
+    """
+
+    accuracy: Callable[[torch.nn.Module], float | None]
+    forward: Callable[[torch.nn.Module], object]
+    description: str
+
+
+@dataclass
+class ModelStats:
+    """What a model is and how it did: the facts a compression report compares."""
+
+    basis: str
+    num_basis: int
+    num_steps: int
+    embedding_parameters: int
+    non_embedding_parameters: int
+    accuracy: float | None = None  # fraction of scored items, None without labels
+    inference_seconds: float | None = None  # median of timed passes over the eval set
+
+    @property
+    def total_parameters(self) -> int:
+        return self.embedding_parameters + self.non_embedding_parameters
+
+
+@dataclass
+class CompressionResult:
+    """What :func:`compress` measured and where it wrote the model."""
+
+    output_dir: Path
+    method: str
+    source: ModelStats
+    compressed: ModelStats
+    eval_description: str
+
+
+# --- loading -------------------------------------------------------------------------
+def load_model(folder: PathLike) -> SourceModel:
+    """Load a ``save_pretrained`` folder of this package through the Auto classes.
+
+    Raises ``ValueError`` naming the folder when it holds no config or the config's
+    ``model_type`` is not one of :data:`MODEL_TYPES`.
+    """
+    folder = Path(folder)
+    if not (folder / "config.json").is_file():
+        raise ValueError(f"model_dir: {folder} is not a saved model folder (no config.json)")
+    config_dict, _ = PretrainedConfig.get_config_dict(str(folder))
+    model_type = config_dict.get("model_type")
+    if model_type not in MODEL_TYPES:
+        raise ValueError(
+            f"model_dir: {folder} holds a {model_type!r} model, not a model of this package "
+            f"(model_type one of {sorted(MODEL_TYPES)})"
+        )
+    # Image models register their Auto classes on import; the core never imports them.
+    importlib.import_module(MODEL_TYPES[model_type])
+    config = AutoConfig.from_pretrained(folder)
+    model = _head(config)[0].from_pretrained(folder)
+    model.eval()
+    return SourceModel(folder, model, _load_preprocessor(folder, model_type))
+
+
+def _head(config: PretrainedConfig) -> tuple[type, str | None]:
+    """The Auto class for ``config``'s architecture and its pipeline tag (AutoModel, None
+    for a model without a classification head)."""
+    architecture = (config.architectures or [""])[0]
+    return next(
+        (head for suffix, head in HEADS.items() if architecture.endswith(suffix)), (AutoModel, None)
+    )
+
+
+def _load_preprocessor(folder: Path, model_type: str) -> object | None:
+    if model_type == "cont_transformer":
+        if not (folder / "tokenizer_config.json").is_file():
+            return None
+        return AutoTokenizer.from_pretrained(folder)
+    if not (folder / "preprocessor_config.json").is_file():
+        return None
+    processing = importlib.import_module("image_models.image_processing_ode_resnet")
+    return processing.OdeResNetImageProcessor.from_pretrained(folder)
+
+
+# --- choices ---------------------------------------------------------------------------
+def check_count(name: str, value: object) -> None:
+    """Raise ``ValueError`` naming ``name`` unless ``value`` is None or an integer >= 1."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{name}: must be an integer >= 1, got {value!r}")
+
+
+def check_choices(
+    config: PretrainedConfig,
+    basis: str | None = None,
+    num_basis: int | None = None,
+    num_steps: int | None = None,
+    method: str = "projection",
+) -> None:
+    """Raise ``ValueError`` naming the argument if the target cannot be reached from ``config``.
+
+    ``None`` keeps the source's basis, K or N_T. Interpolation needs control points in
+    both the source and the target basis (``legendre`` has none).
+    """
+    check_arguments(basis, num_basis, num_steps, method)
+    source = get_basis(config.basis, config.num_basis, config.time_horizon)
+    try:
+        target = get_basis(
+            config.basis if basis is None else basis,
+            config.num_basis if num_basis is None else num_basis,
+            config.time_horizon,
+        )
+    except ValueError as err:
+        raise ValueError(f"num_basis: {err}") from err
+    if method == "interpolation":
+        for argument, role, space in (("method", "source", source), ("basis", "target", target)):
+            if space.control_points() is None:
+                raise ValueError(
+                    f"{argument}: interpolation needs control points, but the {role} basis "
+                    f"{space.name!r} has none; use method='projection'"
+                )
+
+
+def check_arguments(
+    basis: str | None, num_basis: int | None, num_steps: int | None, method: str
+) -> None:
+    """The checks of :func:`check_choices` that need no source model (run before loading)."""
+    if method not in CHANGE_OF_BASIS_METHODS:
+        raise ValueError(
+            f"method: unknown method {method!r}; choose one of {sorted(CHANGE_OF_BASIS_METHODS)}"
+        )
+    if basis is not None and basis not in BASES:
+        raise ValueError(f"basis: unknown basis {basis!r}; choose one of {sorted(BASES)}")
+    check_count("num_basis", num_basis)
+    check_count("num_steps", num_steps)
+
+
+def compressed_copy(
+    model: torch.nn.Module,
+    basis: str | None = None,
+    num_basis: int | None = None,
+    num_steps: int | None = None,
+    method: str = "projection",
+) -> torch.nn.Module:
+    """A transformed copy of ``model`` (left unchanged): change of basis, then N_T.
+
+    ``None`` keeps the current basis, K or N_T.
+    """
+    check_choices(model.config, basis, num_basis, num_steps, method)
+    model = copy.deepcopy(model)
+    if basis is not None or num_basis is not None:
+        change_basis(model, basis, num_basis, method)
+    if num_steps is not None:
+        set_num_steps(model, num_steps)
+    return model.eval()
+
+
+# --- evaluation data -------------------------------------------------------------------
+def load_eval_set(source: SourceModel, eval_file: PathLike, batch_size: int = 128) -> EvalSet:
+    """The evaluation pass of ``source`` on ``eval_file``.
+
+    Taggers read a CoNLL-U file; image classifiers an image folder or IDX folder (its
+    ``test`` split) through ``image_models.data``. A gold tag or class the model does not
+    know counts as an error.
+    """
+    if source.preprocessor is None:
+        raise ValueError(
+            f"model_dir: {source.folder} has no tokenizer or image processor to read eval_file"
+        )
+    if source.model_type == "cont_transformer":
+        return _tagger_eval_set(source, Path(eval_file), batch_size)
+    return _image_eval_set(source, Path(eval_file), batch_size)
+
+
+def tag_column(folder: Path) -> str:
+    """The CoNLL-U column a saved tagger tags, from its ``metrics.json`` (``xpos`` if absent),
+    as :func:`~cont_transformer.training.evaluate_saved_model` reads it."""
+    metrics = folder / METRICS_FILE
+    return (
+        json.loads(metrics.read_text()).get("tag_column", "xpos") if metrics.is_file() else "xpos"
+    )
+
+
+def _tagger_eval_set(source: SourceModel, path: Path, batch_size: int) -> EvalSet:
+    config = source.model.config
+    column = tag_column(source.folder)
+    label_names = {column: [config.id2label[i] for i in range(config.num_labels)]}
+    dataset = load_treebank({"eval": [path]}, label_names=label_names)["eval"]
+    rows = encode_for_evaluation(
+        source.preprocessor, dataset["tokens"], dataset[column], config.max_position_embeddings
+    )
+    rows.sort(key=lambda row: len(row["input_ids"]))  # little padding in a batch
+    collate = PaddingCollator(source.preprocessor.pad_token_id)
+    batches = [collate(rows[i : i + batch_size]) for i in range(0, len(rows), batch_size)]
+    accelerator = make_accelerator()
+    metric = load_token_accuracy(keep_in_memory=True)
+
+    def accuracy(model: torch.nn.Module) -> float:
+        with torch.no_grad():
+            return evaluate(model, batches, accelerator, metric)["accuracy"]
+
+    inputs = [{"input_ids": b["input_ids"], "attention_mask": b["attention_mask"]} for b in batches]
+    num_words = sum(map(len, dataset[column]))
+    description = f"{path.name} ({column.upper()}, {num_words:,} words)"
+    return EvalSet(accuracy, partial(_forward, batches=inputs), description)
+
+
+@torch.no_grad()
+def _forward(model: torch.nn.Module, batches: list[dict[str, torch.Tensor]]) -> None:
+    """Every batch of model inputs through ``model`` in eval mode."""
+    model.eval()
+    for batch in batches:
+        model(**batch)
+
+
+def _image_eval_set(source: SourceModel, path: Path, batch_size: int) -> EvalSet:
+    data = importlib.import_module("image_models.data")
+    training = importlib.import_module("image_models.training")
+    split = data.load_image_dataset(path)["test"]
+    images, labels = data.to_tensors(split)  # uint8 (N, C, H, W), int64 (N,)
+    # The folder's classes map onto the model's by name; a class the model lacks scores as an error.
+    names = split.features["label"].names
+    label2id = source.model.config.label2id
+    if set(names) & set(label2id):
+        labels = torch.tensor([label2id.get(name, UNSEEN_TAG) for name in names])[labels]
+    # Scoring is preprocessing, a forward pass and an argmax per batch: it is also the timed pass.
+    run = partial(
+        training.evaluate,
+        images=images,
+        labels=labels,
+        processor=source.preprocessor,
+        batch_size=batch_size,
+    )
+    return EvalSet(run, run, f"{path.name} (test split, {len(labels):,} images)")
+
+
+def synthetic_eval_set(source: SourceModel) -> EvalSet:
+    """Random input of a fixed size, for timing a model when no eval data is given."""
+    config = source.model.config
+    generator = torch.Generator().manual_seed(0)
+    count, size = SYNTHETIC_BATCH
+    if source.model_type == "cont_transformer":
+        input_ids = torch.randint(0, config.vocab_size, (count, size), generator=generator)
+        inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
+        description = f"random input ({count} sentences x {size} tokens)"
+    else:
+        inputs = {
+            "pixel_values": torch.randn(count, config.num_channels, size, size, generator=generator)
+        }
+        description = f"random input ({count} images {size}x{size})"
+    return EvalSet(lambda model: None, partial(_forward, batches=[inputs]), description)
+
+
+# --- measuring -------------------------------------------------------------------------
+def parameter_counts(model: torch.nn.Module) -> dict[str, int]:
+    """``embedding``, ``non_embedding`` and ``total`` parameter counts of ``model``."""
+    if hasattr(model, "num_parameters_split"):
+        return model.num_parameters_split()
+    total = model.num_parameters()
+    non_embedding = model.num_parameters(exclude_embeddings=True)
+    return {"embedding": total - non_embedding, "non_embedding": non_embedding, "total": total}
+
+
+def time_inference(
+    model: torch.nn.Module, eval_set: EvalSet, repeats: int = 3, warmup: int = 1
+) -> float:
+    """Median wall-clock seconds of ``eval_set``'s inference pass, after ``warmup`` passes."""
+    check_count("repeats", repeats)
+    for _ in range(warmup):
+        eval_set.forward(model)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        eval_set.forward(model)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def measure(model: torch.nn.Module, eval_set: EvalSet, repeats: int = 3) -> ModelStats:
+    """Parameter counts, accuracy and median inference time of ``model`` on ``eval_set``.
+
+    The accuracy pass is the timing's warm-up.
+    """
+    accuracy = eval_set.accuracy(model)
+    counts = parameter_counts(model)
+    config = model.config
+    return ModelStats(
+        basis=config.basis,
+        num_basis=config.num_basis,
+        num_steps=config.num_steps,
+        embedding_parameters=counts["embedding"],
+        non_embedding_parameters=counts["non_embedding"],
+        accuracy=accuracy,
+        inference_seconds=time_inference(
+            model, eval_set, repeats, warmup=0 if accuracy is not None else 1
+        ),
+    )
+
+
+# --- writing ---------------------------------------------------------------------------
+def check_output_dir(output_dir: PathLike, source_dir: PathLike, overwrite: bool = False) -> Path:
+    """Refuse an output folder that is, holds or lies in the source folder, or a non-empty
+    existing one unless ``overwrite``. Returns the resolved output path."""
+    output, source = Path(output_dir).resolve(), Path(source_dir).resolve()
+    if output == source or source in output.parents:
+        raise ValueError(f"output_dir: {output_dir} is inside the source model folder {source_dir}")
+    if output in source.parents:
+        raise ValueError(f"output_dir: {output_dir} contains the source model folder {source_dir}")
+    if output.exists() and not output.is_dir():
+        raise ValueError(f"output_dir: {output_dir} exists and is not a folder")
+    if output.is_dir() and any(output.iterdir()) and not overwrite:
+        raise ValueError(
+            f"output_dir: {output_dir} exists and is not empty (pass overwrite to replace it)"
+        )
+    return output
+
+
+@contextmanager
+def atomic_output(output_dir: Path) -> Iterator[Path]:
+    """Yield a fresh folder next to ``output_dir``; on success it replaces ``output_dir``.
+
+    On an error the temporary folder is removed and ``output_dir`` is untouched.
+    """
+    output_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(
+        tempfile.mkdtemp(prefix=f".{output_dir.name}.", suffix=".tmp", dir=output_dir.parent)
+    )
+    try:
+        yield staging
+        if output_dir.exists():
+            retired = output_dir.with_name(f".{output_dir.name}.{uuid.uuid4().hex}.old")
+            output_dir.rename(retired)
+            staging.rename(output_dir)
+            shutil.rmtree(retired)
+        else:
+            staging.rename(output_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.2f}%"
+
+
+def _seconds(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f} s"
+
+
+def write_compression_card(
+    folder: Path,
+    name: str,
+    model: torch.nn.Module,
+    source_dir: PathLike,
+    method: str,
+    before: ModelStats,
+    after: ModelStats,
+    eval_description: str,
+    extra: Mapping[str, object] | None = None,
+) -> Path:
+    """Add a "Compression" section and Hub metadata to ``folder/README.md``.
+
+    The card ``save_pretrained`` wrote (if any) is kept; the section compares the source
+    and the compressed model, and the metadata records the same facts under
+    ``compression``, plus the accuracy as a ``model-index`` result named ``name``
+    (``folder`` may be a staging folder with a temporary name).
+    """
+    path = folder / "README.md"
+    if path.is_file():
+        card = ModelCard.load(path)
+    else:
+        card = ModelCard(f"---\nlibrary_name: transformers\n---\n\n# {type(model).__name__}\n")
+        card.data.pipeline_tag = _head(model.config)[1]
+    ratio = before.non_embedding_parameters / after.non_embedding_parameters
+    speedup = (
+        before.inference_seconds / after.inference_seconds
+        if before.inference_seconds and after.inference_seconds
+        else None
+    )
+    rows = [
+        ("basis", before.basis, after.basis),
+        ("K (num_basis)", before.num_basis, after.num_basis),
+        ("N_T (num_steps)", before.num_steps, after.num_steps),
+        (
+            "parameters, embedding",
+            f"{before.embedding_parameters:,}",
+            f"{after.embedding_parameters:,}",
+        ),
+        (
+            "parameters, non-embedding",
+            f"{before.non_embedding_parameters:,}",
+            f"{after.non_embedding_parameters:,}",
+        ),
+        ("parameters, total", f"{before.total_parameters:,}", f"{after.total_parameters:,}"),
+        ("accuracy", _percent(before.accuracy), _percent(after.accuracy)),
+        ("inference time", _seconds(before.inference_seconds), _seconds(after.inference_seconds)),
+    ]
+    table = "\n".join(
+        [
+            "| | source | compressed |",
+            "|---|---|---|",
+            *(f"| {n} | {a} | {b} |" for n, a, b in rows),
+        ]
+    )
+    notes = [
+        f"- source model: `{source_dir}`",
+        f"- method: {method} (no retraining, no data)",
+        f"- compression ratio (non-embedding parameters): {ratio:.2f}x",
+        f"- inference speed-up: {speedup:.2f}x" if speedup else "- inference speed-up: –",
+        (
+            f"- measured in one run on {eval_description} (median of repeated passes, "
+            f"{torch.get_num_threads()} CPU threads)"
+        ),
+        *(f"- {key}: {value}" for key, value in (extra or {}).items()),
+    ]
+    card.text = (
+        card.text.rstrip()
+        + "\n\n## Compression\n\n"
+        + "Derived from a trained model by a change of basis of its depth-dependent weights"
+        + " and/or fewer integration steps (Stateful ODE-Nets, §5).\n\n"
+        + table
+        + "\n\n"
+        + "\n".join(notes)
+        + "\n"
+    )
+    data = card.data
+    data.tags = sorted({*(data.tags or []), "compressed"})
+    data.compression = {
+        "source_model": str(source_dir),
+        "method": method,
+        "basis": after.basis,
+        "num_basis": after.num_basis,
+        "num_steps": after.num_steps,
+        "embedding_parameters_before": before.embedding_parameters,
+        "embedding_parameters_after": after.embedding_parameters,
+        "non_embedding_parameters_before": before.non_embedding_parameters,
+        "non_embedding_parameters_after": after.non_embedding_parameters,
+        "compression_ratio": round(ratio, 4),
+        "accuracy_before": before.accuracy,
+        "accuracy_after": after.accuracy,
+        "inference_seconds_before": before.inference_seconds,
+        "inference_seconds_after": after.inference_seconds,
+        "eval_data": eval_description,
+    }
+    if after.accuracy is not None:
+        data.model_name = name
+        data.eval_results = [
+            EvalResult(
+                task_type=data.pipeline_tag,
+                dataset_type="local",
+                dataset_name=eval_description,
+                metric_type="accuracy",
+                metric_value=after.accuracy,
+            )
+        ]
+    card.save(path)
+    return path
+
+
+def save_compressed(
+    source: SourceModel,
+    model: torch.nn.Module,
+    folder: Path,
+    name: str,
+    method: str,
+    before: ModelStats,
+    after: ModelStats,
+    eval_description: str,
+    extra: Mapping[str, object] | None = None,
+) -> None:
+    """Write ``model`` with ``save_pretrained``, the source's tokenizer or image processor,
+    and the compression model card into ``folder``.
+
+    A tagger also gets a ``metrics.json`` naming its tag column (for
+    :func:`~cont_transformer.training.evaluate_saved_model`) and its accuracy.
+    """
+    model.save_pretrained(folder)
+    if source.preprocessor is not None:
+        source.preprocessor.save_pretrained(folder)
+    if source.model_type == "cont_transformer":
+        record = {
+            "tag_column": tag_column(source.folder),
+            "accuracy": after.accuracy,
+            "eval_data": eval_description,
+        }
+        (folder / METRICS_FILE).write_text(json.dumps(record, indent=2) + "\n")
+    write_compression_card(
+        folder, name, model, source.folder, method, before, after, eval_description, extra
+    )
+
+
+def compress(
+    model_dir: PathLike,
+    output_dir: PathLike,
+    *,
+    basis: str | None = None,
+    num_basis: int | None = None,
+    num_steps: int | None = None,
+    method: str = "projection",
+    eval_file: PathLike | None = None,
+    repeats: int = 3,
+    overwrite: bool = False,
+) -> CompressionResult:
+    """Compress the model in ``model_dir`` and write it to ``output_dir``.
+
+    ``basis`` / ``num_basis`` / ``num_steps`` (``None``: keep the source's) choose the
+    target; ``method`` is ``"projection"`` or ``"interpolation"``. With ``eval_file``
+    both models are scored on it and timed on it, otherwise timed on random input.
+    The folder is written atomically; bad arguments raise ``ValueError`` before
+    anything is written, and the source folder is never modified.
+    """
+    check_arguments(basis, num_basis, num_steps, method)
+    check_count("repeats", repeats)
+    output = check_output_dir(output_dir, model_dir, overwrite)
+    source = load_model(model_dir)
+    check_choices(source.model.config, basis, num_basis, num_steps, method)
+    eval_set = (
+        load_eval_set(source, eval_file) if eval_file is not None else synthetic_eval_set(source)
+    )
+    before = measure(source.model, eval_set, repeats)
+    model = compressed_copy(source.model, basis, num_basis, num_steps, method)
+    after = measure(model, eval_set, repeats)
+    with atomic_output(output) as staging:
+        save_compressed(
+            source, model, staging, output.name, method, before, after, eval_set.description
+        )
+    return CompressionResult(output, method, before, after, eval_set.description)
