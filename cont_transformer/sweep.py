@@ -1,0 +1,318 @@
+"""Compression sweeps (paper Fig. 5): accuracy against model size and against N_T.
+
+One trained model is compressed over a grid, without retraining: every basis of
+:data:`SWEEP_BASES` × K at the source's N_T (Fig. 5a, accuracy against non-embedding
+parameters), and N_T at the source's basis and K (Fig. 5b, accuracy and inference time
+against N_T). Every point is scored and timed on the same evaluation set in one run.
+:func:`select_smallest` then picks the smallest model within an accuracy budget: an
+a posteriori choice of the compressed model.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from .basis import get_basis
+from .compression import (
+    ModelStats,
+    PathLike,
+    atomic_output,
+    check_arguments,
+    check_choices,
+    check_count,
+    check_output_dir,
+    compressed_copy,
+    load_eval_set,
+    load_model,
+    measure,
+    save_compressed,
+)
+
+SWEEP_BASES = ("piecewise_constant", "piecewise_linear", "discontinuous_linear")
+CSV_NAME = "sweep.csv"
+TABLE_NAME = "sweep.md"
+PARAMETERS_PLOT = "accuracy_vs_parameters.png"
+NUM_STEPS_PLOT = "accuracy_vs_num_steps.png"
+GRIDS = ("source", "num_basis", "num_steps")
+
+
+@dataclass
+class SweepRow:
+    """One measured model: ``grid`` is ``"source"``, ``"num_basis"`` (Fig. 5a) or
+    ``"num_steps"`` (Fig. 5b); the ratios compare it with the source of the same run."""
+
+    grid: str
+    method: str
+    basis: str
+    num_basis: int
+    num_steps: int
+    embedding_parameters: int
+    non_embedding_parameters: int
+    compression_ratio: float
+    accuracy: float
+    accuracy_drop: float  # percentage points below the source
+    inference_seconds: float
+    speedup: float
+
+    @classmethod
+    def from_stats(cls, grid: str, method: str, stats: ModelStats, source: ModelStats) -> SweepRow:
+        return cls(
+            grid=grid,
+            method=method,
+            basis=stats.basis,
+            num_basis=stats.num_basis,
+            num_steps=stats.num_steps,
+            embedding_parameters=stats.embedding_parameters,
+            non_embedding_parameters=stats.non_embedding_parameters,
+            compression_ratio=source.non_embedding_parameters / stats.non_embedding_parameters,
+            accuracy=stats.accuracy,
+            accuracy_drop=100 * (source.accuracy - stats.accuracy),
+            inference_seconds=stats.inference_seconds,
+            speedup=source.inference_seconds / stats.inference_seconds,
+        )
+
+
+@dataclass
+class SweepResult:
+    """The rows of a sweep, the files it wrote and the model it selected (if asked)."""
+
+    output_dir: Path
+    rows: list[SweepRow]
+    selected: SweepRow | None
+
+
+def powers_of_two(limit: int) -> list[int]:
+    """1, 2, 4, … up to ``limit``, and ``limit`` itself."""
+    values = [1 << i for i in range(limit.bit_length()) if 1 << i < limit]
+    return [*values, limit]
+
+
+def sweep_points(
+    basis: str,
+    num_basis: int,
+    num_steps: int,
+    time_horizon: float,
+    bases: Sequence[str] = SWEEP_BASES,
+    num_basis_values: Sequence[int] | None = None,
+    num_steps_values: Sequence[int] | None = None,
+) -> list[tuple[str, str, int, int]]:
+    """The grid ``(grid, basis, K, N_T)`` around a source model of ``basis``, K, N_T.
+
+    Fig. 5a: each of ``bases`` × ``num_basis_values`` (default: powers of two up to the
+    source K) at the source N_T; K a basis cannot take (odd K for
+    ``discontinuous_linear``) is skipped. Fig. 5b: ``num_steps_values`` (default: powers
+    of two up to the source N_T) with the source's basis and K.
+    """
+    for name in bases:
+        check_arguments(name, None, None, "projection")
+    num_basis_values = list(num_basis_values or powers_of_two(num_basis))
+    num_steps_values = list(num_steps_values or powers_of_two(num_steps))
+    for value in num_basis_values:
+        check_count("num_basis", value)
+    for value in num_steps_values:
+        check_count("num_steps", value)
+    points = []
+    for name in bases:
+        for k in sorted(set(num_basis_values)):
+            try:
+                get_basis(name, k, time_horizon)
+            except ValueError:
+                continue
+            points.append(("num_basis", name, k, num_steps))
+    points += [("num_steps", basis, num_basis, n) for n in sorted(set(num_steps_values))]
+    return points
+
+
+def check_accuracy_drop(max_accuracy_drop: float) -> None:
+    """Raise ``ValueError`` unless ``max_accuracy_drop`` is a number of points >= 0."""
+    if (
+        isinstance(max_accuracy_drop, bool)
+        or not isinstance(max_accuracy_drop, (int, float))
+        or not max_accuracy_drop >= 0
+    ):
+        raise ValueError(
+            f"max_accuracy_drop: must be a number of points >= 0, got {max_accuracy_drop!r}"
+        )
+
+
+def select_smallest(rows: Sequence[SweepRow], max_accuracy_drop: float) -> SweepRow:
+    """The smallest row within ``max_accuracy_drop`` points of the source: fewest
+    non-embedding parameters, then fewest steps, then fastest, then most accurate.
+
+    The source row always qualifies, so there is always an answer.
+    """
+    check_accuracy_drop(max_accuracy_drop)
+    within = [row for row in rows if row.accuracy_drop <= max_accuracy_drop]
+    return min(
+        within,
+        key=lambda r: (r.non_embedding_parameters, r.num_steps, r.inference_seconds, -r.accuracy),
+    )
+
+
+def write_csv(rows: Sequence[SweepRow], path: Path) -> None:
+    """One line per row, the :class:`SweepRow` fields as columns."""
+    fields = list(asdict(rows[0]))
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(asdict(row) for row in rows)
+
+
+def read_csv(path: PathLike) -> list[SweepRow]:
+    """The rows written by :func:`write_csv`."""
+    with open(path, newline="") as handle:
+        records = list(csv.DictReader(handle))
+    types = {name: field.type for name, field in SweepRow.__dataclass_fields__.items()}
+    casts = {"int": int, "float": float, "str": str}
+    return [SweepRow(**{k: casts[types[k]](v) for k, v in record.items()}) for record in records]
+
+
+def markdown_table(rows: Sequence[SweepRow]) -> str:
+    """The rows as a Markdown table (accuracy in percent, time in seconds)."""
+    lines = [
+        "| grid | basis | K | N_T | non-emb. params | ratio | accuracy | drop (pts) | time (s) | speed-up |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.grid} | {r.basis} | {r.num_basis} | {r.num_steps} | {r.non_embedding_parameters:,} "
+            f"| {r.compression_ratio:.2f}x | {100 * r.accuracy:.2f}% | {r.accuracy_drop:+.2f} "
+            f"| {r.inference_seconds:.3f} | {r.speedup:.2f}x |"
+        )
+    return "\n".join(lines)
+
+
+def plot_parameters(rows: Sequence[SweepRow], path: Path) -> None:
+    """Fig. 5a: accuracy against non-embedding parameters, one line per basis."""
+    source = next(r for r in rows if r.grid == "source")
+    figure = Figure(figsize=(6, 4.2))
+    axes = figure.subplots()
+    for basis in dict.fromkeys(r.basis for r in rows if r.grid == "num_basis"):
+        line = sorted(
+            (r for r in rows if r.grid == "num_basis" and r.basis == basis),
+            key=lambda r: r.non_embedding_parameters,
+        )
+        axes.plot(
+            [r.non_embedding_parameters for r in line],
+            [100 * r.accuracy for r in line],
+            "o-",
+            label=basis,
+        )
+    axes.axhline(100 * source.accuracy, color="gray", linestyle="--", linewidth=1, label="source")
+    axes.set_xscale("log")
+    axes.set_xlabel("non-embedding parameters")
+    axes.set_ylabel("accuracy (%)")
+    axes.set_title(f"change of basis ({source.method}), N_T = {source.num_steps}")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+
+
+def plot_num_steps(rows: Sequence[SweepRow], path: Path) -> None:
+    """Fig. 5b: accuracy (left axis) and inference time (right axis) against N_T."""
+    source = next(r for r in rows if r.grid == "source")
+    line = sorted((r for r in rows if r.grid == "num_steps"), key=lambda r: r.num_steps)
+    figure = Figure(figsize=(6, 4.2))
+    axes = figure.subplots()
+    steps = [r.num_steps for r in line]
+    axes.plot(steps, [100 * r.accuracy for r in line], "o-", color="tab:red", label="accuracy")
+    axes.set_xscale("log", base=2)
+    axes.set_xlabel("N_T (num_steps)")
+    axes.set_ylabel("accuracy (%)", color="tab:red")
+    axes.grid(True, alpha=0.3)
+    timing = axes.twinx()
+    timing.plot(steps, [r.inference_seconds for r in line], "s--", color="tab:blue", label="time")
+    timing.set_ylabel("inference time (s)", color="tab:blue")
+    axes.set_title(f"{source.basis}, K = {source.num_basis}")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+
+
+def write_sweep_files(rows: Sequence[SweepRow], folder: Path) -> None:
+    """The CSV, the Markdown table and both plots, into ``folder``."""
+    write_csv(rows, folder / CSV_NAME)
+    (folder / TABLE_NAME).write_text(markdown_table(rows) + "\n")
+    plot_parameters(rows, folder / PARAMETERS_PLOT)
+    plot_num_steps(rows, folder / NUM_STEPS_PLOT)
+
+
+def sweep(
+    model_dir: PathLike,
+    eval_file: PathLike,
+    output_dir: PathLike,
+    *,
+    method: str = "projection",
+    bases: Sequence[str] = SWEEP_BASES,
+    num_basis_values: Sequence[int] | None = None,
+    num_steps_values: Sequence[int] | None = None,
+    max_accuracy_drop: float | None = None,
+    repeats: int = 3,
+    overwrite: bool = False,
+    progress: Callable[[SweepRow], object] | None = None,
+) -> SweepResult:
+    """Sweep the model in ``model_dir`` (see :func:`sweep_points`) on ``eval_file``.
+
+    Writes ``sweep.csv``, ``sweep.md`` and the two plots into ``output_dir`` (atomically,
+    like :func:`~cont_transformer.compression.compress`). With ``max_accuracy_drop``
+    (percentage points), the model :func:`select_smallest` picks is saved there too,
+    as a complete model folder. ``progress`` is called with each row as it is measured.
+    """
+    check_arguments(None, None, None, method)
+    check_count("repeats", repeats)
+    if max_accuracy_drop is not None:
+        check_accuracy_drop(max_accuracy_drop)
+    output = check_output_dir(output_dir, model_dir, overwrite)
+    source = load_model(model_dir)
+    config = source.model.config
+    points = sweep_points(
+        config.basis,
+        config.num_basis,
+        config.num_steps,
+        config.time_horizon,
+        bases,
+        num_basis_values,
+        num_steps_values,
+    )
+    for _, basis, k, n in points:
+        check_choices(config, basis, k, n, method)
+    eval_set = load_eval_set(source, eval_file)
+    source_stats = measure(source.model, eval_set, repeats)
+    measured = [("source", source_stats)]
+    if progress is not None:
+        progress(SweepRow.from_stats("source", method, source_stats, source_stats))
+    for grid, basis, k, n in points:
+        stats = measure(compressed_copy(source.model, basis, k, n, method), eval_set, repeats)
+        measured.append((grid, stats))
+        if progress is not None:
+            progress(SweepRow.from_stats(grid, method, stats, source_stats))
+    rows = [SweepRow.from_stats(grid, method, stats, source_stats) for grid, stats in measured]
+    selected = select_smallest(rows, max_accuracy_drop) if max_accuracy_drop is not None else None
+    with atomic_output(output) as staging:
+        write_sweep_files(rows, staging)
+        if selected is not None:
+            stats = next(stats for row, (_, stats) in zip(rows, measured) if row is selected)
+            model = compressed_copy(
+                source.model, stats.basis, stats.num_basis, stats.num_steps, method
+            )
+            rule = (
+                f"smallest model of the sweep ({CSV_NAME}) within {max_accuracy_drop} accuracy "
+                "points of the source"
+            )
+            save_compressed(
+                source,
+                model,
+                staging,
+                output.name,
+                method,
+                source_stats,
+                stats,
+                eval_set.description,
+                extra={"selected by": rule},
+            )
+    return SweepResult(output, rows, selected)
