@@ -1,0 +1,145 @@
+"""Compress a trained model without retraining: change of basis and/or fewer steps.
+
+    python scripts/compress.py MODEL_DIR --num-basis 8 --num-steps 8 --output-dir OUT \\
+        --eval-file en_gum-ud-dev.conllu
+    python scripts/compress.py MODEL_DIR --sweep --eval-file en_gum-ud-dev.conllu \\
+        --output-dir OUT [--max-accuracy-drop 1.0]
+
+The logic lives in :mod:`cont_transformer.compression` and :mod:`cont_transformer.sweep`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+
+from cont_transformer.basis import BASES, CHANGE_OF_BASIS_METHODS
+from cont_transformer.compression import compress
+from cont_transformer.sweep import SWEEP_BASES, markdown_table, sweep
+from cont_transformer.training import push_folder_to_hub
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "model_dir", help="a save_pretrained folder of a cont_transformer or ode_resnet model"
+    )
+    parser.add_argument(
+        "--output-dir", required=True, help="folder to write (atomically); never the source"
+    )
+    parser.add_argument(
+        "--basis", choices=sorted(BASES), help="target basis (default: the source's)"
+    )
+    parser.add_argument("--num-basis", type=int, help="target K (default: the source's)")
+    parser.add_argument("--num-steps", type=int, help="target N_T (default: the source's)")
+    parser.add_argument("--method", default="projection", choices=sorted(CHANGE_OF_BASIS_METHODS))
+    parser.add_argument(
+        "--eval-file",
+        help="CoNLL-U file (taggers) or image / IDX folder (image models) to score on",
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="timed passes per model (median)")
+    parser.add_argument("--num-threads", type=int, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--overwrite", action="store_true", help="replace a non-empty --output-dir")
+    parser.add_argument(
+        "--push-to-hub", metavar="REPO_ID", help="upload the written folder to the Hub"
+    )
+    sweep_group = parser.add_argument_group("sweep (paper Fig. 5)")
+    sweep_group.add_argument(
+        "--sweep", action="store_true", help="measure a grid instead of one model"
+    )
+    sweep_group.add_argument(
+        "--sweep-bases", nargs="+", default=list(SWEEP_BASES), choices=sorted(BASES)
+    )
+    sweep_group.add_argument(
+        "--sweep-num-basis", nargs="+", type=int, help="K grid (default: 1, 2, 4, … K)"
+    )
+    sweep_group.add_argument(
+        "--sweep-num-steps", nargs="+", type=int, help="N_T grid (default: 1, 2, 4, … N_T)"
+    )
+    sweep_group.add_argument(
+        "--max-accuracy-drop",
+        type=float,
+        metavar="POINTS",
+        help="save the smallest swept model within POINTS accuracy points of the source (implies --sweep)",
+    )
+    args = parser.parse_args(argv)
+    args.sweep = args.sweep or args.max_accuracy_drop is not None
+    if args.sweep:
+        if args.eval_file is None:
+            parser.error("--sweep and --max-accuracy-drop need --eval-file")
+        if any(v is not None for v in (args.basis, args.num_basis, args.num_steps)):
+            parser.error(
+                "--sweep takes --sweep-bases / --sweep-num-basis / --sweep-num-steps, "
+                "not --basis / --num-basis / --num-steps"
+            )
+    if args.push_to_hub and args.sweep and args.max_accuracy_drop is None:
+        parser.error(
+            "--push-to-hub needs a model: compress one, or --sweep with --max-accuracy-drop"
+        )
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    if args.num_threads:
+        torch.set_num_threads(args.num_threads)
+    try:
+        run(args)
+    except (ValueError, FileNotFoundError) as err:
+        sys.exit(f"error: {err}")
+
+
+def run(args: argparse.Namespace) -> None:
+    if args.sweep:
+        result = sweep(
+            args.model_dir,
+            args.eval_file,
+            args.output_dir,
+            method=args.method,
+            bases=args.sweep_bases,
+            num_basis_values=args.sweep_num_basis,
+            num_steps_values=args.sweep_num_steps,
+            max_accuracy_drop=args.max_accuracy_drop,
+            repeats=args.repeats,
+            overwrite=args.overwrite,
+            progress=lambda r: print(
+                f"{r.grid:>9} {r.basis:>20} K={r.num_basis:<3} N_T={r.num_steps:<3} "
+                f"accuracy {100 * r.accuracy:6.2f}%  {r.inference_seconds:.3f} s",
+                flush=True,
+            ),
+        )
+        print(markdown_table(result.rows))
+        if result.selected is not None:
+            s = result.selected
+            print(
+                f"\nselected: {s.basis}, K = {s.num_basis}, N_T = {s.num_steps} "
+                f"({s.accuracy_drop:+.2f} points, {s.compression_ratio:.2f}x fewer non-embedding parameters)"
+            )
+    else:
+        result = compress(
+            args.model_dir,
+            args.output_dir,
+            basis=args.basis,
+            num_basis=args.num_basis,
+            num_steps=args.num_steps,
+            method=args.method,
+            eval_file=args.eval_file,
+            repeats=args.repeats,
+            overwrite=args.overwrite,
+        )
+        for name, stats in (("source", result.source), ("compressed", result.compressed)):
+            accuracy = "–" if stats.accuracy is None else f"{100 * stats.accuracy:.2f}%"
+            print(
+                f"{name:>10}: {stats.basis}, K = {stats.num_basis}, N_T = {stats.num_steps}, "
+                f"{stats.non_embedding_parameters:,} non-embedding parameters, accuracy {accuracy}, "
+                f"{stats.inference_seconds:.3f} s"
+            )
+    print(f"wrote {result.output_dir}")
+    if args.push_to_hub:
+        print(f"pushed to {push_folder_to_hub(result.output_dir, args.push_to_hub)}")
+
+
+if __name__ == "__main__":
+    main()
