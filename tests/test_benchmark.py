@@ -1,0 +1,117 @@
+"""The benchmark: its report's shape (not its timings), its memory probe, and baselines
+that compute what the continuous models compute."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from cont_transformer import ContTransformerConfig, ContTransformerForTokenClassification
+from cont_transformer.baselines import PreLayerNormTagger
+from cont_transformer.benchmarking import Workload, peak_memory
+from image_models import OdeResNetConfig, OdeResNetForImageClassification
+from image_models.baselines import DiscreteResNet
+
+ROOT = Path(__file__).resolve().parents[1]
+ENTRY_KEYS = {
+    "name", "measure", "description", "metric", "unit", "candidate", "baseline", "candidate_value",
+    "baseline_value", "ratio", "ratio_quartiles", "target", "target_quantity", "target_limit", "pass",
+}
+MACHINE_KEYS = {"cpu", "cpu_count", "torch", "torch_threads", "device", "gpu"}
+
+
+@pytest.mark.slow
+def test_quick_benchmark_writes_report(tmp_path):
+    out = tmp_path / "tmp"
+    subprocess.run(
+        [sys.executable, "scripts/benchmark.py", "--quick", "--num-threads", "1", "--output-dir", str(out)],
+        cwd=ROOT, check=True, timeout=300, capture_output=True,
+    )
+    report = json.loads((out / "benchmark.json").read_text())
+    assert {"mode", "settings", "machine", "results", "passed", "failed"} <= set(report)
+    assert report["mode"] == "quick"
+    assert MACHINE_KEYS <= set(report["machine"])
+    results = report["results"]
+    assert {r["measure"] for r in results} == set(range(1, 8))
+    for entry in results:
+        assert ENTRY_KEYS <= set(entry), entry["name"]
+        assert isinstance(entry["pass"], bool)
+        assert entry["ratio"] > 0 and entry["target_limit"] > 0
+        assert entry["metric"] in ("time", "memory")
+    assert report["passed"] + report["failed"] == len(results)
+    table = (out / "benchmark.md").read_text()
+    assert "| # | case |" in table and len(table.splitlines()) >= len(results) + 2
+
+
+def test_peak_memory_counts_resident_bytes_and_the_highest_rise():
+    kept = torch.zeros(256)  # 1 KiB
+    mib = 2**20
+
+    def run():
+        first = torch.empty(mib, dtype=torch.uint8)
+        second = torch.empty(2 * mib, dtype=torch.uint8)
+        del first
+        third = torch.empty(mib // 2, dtype=torch.uint8)
+        return second, third
+
+    workload = Workload("pattern", run, resident=lambda: [kept, kept[:10]])
+    assert peak_memory(workload, torch.device("cpu")) == 1024 + 3 * mib
+
+
+def _continuous_to_layers(state: dict, num_layers: int) -> dict:
+    """The continuous tagger's weights as the discrete tagger's: coefficient k → layer k."""
+    out = {}
+    for name, value in state.items():
+        if ".encoder.rate." in name:
+            leaf = name.split(".encoder.rate.")[1].removeprefix("attention.").removeprefix("mlp.")
+            for k in range(num_layers):
+                out[f"layers.{k}.{leaf}"] = value[k]
+        elif name.startswith("cont_transformer.embeddings."):
+            out[name.removeprefix("cont_transformer.embeddings.")] = value
+        else:
+            out[name.removeprefix("cont_transformer.")] = value
+    return out
+
+
+def test_pre_layer_norm_tagger_is_the_continuous_tagger_with_euler():
+    num_layers = 3
+    config = ContTransformerConfig(
+        vocab_size=30, hidden_size=8, num_attention_heads=2, intermediate_size=12,
+        num_basis=num_layers, time_horizon=num_layers, id2label={0: "A", 1: "B", 2: "C"},
+    )
+    continuous = ContTransformerForTokenClassification(config).eval()
+    discrete = PreLayerNormTagger(config, num_layers).eval()
+    discrete.load_state_dict(_continuous_to_layers(continuous.state_dict(), num_layers))
+    input_ids = torch.randint(1, 30, (2, 5))
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    expected = continuous(input_ids, mask).logits
+    torch.testing.assert_close(discrete(input_ids, mask), expected)
+
+
+def test_discrete_resnet_is_the_ode_resnet_with_euler():
+    num_layers = 2
+    config = OdeResNetConfig(
+        num_channels=3, stage_channels=[4, 6], stage_strides=[1, 2], num_labels=3,
+        scheme="euler", num_basis=num_layers, time_horizon=num_layers,
+    )
+    continuous = OdeResNetForImageClassification(config)
+    discrete = DiscreteResNet(config, num_layers)
+    state = {}
+    for name, value in continuous.state_dict().items():
+        name = name.removeprefix("ode_resnet.")
+        if ".ode.rate." in name:
+            stage, leaf = name.split(".ode.rate.")
+            for k in range(num_layers):
+                # integer counters have no K axis
+                state[f"{stage}.{k + 1}.unit.{leaf}"] = value[k] if value.is_floating_point() else value
+        else:
+            state[name.replace(".stitch.", ".0.")] = value
+    discrete.load_state_dict(state)
+    pixels = torch.randn(4, 3, 8, 8)
+    for mode in (True, False):
+        continuous.train(mode)
+        discrete.train(mode)
+        torch.testing.assert_close(discrete(pixels), continuous(pixels).logits)
