@@ -1,0 +1,588 @@
+"""Speed and memory of continuous models against discrete baselines, in one process.
+
+Every figure is a ratio of a *candidate* (a continuous model) to a *baseline* (the
+discrete network it generalises, or the same model in another setting), measured in
+the same process on the same inputs.
+
+Timing (:func:`time_interleaved`): after warm-up runs, candidate and baseline
+alternate rep by rep (candidate first on even reps, baseline first on odd ones), so
+slow drifts and bursts of load on a shared machine hit both alike. The reported
+ratio is the median of the per-rep ratios; the medians of the raw times are
+reported beside it. The garbage collector runs before, and is paused during, the
+series; CUDA work is synchronised before the clock is read.
+
+Peak memory (:func:`peak_memory`): the bytes the workload holds before it runs
+(the unique storages of its parameters, buffers, gradients, optimiser state and
+inputs) plus the highest rise in allocated bytes while it runs. The rise comes
+from the allocator: ``torch.cuda.max_memory_allocated`` on a GPU; on the CPU, the
+allocation and free events that PyTorch's CPU allocator reports to
+``torch.profiler`` (``profile_memory=True``), summed in time order. Both count
+every tensor the step allocates, autograd's saved tensors and the kernels'
+scratch buffers included, and neither counts allocator caching or Python objects.
+
+The cases of the continuous transformer are built by :func:`transformer_cases`
+(the image models add theirs from ``image_models.benchmarking``); :func:`run_case`
+measures one, and :func:`write_report` writes ``benchmark.json`` and
+``benchmark.md``.
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.profiler import ProfilerActivity, profile
+
+from .baselines import PreLayerNormTagger
+from .configuration_cont_transformer import ContTransformerConfig
+from .modeling_cont_transformer import ContTransformerForTokenClassification
+from .transform import change_basis, set_num_steps
+
+# --- workloads and cases ---------------------------------------------------------
+
+
+@dataclass
+class Workload:
+    """A named piece of work: ``run()`` is what is measured.
+
+    ``prepare()`` runs, unmeasured, before every ``run()`` (an optimiser's
+    ``zero_grad``, a fresh copy of a model to transform). ``resident()`` yields the
+    tensors the workload keeps between runs; their bytes count towards its peak memory.
+    """
+
+    name: str
+    run: Callable[[], object]
+    prepare: Callable[[], object] = lambda: None
+    resident: Callable[[], Iterable[torch.Tensor]] = lambda: ()
+
+
+@dataclass
+class Case:
+    """One comparison: ``build()`` returns ``(candidate, baseline)`` workloads.
+
+    ``metric`` is ``"time"`` (seconds per run) or ``"memory"`` (peak bytes of a run).
+    The target is ``quantity <= limit``, with ``quantity`` either ``"ratio"``
+    (candidate / baseline) or ``"candidate"`` (the candidate's own median value).
+    """
+
+    name: str
+    measure: int
+    description: str
+    build: Callable[[], tuple[Workload, Workload]]
+    limit: float
+    target: str
+    metric: str = "time"
+    quantity: str = "ratio"
+    sizes: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How many unmeasured warm-up runs and measured repeats each timing makes."""
+
+    warmup: int
+    repeats: int
+
+
+QUICK = Settings(warmup=1, repeats=3)
+FULL = Settings(warmup=2, repeats=9)
+
+
+# --- measurement -----------------------------------------------------------------
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _timed(workload: Workload, device: torch.device) -> float:
+    workload.prepare()
+    _synchronize(device)
+    start = time.perf_counter()
+    workload.run()
+    _synchronize(device)
+    return time.perf_counter() - start
+
+
+def time_interleaved(
+    candidate: Workload, baseline: Workload, *, warmup: int, repeats: int, device: torch.device
+) -> tuple[list[float], list[float]]:
+    """Seconds per run of ``candidate`` and ``baseline``, measured alternately.
+
+    Returns two lists of ``repeats`` times; rep ``i`` of both lists was measured
+    back to back, in swapped order on odd reps. The garbage collector is paused for
+    the whole series (a full collection takes long in a process that imported
+    transformers, and would land on whichever run it interrupts).
+    """
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(warmup):
+            _timed(candidate, device)
+            _timed(baseline, device)
+        candidate_times, baseline_times = [], []
+        for rep in range(repeats):
+            if rep % 2 == 0:
+                candidate_times.append(_timed(candidate, device))
+                baseline_times.append(_timed(baseline, device))
+            else:
+                baseline_times.append(_timed(baseline, device))
+                candidate_times.append(_timed(candidate, device))
+    finally:
+        gc.enable()
+    return candidate_times, baseline_times
+
+
+def resident_bytes(tensors: Iterable[torch.Tensor]) -> int:
+    """Bytes of the distinct storages behind ``tensors`` (views and repeats count once)."""
+    storages = {}
+    for tensor in tensors:
+        storage = tensor.untyped_storage()
+        storages[(storage.device, storage.data_ptr())] = storage.nbytes()
+    return sum(storages.values())
+
+
+def _cpu_allocation_peak(run: Callable[[], object]) -> int:
+    """Highest running sum of the CPU allocator's allocations and frees during ``run()``."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        run()
+    events = [
+        e
+        for e in prof.profiler.kineto_results.events()
+        if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU
+    ]
+    current = peak = 0
+    for event in sorted(events, key=lambda e: e.start_ns()):
+        current += event.nbytes()
+        peak = max(peak, current)
+    return peak
+
+
+def peak_memory(workload: Workload, device: torch.device) -> int:
+    """Peak bytes of one run: resident bytes plus the largest rise in allocated bytes.
+
+    Run the workload once beforehand, so that lazily created state (optimiser
+    moments) already exists and counts as resident. The garbage collector is paused
+    during the run, as in :func:`time_interleaved`.
+    """
+    workload.prepare()
+    resident = resident_bytes(workload.resident())
+    gc.disable()
+    try:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+            start = torch.cuda.memory_allocated(device)
+            torch.cuda.reset_peak_memory_stats(device)
+            workload.run()
+            torch.cuda.synchronize(device)
+            rise = torch.cuda.max_memory_allocated(device) - start
+        else:
+            rise = _cpu_allocation_peak(workload.run)
+    finally:
+        gc.enable()
+    return resident + rise
+
+
+def _quartiles(values: list[float]) -> list[float]:
+    if len(values) < 2:
+        return [values[0], values[0]]
+    q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return [q1, q3]
+
+
+def run_case(case: Case, settings: Settings, device: torch.device) -> dict:
+    """Measure one case; returns its JSON entry (``ratio``, ``target``, ``pass``, …)."""
+    candidate, baseline = case.build()
+    if case.metric == "time":
+        candidate_times, baseline_times = time_interleaved(
+            candidate, baseline, warmup=settings.warmup, repeats=settings.repeats, device=device
+        )
+        ratios = [c / b for c, b in zip(candidate_times, baseline_times)]
+        candidate_value = statistics.median(candidate_times)
+        baseline_value = statistics.median(baseline_times)
+        ratio = statistics.median(ratios)
+        spread = _quartiles(ratios)
+        unit = "s"
+    elif case.metric == "memory":
+        for workload in (candidate, baseline):
+            _timed(workload, device)
+        candidate_value = peak_memory(candidate, device)
+        baseline_value = peak_memory(baseline, device)
+        ratio = candidate_value / baseline_value
+        spread = [ratio, ratio]
+        unit = "bytes"
+    else:
+        raise ValueError(f"unknown metric {case.metric!r}")
+    measured = ratio if case.quantity == "ratio" else candidate_value
+    return {
+        "name": case.name,
+        "measure": case.measure,
+        "description": case.description,
+        "metric": case.metric,
+        "unit": unit,
+        "candidate": candidate.name,
+        "baseline": baseline.name,
+        "candidate_value": candidate_value,
+        "baseline_value": baseline_value,
+        "ratio": ratio,
+        "ratio_quartiles": spread,
+        "target": case.target,
+        "target_quantity": case.quantity,
+        "target_limit": case.limit,
+        "pass": bool(measured <= case.limit),
+        "sizes": case.sizes,
+    }
+
+
+# --- the machine -----------------------------------------------------------------
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info(device: torch.device) -> dict:
+    """CPU model and core count, load, torch version and threads, and the GPU if used."""
+    info = {
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "device": str(device),
+        "gpu": None,
+        "cuda": None,
+    }
+    if device.type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(device)
+        info["cuda"] = torch.version.cuda
+    return info
+
+
+# --- the continuous transformer's cases ------------------------------------------
+
+# Widths of the paper's tagger (DESIGN §6); a small vocabulary keeps the embedding,
+# which both models share, from diluting the encoder's cost. ``layers``: the depths L of
+# measures 1 and 2; ``fine_basis`` / ``coarse_basis``: the K of measures 3 to 5.
+TRANSFORMER_SIZES = {
+    "quick": {
+        "batch_size": 2, "seq_len": 8, "hidden_size": 16, "vocab_size": 100, "num_labels": 8,
+        "layers": [2, 8], "fine_basis": 8, "coarse_basis": 2,
+    },
+    "full": {
+        "batch_size": 32, "seq_len": 32, "hidden_size": 128, "vocab_size": 1000, "num_labels": 46,
+        "layers": [8, 64], "fine_basis": 64, "coarse_basis": 16,
+    },
+}
+
+
+def _tagger_config(sizes: dict, **continuous) -> ContTransformerConfig:
+    return ContTransformerConfig(
+        vocab_size=sizes["vocab_size"],
+        hidden_size=sizes["hidden_size"],
+        intermediate_size=sizes["hidden_size"],
+        num_attention_heads=1,
+        id2label={i: f"TAG{i}" for i in range(sizes["num_labels"])},
+        **continuous,
+    )
+
+
+def _tagger_batch(sizes: dict, device: torch.device) -> dict[str, torch.Tensor]:
+    """Token ids, a padding mask (lengths from half to all of ``seq_len``) and tags."""
+    generator = torch.Generator().manual_seed(0)
+    batch, seq_len = sizes["batch_size"], sizes["seq_len"]
+    lengths = torch.randint(seq_len // 2, seq_len + 1, (batch,), generator=generator)
+    mask = (torch.arange(seq_len)[None, :] < lengths[:, None]).long()  # (batch, seq)
+    input_ids = torch.randint(1, sizes["vocab_size"], (batch, seq_len), generator=generator) * mask
+    labels = torch.randint(0, sizes["num_labels"], (batch, seq_len), generator=generator)
+    labels = labels.masked_fill(mask == 0, -100)
+    return {
+        "input_ids": input_ids.to(device),
+        "attention_mask": mask.to(device),
+        "labels": labels.to(device),
+    }
+
+
+def _optimizer(model: nn.Module) -> torch.optim.Optimizer:
+    """The tagger recipe's Adam (DESIGN §6)."""
+    return torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.1)
+
+
+def _resident(model: nn.Module, optimizer: torch.optim.Optimizer | None, batch: dict) -> Iterable[torch.Tensor]:
+    yield from model.parameters()
+    yield from model.buffers()
+    yield from (p.grad for p in model.parameters() if p.grad is not None)
+    if optimizer is not None:
+        for state in optimizer.state.values():
+            yield from (v for v in state.values() if torch.is_tensor(v))
+    yield from batch.values()
+
+
+def training_step(
+    name: str, model: nn.Module, loss: Callable[[], torch.Tensor], optimizer: torch.optim.Optimizer, batch: dict
+) -> Workload:
+    """Forward, backward and optimiser step; ``zero_grad`` (to None) runs unmeasured."""
+    model.train()
+
+    def run() -> None:
+        loss().backward()
+        optimizer.step()
+
+    return Workload(
+        name,
+        run,
+        prepare=lambda: optimizer.zero_grad(set_to_none=True),
+        resident=lambda: _resident(model, optimizer, batch),
+    )
+
+
+def _grid(config: ContTransformerConfig) -> str:
+    k, n = config.num_basis, config.num_steps
+    return f"K=N_T={k}" if k == n else f"K={k} N_T={n}"
+
+
+def continuous_training(config: ContTransformerConfig, sizes: dict, device: torch.device) -> Workload:
+    """A training step of :class:`ContTransformerForTokenClassification`."""
+    torch.manual_seed(0)
+    model = ContTransformerForTokenClassification(config).to(device)
+    batch = _tagger_batch(sizes, device)
+    name = f"continuous {config.scheme}/{config.basis} {_grid(config)}"
+    return training_step(name, model, lambda: model(**batch).loss, _optimizer(model), batch)
+
+
+def baseline_training(config: ContTransformerConfig, num_layers: int, sizes: dict, device: torch.device) -> Workload:
+    """A training step of the plain pre-LayerNorm tagger with ``num_layers`` layers."""
+    torch.manual_seed(0)
+    model = PreLayerNormTagger(config, num_layers).to(device)
+    batch = _tagger_batch(sizes, device)
+
+    def loss() -> torch.Tensor:
+        logits = model(batch["input_ids"], batch["attention_mask"])  # (batch, seq, num_labels)
+        return F.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100)
+
+    return training_step(f"discrete pre-LN encoder L={num_layers}", model, loss, _optimizer(model), batch)
+
+
+def inference(model: ContTransformerForTokenClassification, batch: dict) -> Workload:
+    """A forward pass in eval mode without autograd."""
+    model.eval()
+    inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+
+    def run() -> None:
+        with torch.inference_mode():
+            model(**inputs)
+
+    return Workload(f"inference {_grid(model.config)}", run, resident=lambda: _resident(model, None, inputs))
+
+
+def shortened_inference(
+    config: ContTransformerConfig, num_steps: int, sizes: dict, device: torch.device
+) -> tuple[Workload, Workload]:
+    """Inference of a model after ``set_num_steps(num_steps)``, and of the model as built."""
+    torch.manual_seed(0)
+    model = ContTransformerForTokenClassification(config).to(device)
+    batch = _tagger_batch(sizes, device)
+    short = set_num_steps(copy.deepcopy(model), num_steps)
+    return inference(short, batch), inference(model, batch)
+
+
+def compression(
+    config: ContTransformerConfig, num_basis: int, sizes: dict, device: torch.device
+) -> tuple[Workload, Workload]:
+    """``change_basis`` to ``num_basis`` (projection) on a fresh copy of a model, and a
+    training step of that model."""
+    torch.manual_seed(0)
+    source = ContTransformerForTokenClassification(config).to(device)
+    copies: list[nn.Module] = []
+
+    def run() -> None:
+        change_basis(copies.pop(), num_basis=num_basis, method="projection")
+        _synchronize(device)
+
+    name = f"change_basis K={config.num_basis}->{num_basis}"
+    transform = Workload(name, run, prepare=lambda: copies.append(copy.deepcopy(source)))
+    return transform, continuous_training(config, sizes, device)
+
+
+def transformer_cases(mode: str, device: torch.device) -> list[Case]:
+    """Measures 1–5 and the transformer's part of 7 (see ``scripts/benchmark.py``) at the
+    sizes ``TRANSFORMER_SIZES[mode]``."""
+    sizes = TRANSFORMER_SIZES[mode]
+    fine, coarse = sizes["fine_basis"], sizes["coarse_basis"]
+    cases = []
+
+    def layered(num_layers: int, basis: str = "piecewise_constant", scheme: str = "euler") -> ContTransformerConfig:
+        # T = L makes Euler + piecewise constant exactly the L-layer encoder.
+        return _tagger_config(sizes, basis=basis, num_basis=num_layers, scheme=scheme, time_horizon=num_layers)
+
+    def against_encoder(config: ContTransformerConfig, num_layers: int) -> Callable:
+        return lambda: (
+            continuous_training(config, sizes, device),
+            baseline_training(config, num_layers, sizes, device),
+        )
+
+    def against(candidate: ContTransformerConfig, baseline: ContTransformerConfig) -> Callable:
+        return lambda: (continuous_training(candidate, sizes, device), continuous_training(baseline, sizes, device))
+
+    for num_layers in sizes["layers"]:
+        constant = layered(num_layers)
+        encoder = f"vs {num_layers}-layer encoder"
+        cases += [
+            Case(
+                f"train_euler_constant_L{num_layers}", 1,
+                f"training step, Euler, piecewise constant, K=N_T={num_layers} {encoder}",
+                against_encoder(constant, num_layers), 1.10, "ratio <= 1.10", sizes=sizes,
+            ),
+            Case(
+                f"train_euler_linear_L{num_layers}", 2,
+                f"training step, Euler, piecewise linear, K=N_T={num_layers} {encoder}",
+                against_encoder(layered(num_layers, "piecewise_linear"), num_layers), 1.10, "ratio <= 1.10",
+                sizes=sizes,
+            ),
+            Case(
+                f"train_rk4_vs_euler_L{num_layers}", 2,
+                f"training step, RK4 vs Euler, piecewise constant, K=N_T={num_layers}",
+                against(layered(num_layers, scheme="rk4"), constant), 4.4, "ratio <= 4.4", sizes=sizes,
+            ),
+        ]
+
+    many = _tagger_config(sizes, num_basis=fine, num_steps=coarse)
+    few = _tagger_config(sizes, num_basis=coarse, num_steps=coarse)
+    cases.append(
+        Case(
+            f"train_K{fine}_vs_K{coarse}_NT{coarse}", 3, f"training step at N_T={coarse}: K={fine} vs K={coarse}",
+            against(many, few), 1.10, "ratio <= 1.10", sizes=sizes,
+        )
+    )
+
+    full_depth = _tagger_config(sizes, num_basis=fine)
+    for speedup in (2, 4, 8):
+        num_steps = fine // speedup
+        limit = 1 / (0.9 * speedup)
+        cases.append(
+            Case(
+                f"inference_NT{num_steps}_vs_NT{fine}", 4,
+                f"inference after set_num_steps({num_steps}) vs N_T={fine} (K={fine}), ideal speed-up {speedup}x",
+                lambda n=num_steps: shortened_inference(full_depth, n, sizes, device), limit,
+                f"speed-up >= 0.9 x {speedup} (ratio <= {limit:.3f})", sizes=sizes,
+            )
+        )
+
+    cases.append(
+        Case(
+            f"change_basis_K{fine}_to_K{coarse}", 5,
+            f"change_basis(K={fine} -> {coarse}, projection) vs a training step of the K={fine} model",
+            lambda: compression(full_depth, coarse, sizes, device), 0.25, "candidate <= 0.25 s",
+            quantity="candidate", sizes=sizes,
+        )
+    )
+
+    for num_layers in sizes["layers"]:
+        cases.append(
+            Case(
+                f"memory_train_euler_constant_L{num_layers}", 7,
+                f"peak memory, training step of measure 1, L={num_layers}",
+                against_encoder(layered(num_layers), num_layers), 1.10, "ratio <= 1.10", metric="memory",
+                sizes=sizes,
+            )
+        )
+    cases += [
+        Case(
+            f"memory_train_K{fine}_vs_K{coarse}_NT{coarse}", 7,
+            f"peak memory, training step of measure 3: K={fine} vs K={coarse}",
+            against(many, few), 1.10, "ratio <= 1.10", metric="memory", sizes=sizes,
+        ),
+        Case(
+            f"memory_inference_NT{fine // 8}_vs_NT{fine}", 7,
+            f"peak memory, inference of measure 4: N_T={fine // 8} vs N_T={fine}",
+            lambda: shortened_inference(full_depth, fine // 8, sizes, device), 1.10, "ratio <= 1.10",
+            metric="memory", sizes=sizes,
+        ),
+    ]
+    return cases
+
+
+# --- the report ------------------------------------------------------------------
+
+
+def _format_value(value: float, unit: str) -> str:
+    if unit == "bytes":
+        return f"{value / 2**20:.1f} MiB"
+    return f"{value * 1e3:.1f} ms" if value < 1 else f"{value:.2f} s"
+
+
+def markdown_table(results: list[dict]) -> str:
+    """The results as a Markdown table, one row per case."""
+    rows = [
+        "| # | case | candidate | baseline | ratio (IQR) | target | pass |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        low, high = r["ratio_quartiles"]
+        spread = f" ({low:.2f}–{high:.2f})" if r["metric"] == "time" else ""
+        rows.append(
+            f"| {r['measure']} | {r['description']} | {r['candidate']}: {_format_value(r['candidate_value'], r['unit'])} "
+            f"| {r['baseline']}: {_format_value(r['baseline_value'], r['unit'])} | {r['ratio']:.3f}{spread} "
+            f"| {r['target']} | {'yes' if r['pass'] else '**no**'} |"
+        )
+    return "\n".join(rows)
+
+
+def machine_line(machine: dict) -> str:
+    gpu = f", GPU {machine['gpu']} (CUDA {machine['cuda']})" if machine["gpu"] else ""
+    load = machine.get("load_average")
+    load_text = f", load average {load[0]:.1f}" if load else ""
+    return (
+        f"{machine['cpu']}, {machine['cpu_count']} cores{load_text}; torch {machine['torch']}, "
+        f"{machine['torch_threads']} threads; device {machine['device']}{gpu}"
+    )
+
+
+def write_report(output_dir: str | Path, report: dict) -> tuple[Path, Path]:
+    """Write ``benchmark.json`` (the whole report) and ``benchmark.md`` (machine + table)."""
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    json_path = output_dir / "benchmark.json"
+    md_path = output_dir / "benchmark.md"
+    json_path.write_text(json.dumps(report, indent=2) + "\n")
+    md_path.write_text(
+        f"# Benchmark ({report['mode']} mode)\n\n{machine_line(report['machine'])}\n\n"
+        f"{markdown_table(report['results'])}\n"
+    )
+    return json_path, md_path
+
+
+__all__ = [
+    "FULL",
+    "QUICK",
+    "Case",
+    "Settings",
+    "Workload",
+    "machine_info",
+    "markdown_table",
+    "peak_memory",
+    "run_case",
+    "time_interleaved",
+    "transformer_cases",
+    "write_report",
+]
