@@ -1,0 +1,221 @@
+"""From word-split sentences to padded batches for a token classifier.
+
+Alignment. A sentence's words go through the word-level tokenizer
+(``is_split_into_words=True``), which prepends the root token. Each word's tag goes on
+the word's first token; the root token, further tokens of a word and padding get the
+label ``IGNORE_INDEX`` (-100), which the loss and the accuracy metric skip. A tag id
+of -1 (a dev/test tag unseen in train, see ``data.UNSEEN_TAG``) is kept: the metric
+scores it as an error. Words the tokenizer drops (empty ones) raise an error rather
+than silently going unscored.
+
+Long sentences (the documented policy). ``max_length`` counts tokens, the root
+included, and equals the model's ``max_position_embeddings``.
+
+* Training (:func:`encode_for_training`) truncates a longer sentence to its first
+  ``max_length`` tokens; the cut words are not trained on (their number is returned).
+* Evaluation (:func:`encode_for_evaluation`) never drops a word: a sentence longer than
+  the model covers is cut into overlapping windows of ``max_length - 1`` words (each
+  with its own root token), and every word is scored in exactly one window, the one
+  where it has the most context on both sides (:func:`evaluation_windows`). Each row
+  carries ``sentence_start`` = 1 on a sentence's first window, so summing it counts
+  sentences.
+
+Batches. :class:`LengthGroupedBatchSampler` draws, per epoch, a shuffled order that is
+a pure function of ``(seed, epoch)`` and groups sentences of similar length into the
+same batch (less padding, faster on CPU). :class:`PaddingCollator` pads a batch to its
+longest row. :func:`word_dropout` replaces word tokens by ``[UNK]`` during training so
+that the model learns what to do with words it has never seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import torch
+from transformers import PreTrainedTokenizerBase
+
+IGNORE_INDEX = -100
+
+
+def _aligned(
+    tokenizer: PreTrainedTokenizerBase, sentences: Sequence[Sequence[str]], tags
+) -> Iterator:
+    """``(input_ids, labels)`` of each sentence, in full (no truncation)."""
+    encoding = tokenizer(list(map(list, sentences)), is_split_into_words=True)
+    for index, (words, sentence_tags) in enumerate(zip(sentences, tags)):
+        labels, previous = [], None
+        for word in encoding.word_ids(index):
+            labels.append(IGNORE_INDEX if word is None or word == previous else sentence_tags[word])
+            previous = word if word is not None else previous
+        if sum(label != IGNORE_INDEX for label in labels) != len(words):
+            raise ValueError(
+                f"sentence {index} has a word the tokenizer drops (an empty word?): {list(words)}"
+            )
+        yield encoding["input_ids"][index], labels
+
+
+def encode_for_training(
+    tokenizer: PreTrainedTokenizerBase,
+    sentences: Sequence[Sequence[str]],
+    tags: Sequence[Sequence[int]],
+    max_length: int,
+) -> tuple[list[dict[str, list[int]]], int]:
+    """Rows ``{"input_ids", "labels"}``, each truncated to ``max_length`` tokens.
+
+    Returns the rows and the number of words cut off by truncation.
+    """
+    rows, cut = [], 0
+    for input_ids, labels in _aligned(tokenizer, sentences, tags):
+        cut += sum(label != IGNORE_INDEX for label in labels[max_length:])
+        rows.append({"input_ids": input_ids[:max_length], "labels": labels[:max_length]})
+    return rows, cut
+
+
+def evaluation_windows(length: int, capacity: int) -> list[tuple[int, int, int]]:
+    """Cover positions ``0 .. length-1`` with windows of at most ``capacity`` positions.
+
+    Returns ``(start, owned_start, owned_end)`` per window: the window spans
+    ``[start, start + capacity)`` and scores positions ``[owned_start, owned_end)``.
+    Windows overlap by about half; the owned ranges partition ``[0, length)``, each
+    position owned by the window where it is farthest from an edge (ties: the earlier).
+    """
+    if capacity < 1:
+        raise ValueError(f"capacity must be >= 1, got {capacity}")
+    if length <= capacity:
+        return [(0, 0, length)]
+    stride = max(capacity // 2, 1)
+    starts = list(range(0, length - capacity, stride)) + [length - capacity]
+    owner = [
+        max(
+            range(len(starts)), key=lambda w: (min(j - starts[w], starts[w] + capacity - 1 - j), -w)
+        )
+        for j in range(length)
+    ]
+    windows = []
+    for w, start in enumerate(starts):
+        owned = [j for j in range(length) if owner[j] == w]
+        if owned:
+            windows.append((start, owned[0], owned[-1] + 1))
+    return windows
+
+
+def encode_for_evaluation(
+    tokenizer: PreTrainedTokenizerBase,
+    sentences: Sequence[Sequence[str]],
+    tags: Sequence[Sequence[int]],
+    max_length: int,
+) -> list[dict[str, list[int] | int]]:
+    """Rows ``{"input_ids", "labels", "sentence_start"}`` that score every word exactly once.
+
+    A sentence of at most ``max_length`` tokens is one row; a longer one becomes
+    overlapping windows (see the module docstring), each word labelled in one of them.
+    """
+    if max_length < 2:
+        raise ValueError(
+            f"max_length must leave room for the root token and a word, got {max_length}"
+        )
+    rows = []
+    for input_ids, labels in _aligned(tokenizer, sentences, tags):
+        root, body, body_labels = input_ids[:1], input_ids[1:], labels[1:]
+        for number, (start, owned_start, owned_end) in enumerate(
+            evaluation_windows(len(body), max_length - 1)
+        ):
+            end = start + max_length - 1
+            window_labels = [
+                label if owned_start <= start + i < owned_end else IGNORE_INDEX
+                for i, label in enumerate(body_labels[start:end])
+            ]
+            rows.append(
+                {
+                    "input_ids": root + body[start:end],
+                    "labels": [IGNORE_INDEX] + window_labels,
+                    "sentence_start": int(number == 0),
+                }
+            )
+    return rows
+
+
+class PaddingCollator:
+    """Pads rows to the longest in the batch: ``input_ids`` with ``pad_token_id``,
+    ``attention_mask`` with 0, ``labels`` with ``IGNORE_INDEX``; scalar fields are stacked.
+
+    Returns tensors ``input_ids``, ``attention_mask``, ``labels`` ``(batch, seq)``.
+    """
+
+    def __init__(self, pad_token_id: int):
+        self.pad_token_id = pad_token_id
+
+    def __call__(self, rows: Sequence[dict]) -> dict[str, torch.Tensor]:
+        length = max(len(row["input_ids"]) for row in rows)
+        batch = {
+            "input_ids": torch.full((len(rows), length), self.pad_token_id, dtype=torch.long),
+            "attention_mask": torch.zeros((len(rows), length), dtype=torch.long),
+            "labels": torch.full((len(rows), length), IGNORE_INDEX, dtype=torch.long),
+        }
+        for i, row in enumerate(rows):
+            n = len(row["input_ids"])
+            batch["input_ids"][i, :n] = torch.tensor(row["input_ids"])
+            batch["attention_mask"][i, :n] = 1
+            batch["labels"][i, :n] = torch.tensor(row["labels"])
+        for key in rows[0].keys() - batch.keys():
+            batch[key] = torch.tensor([row[key] for row in rows])
+        return batch
+
+
+def epoch_seed(seed: int, epoch: int) -> int:
+    """A 63-bit seed for the data order of ``epoch``, decorrelated from nearby seeds."""
+    return int(np.random.SeedSequence([seed, 0, epoch]).generate_state(1, np.uint64)[0] >> 1)
+
+
+class LengthGroupedBatchSampler:
+    """Full batches of row indices, shuffled per epoch, rows of similar length together.
+
+    Each epoch: a random permutation of the rows (the last ``len(lengths) % batch_size``
+    of it left out, a different set every epoch), cut into groups of
+    ``group_batches * batch_size`` rows, each group sorted by length and cut into
+    batches, and the batches shuffled. The order depends only on ``(seed, epoch)``:
+    call :meth:`set_epoch` before iterating, and a resumed run replays it exactly.
+    """
+
+    def __init__(self, lengths: Sequence[int], batch_size: int, seed: int, group_batches: int = 50):
+        if len(lengths) < batch_size:
+            raise ValueError(f"{len(lengths)} training rows do not fill one batch of {batch_size}")
+        self.lengths = torch.as_tensor(list(lengths))
+        self.batch_size = batch_size
+        self.drop_last = True  # read by accelerate when it shards the batches
+        self.seed = seed
+        self.group_batches = group_batches
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.lengths) // self.batch_size
+
+    def __iter__(self) -> Iterator[list[int]]:
+        generator = torch.Generator().manual_seed(epoch_seed(self.seed, self.epoch))
+        order = torch.randperm(len(self.lengths), generator=generator)[
+            : len(self) * self.batch_size
+        ]
+        batches = []
+        group = self.group_batches * self.batch_size
+        for begin in range(0, len(order), group):
+            chunk = order[begin : begin + group]
+            chunk = chunk[torch.argsort(self.lengths[chunk], descending=True, stable=True)]
+            batches.extend(chunk.split(self.batch_size))
+        for index in torch.randperm(len(batches), generator=generator).tolist():
+            yield batches[index].tolist()
+
+
+def word_dropout(
+    input_ids: torch.Tensor, probability: float, unk_token_id: int, special_ids: Sequence[int]
+) -> torch.Tensor:
+    """Replace each non-special token of ``input_ids`` ``(batch, seq)`` by ``unk_token_id``
+    with ``probability``, drawing from torch's global RNG. Returns a new tensor."""
+    if probability == 0:
+        return input_ids
+    special = torch.isin(input_ids, torch.tensor(list(special_ids), device=input_ids.device))
+    drop = (torch.rand(input_ids.shape, device=input_ids.device) < probability) & ~special
+    return input_ids.masked_fill(drop, unk_token_id)

@@ -1,0 +1,133 @@
+"""Training schedules: the learning rate, and when the ODE block is refined.
+
+Learning rate. :func:`inverse_sqrt_learning_rate` is the transformer schedule the paper
+uses: a linear warm-up to ``learning_rate`` over ``warmup_steps`` steps, then a decay
+as ``1/sqrt(step)``. It is a pure function of the step, so nothing about it needs
+saving in a checkpoint, and rebuilding the optimiser at a refinement keeps the
+schedule's position. ``learning_rate`` is the peak: the paper's "initial value 0.1"
+with 8000 warm-up steps is the Flax convention ``0.1 * min(1, step / 8000) / sqrt(max(step,
+8000))``, whose peak is ``0.1 / sqrt(8000) ≈ 1.1e-3``.
+
+Refinement. :class:`RefinementSchedule` turns the final K and N_T and the steps at
+which to refine (multi-level refinement training) into the sizes to start from and
+the sizes at any step: each refinement refines the basis (K → 2K for piecewise
+constant, 2K − 1 for piecewise linear, ...) and doubles N_T.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .basis import get_basis
+
+
+def inverse_sqrt_learning_rate(step: int, learning_rate: float, warmup_steps: int) -> float:
+    """Learning rate of optimiser step ``step`` (counted from 1).
+
+    ``learning_rate * min(step / warmup_steps, sqrt(warmup_steps / step))``: linear
+    warm-up, peak ``learning_rate`` at ``step == warmup_steps``, then ``1/sqrt(step)``
+    decay. ``warmup_steps = 0`` means no warm-up: the decay starts from the peak at step 1.
+    """
+    if step < 1:
+        raise ValueError(f"step counts from 1, got {step}")
+    if warmup_steps < 0:
+        raise ValueError(f"warmup_steps must be >= 0, got {warmup_steps}")
+    if warmup_steps == 0:
+        return learning_rate / math.sqrt(step)
+    return learning_rate * min(step / warmup_steps, math.sqrt(warmup_steps / step))
+
+
+def initial_num_basis(basis: str, num_basis: int, num_refinements: int) -> int:
+    """The K to start from so that ``num_refinements`` refinements of ``basis`` end at ``num_basis``.
+
+    Raises ``ValueError`` when no start reaches ``num_basis`` exactly (e.g. an odd K
+    for ``piecewise_constant`` after one refinement), naming the nearest reachable K.
+    """
+    reachable = {}
+    for start in range(1, num_basis + 1):
+        try:
+            current = get_basis(basis, start)
+        except ValueError:  # e.g. odd K for discontinuous_linear
+            continue
+        for _ in range(num_refinements):
+            current = current.refine()
+        reachable[current.num_basis] = start
+        if current.num_basis >= num_basis:
+            break
+    if num_basis not in reachable:
+        raise ValueError(
+            f"num_basis={num_basis} is not reachable with {num_refinements} refinements of "
+            f"{basis!r}; reachable final K: {sorted(reachable)}"
+        )
+    return reachable[num_basis]
+
+
+@dataclass(frozen=True)
+class RefinementSchedule:
+    """Sizes of the ODE block over training under multi-level refinement.
+
+    The model is refined right after optimiser step ``s`` for every ``s`` in
+    ``refine_steps``, so the sizes after step ``s`` (what a checkpoint at ``s`` holds)
+    count the refinements at steps ``<= s``.
+
+    Attributes:
+        basis: basis name (refinement rules differ by basis).
+        num_basis: final K, reached after the last refinement.
+        num_steps: final N_T; it doubles at every refinement.
+        refine_steps: strictly increasing optimiser steps, each >= 1.
+    """
+
+    basis: str
+    num_basis: int
+    num_steps: int
+    refine_steps: tuple[int, ...] = ()
+
+    def __post_init__(self):
+        steps = tuple(self.refine_steps)
+        if any(s < 1 for s in steps) or any(b <= a for a, b in itertools.pairwise(steps)):
+            raise ValueError(
+                f"refine_steps must be strictly increasing steps >= 1, got {list(steps)}"
+            )
+        object.__setattr__(self, "refine_steps", steps)
+        scale = 2 ** len(steps)
+        if self.num_steps % scale:
+            raise ValueError(
+                f"num_steps={self.num_steps} must be divisible by 2**{len(steps)}={scale}: "
+                f"N_T doubles at each of the {len(steps)} refinements"
+            )
+        initial_num_basis(self.basis, self.num_basis, len(steps))  # validates num_basis
+
+    @property
+    def initial_num_basis(self) -> int:
+        """K at step 0."""
+        return initial_num_basis(self.basis, self.num_basis, len(self.refine_steps))
+
+    @property
+    def initial_num_steps(self) -> int:
+        """N_T at step 0."""
+        return self.num_steps // 2 ** len(self.refine_steps)
+
+    def num_refinements(self, step: int) -> int:
+        """Refinements done by the end of optimiser step ``step``."""
+        return sum(1 for s in self.refine_steps if s <= step)
+
+    def sizes(self, step: int) -> tuple[int, int]:
+        """``(K, N_T)`` after optimiser step ``step`` (step 0: the initial sizes)."""
+        basis = get_basis(self.basis, self.initial_num_basis)
+        for _ in range(self.num_refinements(step)):
+            basis = basis.refine()
+        return basis.num_basis, self.initial_num_steps * 2 ** self.num_refinements(step)
+
+
+def parse_steps(text: str | Sequence[int] | None) -> tuple[int, ...]:
+    """``"1000,2000"`` (or a sequence of ints) -> ``(1000, 2000)``; ``""``, ``"none"``, None -> ``()``."""
+    if text is None:
+        return ()
+    if not isinstance(text, str):
+        return tuple(int(s) for s in text)
+    if text.strip().lower() in ("", "none"):
+        return ()
+    return tuple(int(part) for part in text.split(",") if part.strip())
