@@ -10,7 +10,7 @@ one by integrating with fewer steps (``num_steps``).
 measure accuracy and inference time before and after in the same run, and write a
 complete folder (weights, config, tokenizer or image processor, model card) atomically.
 The pieces (:func:`load_model`, :func:`check_choices`, :func:`compressed_copy`,
-:func:`load_eval_set`, :func:`measure`, :func:`save_compressed`) serve the sweep in
+:func:`load_eval_set`, :func:`compare`, :func:`save_compressed`) serve the sweep in
 :mod:`cont_transformer.sweep` too. The source folder is only ever read.
 """
 
@@ -22,8 +22,6 @@ import json
 import os
 import shutil
 import statistics
-import tempfile
-import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -44,6 +42,7 @@ from transformers import (
 
 from .basis import BASES, CHANGE_OF_BASIS_METHODS, get_basis
 from .batching import PaddingCollator, encode_for_evaluation
+from .benchmarking import Workload, time_interleaved
 from .data import UNSEEN_TAG, load_treebank
 from .metrics import load_token_accuracy
 from .training import METRICS_FILE, evaluate, make_accelerator
@@ -107,12 +106,14 @@ class ModelStats:
 
 @dataclass
 class CompressionResult:
-    """What :func:`compress` measured and where it wrote the model."""
+    """A compression measured in one run: what the model card and the caller are told."""
 
+    source_dir: Path
     output_dir: Path
     method: str
     source: ModelStats
     compressed: ModelStats
+    speedup: float  # median over repeats of (source seconds / compressed seconds)
     eval_description: str
 
 
@@ -298,7 +299,7 @@ def _image_eval_set(source: SourceModel, path: Path, batch_size: int) -> EvalSet
     images, labels = data.to_tensors(split)  # uint8 (N, C, H, W), int64 (N,)
     # The folder's classes map onto the model's by name; a class the model lacks scores as an error.
     names = split.features["label"].names
-    label2id = source.model.config.label2id
+    label2id = {name: i for i, name in source.model.config.id2label.items()}
     if set(names) & set(label2id):
         labels = torch.tensor([label2id.get(name, UNSEEN_TAG) for name in names])[labels]
     # Scoring is preprocessing, a forward pass and an argmax per batch: it is also the timed pass.
@@ -339,27 +340,10 @@ def parameter_counts(model: torch.nn.Module) -> dict[str, int]:
     return {"embedding": total - non_embedding, "non_embedding": non_embedding, "total": total}
 
 
-def time_inference(
-    model: torch.nn.Module, eval_set: EvalSet, repeats: int = 3, warmup: int = 1
-) -> float:
-    """Median wall-clock seconds of ``eval_set``'s inference pass, after ``warmup`` passes."""
-    check_count("repeats", repeats)
-    for _ in range(warmup):
-        eval_set.forward(model)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        eval_set.forward(model)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def measure(model: torch.nn.Module, eval_set: EvalSet, repeats: int = 3) -> ModelStats:
-    """Parameter counts, accuracy and median inference time of ``model`` on ``eval_set``.
-
-    The accuracy pass is the timing's warm-up.
-    """
-    accuracy = eval_set.accuracy(model)
+def model_stats(
+    model: torch.nn.Module, accuracy: float | None, seconds: float | None
+) -> ModelStats:
+    """The :class:`ModelStats` of ``model`` (basis, K, N_T, parameter counts) with its scores."""
     counts = parameter_counts(model)
     config = model.config
     return ModelStats(
@@ -369,10 +353,39 @@ def measure(model: torch.nn.Module, eval_set: EvalSet, repeats: int = 3) -> Mode
         embedding_parameters=counts["embedding"],
         non_embedding_parameters=counts["non_embedding"],
         accuracy=accuracy,
-        inference_seconds=time_inference(
-            model, eval_set, repeats, warmup=0 if accuracy is not None else 1
-        ),
+        inference_seconds=seconds,
     )
+
+
+@dataclass
+class Comparison:
+    """A compressed model scored, and timed against its source, in one run."""
+
+    stats: ModelStats
+    speedup: float  # median over repeats of (source seconds / model seconds), back to back
+    source_seconds: list[float]  # the source's timed passes
+
+
+def compare(
+    source: torch.nn.Module, model: torch.nn.Module, eval_set: EvalSet, repeats: int = 3
+) -> Comparison:
+    """Score ``model`` on ``eval_set``, then time its inference pass against ``source``'s.
+
+    The two alternate pass by pass (``benchmarking.time_interleaved``), so load on a
+    shared machine hits both alike; the scoring pass is ``model``'s warm-up (the caller
+    has run ``source`` before). Timing-only data gets one warm-up pass each.
+    """
+    check_count("repeats", repeats)
+    accuracy = eval_set.accuracy(model)
+    times, source_times = time_interleaved(
+        Workload("compressed", partial(eval_set.forward, model)),
+        Workload("source", partial(eval_set.forward, source)),
+        warmup=0 if accuracy is not None else 1,
+        repeats=repeats,
+        device=next(model.parameters()).device,
+    )
+    speedup = statistics.median(s / t for s, t in zip(source_times, times))
+    return Comparison(model_stats(model, accuracy, statistics.median(times)), speedup, source_times)
 
 
 # --- writing ---------------------------------------------------------------------------
@@ -399,10 +412,8 @@ def atomic_output(output_dir: Path) -> Iterator[Path]:
 
     On an error the temporary folder is removed and ``output_dir`` is untouched.
     """
-    output_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(
-        tempfile.mkdtemp(prefix=f".{output_dir.name}.", suffix=".tmp", dir=output_dir.parent)
-    )
+    staging = output_dir.with_name(f".{output_dir.name}.{uuid.uuid4().hex}.tmp")
+    staging.mkdir(parents=True)
     try:
         yield staging
         if output_dir.exists():
@@ -427,22 +438,19 @@ def _seconds(value: float | None) -> str:
 
 def write_compression_card(
     folder: Path,
-    name: str,
     model: torch.nn.Module,
-    source_dir: PathLike,
-    method: str,
-    before: ModelStats,
-    after: ModelStats,
-    eval_description: str,
+    result: CompressionResult,
     extra: Mapping[str, object] | None = None,
 ) -> Path:
     """Add a "Compression" section and Hub metadata to ``folder/README.md``.
 
     The card ``save_pretrained`` wrote (if any) is kept; the section compares the source
     and the compressed model, and the metadata records the same facts under
-    ``compression``, plus the accuracy as a ``model-index`` result named ``name``
-    (``folder`` may be a staging folder with a temporary name).
+    ``compression``, plus the accuracy as a ``model-index`` result named after
+    ``result.output_dir`` (``folder`` may be a staging folder). ``extra`` facts are listed
+    after the table.
     """
+    before, after, method = result.source, result.compressed, result.method
     path = folder / "README.md"
     if path.is_file():
         card = ModelCard.load(path)
@@ -450,11 +458,6 @@ def write_compression_card(
         card = ModelCard(f"---\nlibrary_name: transformers\n---\n\n# {type(model).__name__}\n")
         card.data.pipeline_tag = _head(model.config)[1]
     ratio = before.non_embedding_parameters / after.non_embedding_parameters
-    speedup = (
-        before.inference_seconds / after.inference_seconds
-        if before.inference_seconds and after.inference_seconds
-        else None
-    )
     rows = [
         ("basis", before.basis, after.basis),
         ("K (num_basis)", before.num_basis, after.num_basis),
@@ -481,13 +484,13 @@ def write_compression_card(
         ]
     )
     notes = [
-        f"- source model: `{source_dir}`",
+        f"- source model: `{result.source_dir}`",
         f"- method: {method} (no retraining, no data)",
         f"- compression ratio (non-embedding parameters): {ratio:.2f}x",
-        f"- inference speed-up: {speedup:.2f}x" if speedup else "- inference speed-up: –",
+        f"- inference speed-up: {result.speedup:.2f}x",
         (
-            f"- measured in one run on {eval_description} (median of repeated passes, "
-            f"{torch.get_num_threads()} CPU threads)"
+            f"- measured in one run on {result.eval_description}: median of repeated passes,"
+            f" source and compressed model alternating (CPU threads: {torch.get_num_threads()})"
         ),
         *(f"- {key}: {value}" for key, value in (extra or {}).items()),
     ]
@@ -504,7 +507,7 @@ def write_compression_card(
     data = card.data
     data.tags = sorted({*(data.tags or []), "compressed"})
     data.compression = {
-        "source_model": str(source_dir),
+        "source_model": str(result.source_dir),
         "method": method,
         "basis": after.basis,
         "num_basis": after.num_basis,
@@ -518,15 +521,16 @@ def write_compression_card(
         "accuracy_after": after.accuracy,
         "inference_seconds_before": before.inference_seconds,
         "inference_seconds_after": after.inference_seconds,
-        "eval_data": eval_description,
+        "speedup": round(result.speedup, 4),
+        "eval_data": result.eval_description,
     }
     if after.accuracy is not None:
-        data.model_name = name
+        data.model_name = result.output_dir.name
         data.eval_results = [
             EvalResult(
                 task_type=data.pipeline_tag,
                 dataset_type="local",
-                dataset_name=eval_description,
+                dataset_name=result.eval_description,
                 metric_type="accuracy",
                 metric_value=after.accuracy,
             )
@@ -539,11 +543,7 @@ def save_compressed(
     source: SourceModel,
     model: torch.nn.Module,
     folder: Path,
-    name: str,
-    method: str,
-    before: ModelStats,
-    after: ModelStats,
-    eval_description: str,
+    result: CompressionResult,
     extra: Mapping[str, object] | None = None,
 ) -> None:
     """Write ``model`` with ``save_pretrained``, the source's tokenizer or image processor,
@@ -558,13 +558,11 @@ def save_compressed(
     if source.model_type == "cont_transformer":
         record = {
             "tag_column": tag_column(source.folder),
-            "accuracy": after.accuracy,
-            "eval_data": eval_description,
+            "accuracy": result.compressed.accuracy,
+            "eval_data": result.eval_description,
         }
         (folder / METRICS_FILE).write_text(json.dumps(record, indent=2) + "\n")
-    write_compression_card(
-        folder, name, model, source.folder, method, before, after, eval_description, extra
-    )
+    write_compression_card(folder, model, result, extra)
 
 
 def compress(
@@ -595,11 +593,16 @@ def compress(
     eval_set = (
         load_eval_set(source, eval_file) if eval_file is not None else synthetic_eval_set(source)
     )
-    before = measure(source.model, eval_set, repeats)
+    source_accuracy = eval_set.accuracy(source.model)
     model = compressed_copy(source.model, basis, num_basis, num_steps, method)
-    after = measure(model, eval_set, repeats)
+    comparison = compare(source.model, model, eval_set, repeats)
+    before = model_stats(
+        source.model, source_accuracy, statistics.median(comparison.source_seconds)
+    )
+    result = CompressionResult(
+        source.folder, output, method, before, comparison.stats, comparison.speedup,
+        eval_set.description,
+    )  # fmt: skip
     with atomic_output(output) as staging:
-        save_compressed(
-            source, model, staging, output.name, method, before, after, eval_set.description
-        )
-    return CompressionResult(output, method, before, after, eval_set.description)
+        save_compressed(source, model, staging, result)
+    return result

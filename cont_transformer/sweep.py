@@ -11,6 +11,7 @@ a posteriori choice of the compressed model.
 from __future__ import annotations
 
 import csv
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -19,6 +20,8 @@ from matplotlib.figure import Figure
 
 from .basis import get_basis
 from .compression import (
+    Comparison,
+    CompressionResult,
     ModelStats,
     PathLike,
     atomic_output,
@@ -26,10 +29,11 @@ from .compression import (
     check_choices,
     check_count,
     check_output_dir,
+    compare,
     compressed_copy,
     load_eval_set,
     load_model,
-    measure,
+    model_stats,
     save_compressed,
 )
 
@@ -38,7 +42,6 @@ CSV_NAME = "sweep.csv"
 TABLE_NAME = "sweep.md"
 PARAMETERS_PLOT = "accuracy_vs_parameters.png"
 NUM_STEPS_PLOT = "accuracy_vs_num_steps.png"
-GRIDS = ("source", "num_basis", "num_steps")
 
 
 @dataclass
@@ -60,7 +63,11 @@ class SweepRow:
     speedup: float
 
     @classmethod
-    def from_stats(cls, grid: str, method: str, stats: ModelStats, source: ModelStats) -> SweepRow:
+    def from_stats(
+        cls, grid: str, method: str, comparison: Comparison, source: ModelStats
+    ) -> SweepRow:
+        """The row of a model measured against ``source`` (only its accuracy and size)."""
+        stats = comparison.stats
         return cls(
             grid=grid,
             method=method,
@@ -73,7 +80,7 @@ class SweepRow:
             accuracy=stats.accuracy,
             accuracy_drop=100 * (source.accuracy - stats.accuracy),
             inference_seconds=stats.inference_seconds,
-            speedup=source.inference_seconds / stats.inference_seconds,
+            speedup=comparison.speedup,
         )
 
 
@@ -222,7 +229,9 @@ def plot_num_steps(rows: Sequence[SweepRow], path: Path) -> None:
     axes = figure.subplots()
     steps = [r.num_steps for r in line]
     axes.plot(steps, [100 * r.accuracy for r in line], "o-", color="tab:red", label="accuracy")
+    axes.axhline(100 * source.accuracy, color="gray", linestyle="--", linewidth=1)
     axes.set_xscale("log", base=2)
+    axes.set_xticks(steps, [str(n) for n in steps])
     axes.set_xlabel("N_T (num_steps)")
     axes.set_ylabel("accuracy (%)", color="tab:red")
     axes.grid(True, alpha=0.3)
@@ -282,37 +291,39 @@ def sweep(
     for _, basis, k, n in points:
         check_choices(config, basis, k, n, method)
     eval_set = load_eval_set(source, eval_file)
-    source_stats = measure(source.model, eval_set, repeats)
-    measured = [("source", source_stats)]
-    if progress is not None:
-        progress(SweepRow.from_stats("source", method, source_stats, source_stats))
+    source_stats = model_stats(source.model, eval_set.accuracy(source.model), None)
+    comparisons = []
     for grid, basis, k, n in points:
-        stats = measure(compressed_copy(source.model, basis, k, n, method), eval_set, repeats)
-        measured.append((grid, stats))
+        model = compressed_copy(source.model, basis, k, n, method)
+        comparisons.append(compare(source.model, model, eval_set, repeats))
         if progress is not None:
-            progress(SweepRow.from_stats(grid, method, stats, source_stats))
-    rows = [SweepRow.from_stats(grid, method, stats, source_stats) for grid, stats in measured]
+            progress(SweepRow.from_stats(grid, method, comparisons[-1], source_stats))
+    # The source was timed beside every point: its time is the median over the whole run.
+    source_times = [t for comparison in comparisons for t in comparison.source_seconds]
+    source_stats.inference_seconds = statistics.median(source_times)
+    comparisons.insert(0, Comparison(source_stats, 1.0, source_times))
+    grids = ["source", *(point[0] for point in points)]
+    rows = [SweepRow.from_stats(g, method, c, source_stats) for g, c in zip(grids, comparisons)]
     selected = select_smallest(rows, max_accuracy_drop) if max_accuracy_drop is not None else None
     with atomic_output(output) as staging:
         write_sweep_files(rows, staging)
         if selected is not None:
-            stats = next(stats for row, (_, stats) in zip(rows, measured) if row is selected)
+            comparison = comparisons[next(i for i, row in enumerate(rows) if row is selected)]
+            stats = comparison.stats
             model = compressed_copy(
                 source.model, stats.basis, stats.num_basis, stats.num_steps, method
             )
-            rule = (
-                f"smallest model of the sweep ({CSV_NAME}) within {max_accuracy_drop} accuracy "
-                "points of the source"
-            )
-            save_compressed(
-                source,
-                model,
-                staging,
-                output.name,
-                method,
-                source_stats,
-                stats,
+            result = CompressionResult(
+                source.folder, output, method, source_stats, stats, comparison.speedup,
                 eval_set.description,
-                extra={"selected by": rule},
+            )  # fmt: skip
+            rule = (
+                f"the smallest model of the sweep ({CSV_NAME}) within {max_accuracy_drop} "
+                "accuracy points of the source"
             )
+            files = (
+                f"[table]({TABLE_NAME}), [CSV]({CSV_NAME}), ![accuracy against parameters]"
+                f"({PARAMETERS_PLOT}) ![accuracy against N_T]({NUM_STEPS_PLOT})"
+            )
+            save_compressed(source, model, staging, result, {"selected": rule, "sweep": files})
     return SweepResult(output, rows, selected)

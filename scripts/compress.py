@@ -106,7 +106,8 @@ def run(args: argparse.Namespace) -> None:
             overwrite=args.overwrite,
             progress=lambda r: print(
                 f"{r.grid:>9} {r.basis:>20} K={r.num_basis:<3} N_T={r.num_steps:<3} "
-                f"accuracy {100 * r.accuracy:6.2f}%  {r.inference_seconds:.3f} s",
+                f"accuracy {100 * r.accuracy:6.2f}%  {r.inference_seconds:.3f} s "
+                f"({r.speedup:.2f}x)",
                 flush=True,
             ),
         )
@@ -136,6 +137,7 @@ def run(args: argparse.Namespace) -> None:
                 f"{stats.non_embedding_parameters:,} non-embedding parameters, accuracy {accuracy}, "
                 f"{stats.inference_seconds:.3f} s"
             )
+        print(f"speed-up {result.speedup:.2f}x (median over interleaved passes)")
     print(f"wrote {result.output_dir}")
     if args.push_to_hub:
         print(f"pushed to {push_folder_to_hub(result.output_dir, args.push_to_hub)}")
