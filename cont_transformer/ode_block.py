@@ -175,6 +175,15 @@ class OdeBlock(nn.Module):
         """
         stages = stage_times(self._num_steps, self.time_horizon, self.scheme)
         self._stage_terms = {(t, side): self._basis.terms(t, side) for t, side in stages}
+        # Graph shortening (N_T < K) leaves coefficients unused; see _coefficient_views.
+        used = sorted({k for terms in self._stage_terms.values() for k, _ in terms})
+        self._used_coefficients = None if len(used) == self.num_basis else used
+        position = {k: i for i, k in enumerate(used)}
+        self._param_terms = {
+            key: [(position[k], w) for k, w in terms] for key, terms in self._stage_terms.items()
+        }
+        self._index_cache: dict[torch.device, torch.Tensor] = {}
+        self._fit_cache: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
         if self._has_states():
             times, sides = zip(*stages)
             self._fit_operators = point_fit_operators(times, sides, self._basis)
@@ -201,9 +210,7 @@ class OdeBlock(nn.Module):
 
     # --- forward -----------------------------------------------------------------
     def forward(self, x: torch.Tensor, *args, **kwargs) -> torch.Tensor:
-        # Split each coefficient tensor into K views once: a stage then touches only its
-        # own slices, and the backward assembles one [K, ...] gradient per tensor.
-        params = {name: p.unbind(0) for name, p in self.named_coefficients()}
+        params, param_terms = self._coefficient_views()
         states = dict(self.named_states())
         counters = dict(self._named_counters())
         update_states = self.training and bool(states)
@@ -213,7 +220,7 @@ class OdeBlock(nn.Module):
         def rate(t: float, x: torch.Tensor, side: str) -> torch.Tensor:
             nonlocal stage_counters
             terms = self._stage_terms[(t, side)]
-            tensors = {name: combine(views, terms) for name, views in params.items()}
+            tensors = {name: combine(views, param_terms[(t, side)]) for name, views in params.items()}
             stage_states = {name: combine(s, terms) for name, s in states.items()}
             if update_states:
                 # The template updates these in place; keep the coefficients untouched.
@@ -232,11 +239,42 @@ class OdeBlock(nn.Module):
                     counter.copy_(stage_counters[name])
         return y
 
+    def _coefficient_views(self) -> tuple[dict, dict]:
+        """What the stages read coefficients from, and the terms that address it.
+
+        With autograd, each coefficient tensor is split into views once per forward: a
+        stage then touches only its own slices, and the backward assembles one
+        ``[K, ...]`` gradient per tensor. Under N_T < K one ``index_select`` of the used
+        slices comes first (unbinding all K would cost K views and, in the backward, a
+        zero tensor per unused slice), and stages address them by position. Without
+        autograd, stages select their slices directly: no copy, no unused views.
+        """
+        coefficients = dict(self.named_coefficients())
+        if not torch.is_grad_enabled():
+            return coefficients, self._stage_terms
+        if self._used_coefficients is None:
+            return {name: p.unbind(0) for name, p in coefficients.items()}, self._stage_terms
+        return {
+            name: p.index_select(0, self._index_on(p.device)).unbind(0) for name, p in coefficients.items()
+        }, self._param_terms
+
+    def _index_on(self, device: torch.device) -> torch.Tensor:
+        # Made once per device: a host-to-device copy in every forward would stall a GPU.
+        if device not in self._index_cache:
+            self._index_cache[device] = torch.tensor(self._used_coefficients, device=device)
+        return self._index_cache[device]
+
+    def _fit_operators_on(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        # Moved once per device, for the same reason as _index_on.
+        if device not in self._fit_cache:
+            self._fit_cache[device] = tuple(m.to(device) for m in self._fit_operators)
+        return self._fit_cache[device]
+
     @torch.no_grad()
     def _store_states(self, records: list[dict[str, torch.Tensor]]) -> None:
         """Fit the recorded stage states back onto the basis (paper Algorithm 1)."""
-        fit, keep = self._fit_operators
         for name, state in self.named_states():
+            fit, keep = self._fit_operators_on(state.device)
             values = torch.stack([record[name] for record in records])
             state.copy_(apply_matrix(fit, values) + apply_matrix(keep, state))
 
