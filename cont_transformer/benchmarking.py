@@ -417,7 +417,6 @@ def compression(
 
     def run() -> None:
         change_basis(copies.pop(), num_basis=num_basis, method="projection")
-        _synchronize(device)
 
     name = f"change_basis K={config.num_basis}->{num_basis}"
     transform = Workload(name, run, prepare=lambda: copies.append(copy.deepcopy(source)))
