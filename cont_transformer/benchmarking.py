@@ -19,6 +19,9 @@ allocation and free events that PyTorch's CPU allocator reports to
 ``torch.profiler`` (``profile_memory=True``), summed in time order. Both count
 every tensor the step allocates, autograd's saved tensors and the kernels'
 scratch buffers included, and neither counts allocator caching or Python objects.
+The CPU profiler does not report frees of blocks allocated before it started, so a
+run must not free resident tensors: a training step's ``zero_grad`` (to None) runs
+in ``prepare``, outside the measurement.
 
 The cases of the continuous transformer are built by :func:`transformer_cases`
 (the image models add theirs from ``image_models.benchmarking``); :func:`run_case`
@@ -155,7 +158,12 @@ def resident_bytes(tensors: Iterable[torch.Tensor]) -> int:
 
 
 def _cpu_allocation_peak(run: Callable[[], object]) -> int:
-    """Highest running sum of the CPU allocator's allocations and frees during ``run()``."""
+    """Highest running sum of the CPU allocator's allocations and frees during ``run()``.
+
+    The events are the profiler's raw ``[memory]`` records (``kineto_results``): the
+    aggregated ``FunctionEvent`` view nets each op's allocations and loses the peak
+    inside an op.
+    """
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         run()
     events = [
