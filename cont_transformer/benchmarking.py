@@ -586,10 +586,12 @@ __all__ = [
     "Settings",
     "Workload",
     "machine_info",
+    "machine_line",
     "markdown_table",
     "peak_memory",
     "run_case",
     "time_interleaved",
+    "training_step",
     "transformer_cases",
     "write_report",
 ]
