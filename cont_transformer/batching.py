@@ -23,13 +23,14 @@ included, and equals the model's ``max_position_embeddings``.
 Batches. :class:`LengthGroupedBatchSampler` draws, per epoch, a shuffled order that is
 a pure function of ``(seed, epoch)`` and groups sentences of similar length into the
 same batch (less padding, faster on CPU). :class:`PaddingCollator` pads a batch to its
-longest row. :func:`word_dropout` replaces word tokens by ``[UNK]`` during training so
-that the model learns what to do with words it has never seen.
+longest row. :func:`word_dropout` replaces words by ``[UNK]`` during training, rare
+words most often (:func:`word_dropout_probabilities`), so that the model learns what to
+do with words it has never seen.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -209,13 +210,37 @@ class LengthGroupedBatchSampler:
             yield batches[index].tolist()
 
 
-def word_dropout(
-    input_ids: torch.Tensor, probability: float, unk_token_id: int, special_ids: Sequence[int]
+def word_dropout_probabilities(
+    tokenizer: PreTrainedTokenizerBase, counts: Mapping[str, int], alpha: float
 ) -> torch.Tensor:
-    """Replace each non-special token of ``input_ids`` ``(batch, seq)`` by ``unk_token_id``
-    with ``probability``, drawing from torch's global RNG. Returns a new tensor."""
-    if probability == 0:
+    """Per token id, the probability ``alpha / (alpha + count)`` of replacing it by ``[UNK]``.
+
+    ``count`` is the word's frequency in the training data (``counts``), so rare words
+    are dropped often and frequent ones almost never (Kiperwasser & Goldberg, 2016):
+    ``[UNK]`` then stands in for rare words (nouns, names, adjectives, numbers), which is
+    what unknown words at test time are, rather than for an average word (where
+    determiners and prepositions dominate). Special tokens get 0. Returns ``(vocab,)``.
+    """
+    probabilities = torch.zeros(len(tokenizer))
+    if alpha == 0:
+        return probabilities
+    special = set(tokenizer.all_special_ids)
+    for word, index in tokenizer.get_vocab().items():
+        if index not in special:
+            probabilities[index] = alpha / (alpha + counts[word])
+    return probabilities
+
+
+def word_dropout(
+    input_ids: torch.Tensor, probabilities: torch.Tensor, unk_token_id: int
+) -> torch.Tensor:
+    """Replace each token of ``input_ids`` ``(batch, seq)`` by ``unk_token_id`` with its
+    probability in ``probabilities`` ``(vocab,)`` (on ``input_ids``' device), drawing from
+    torch's global RNG.
+
+    Returns a new tensor (``input_ids`` itself when no probability is positive).
+    """
+    if not bool((probabilities > 0).any()):
         return input_ids
-    special = torch.isin(input_ids, torch.tensor(list(special_ids), device=input_ids.device))
-    drop = (torch.rand(input_ids.shape, device=input_ids.device) < probability) & ~special
+    drop = torch.rand(input_ids.shape, device=input_ids.device) < probabilities[input_ids]
     return input_ids.masked_fill(drop, unk_token_id)

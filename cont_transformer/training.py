@@ -45,6 +45,7 @@ import os
 import shutil
 import sys
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +66,7 @@ from .batching import (
     encode_for_evaluation,
     encode_for_training,
     word_dropout,
+    word_dropout_probabilities,
 )
 from .configuration_cont_transformer import ContTransformerConfig
 from .data import (
@@ -120,7 +122,9 @@ class TrainingArguments:
             encoder, as in ``ContTransformerConfig``.
         max_length: longest training sequence in tokens (root included); also the
             model's ``max_position_embeddings`` and its evaluation window.
-        word_dropout: probability of replacing a training word by ``[UNK]``.
+        word_dropout: α of the frequency-aware word dropout: a training word seen ``c``
+            times in train becomes ``[UNK]`` with probability ``α / (α + c)`` (α = 0.25:
+            20% of singletons, 2% of words seen 10 times); 0 turns it off.
         eval_steps: evaluate on dev every this many steps (and at the end).
         save_steps: checkpoint every this many steps (and at the end).
         save_total_limit: checkpoints kept (the oldest are deleted).
@@ -155,7 +159,7 @@ class TrainingArguments:
     attention_probs_dropout_prob: float = 0.1
     position_encoding: str = "sinusoidal"
     max_length: int = 128
-    word_dropout: float = 0.1
+    word_dropout: float = 0.25
     eval_steps: int = 1000
     save_steps: int = 1000
     save_total_limit: int = 2
@@ -173,8 +177,8 @@ class TrainingArguments:
         for name in ("max_steps", "batch_size", "eval_steps", "save_steps", "save_total_limit"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if not 0 <= self.word_dropout < 1:
-            raise ValueError(f"word_dropout must lie in [0, 1), got {self.word_dropout}")
+        if self.word_dropout < 0:
+            raise ValueError(f"word_dropout must be >= 0, got {self.word_dropout}")
         if self.refine_steps and self.refine_steps[-1] >= self.max_steps:
             logger.warning(
                 "refine_steps %s reach past max_steps=%d: this run ends below num_basis=%d "
@@ -585,6 +589,10 @@ class PosTrainer:
             accelerator.load_state(str(checkpoint))
             logger.info("resumed from %s at step %d", checkpoint, self.state.step)
         self.metric = _load_metric(accelerator)
+        counts = Counter(word for words in train_split["tokens"] for word in words)
+        self.drop_probabilities = word_dropout_probabilities(
+            tokenizer, counts, args.word_dropout
+        ).to(accelerator.device)
         self.local_tokens = torch.zeros((), dtype=torch.long, device=accelerator.device)
 
     def run(self) -> dict:
@@ -604,21 +612,25 @@ class PosTrainer:
         tick = time.perf_counter()
         while state.step < args.max_steps:
             epoch, skip = divmod(state.step, len(self.train_loader))
-            self.sampler.set_epoch(epoch)
             loader = (
                 accelerator.skip_first_batches(self.train_loader, skip)
                 if skip
                 else self.train_loader
             )
+            # Accelerate's loader re-sets the sampler's epoch to its own pass counter at every
+            # pass, which a resumed run starts at 0: set both to the true epoch.
+            loader.set_epoch(epoch)
+            self.sampler.set_epoch(epoch)
             for batch in loader:
                 loss, learning_rate = self.train_step(batch)
-                progress.update(1)
                 progress.set_postfix(
                     loss=f"{loss:.4f}",
                     lr=f"{learning_rate:.2e}",
                     K=state.num_basis,
                     N_T=state.num_steps,
+                    refresh=False,  # update() redraws, at most every mininterval
                 )
+                progress.update(1)
                 evaluate_now = state.step % args.eval_steps == 0 or state.step == args.max_steps
                 save_now = state.step % args.save_steps == 0 or state.step == args.max_steps
                 if evaluate_now or save_now:
@@ -657,10 +669,7 @@ class PosTrainer:
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
         input_ids = word_dropout(
-            batch["input_ids"],
-            args.word_dropout,
-            self.tokenizer.unk_token_id,
-            self.tokenizer.all_special_ids,
+            batch["input_ids"], self.drop_probabilities, self.tokenizer.unk_token_id
         )
         loss = self.model(
             input_ids=input_ids, attention_mask=batch["attention_mask"], labels=batch["labels"]

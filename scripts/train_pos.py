@@ -94,7 +94,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         "evaluation scores long sentences in full, in windows)",
         type=int,
     )
-    flag("word_dropout", "probability of replacing a training word by [UNK]", type=float)
+    flag(
+        "word_dropout",
+        "alpha: a training word seen c times becomes [UNK] with probability "
+        "alpha/(alpha+c); 0: off",
+        type=float,
+    )
     flag("eval_steps", "evaluate on dev every N steps", type=int)
     flag("save_steps", "checkpoint every N steps", type=int)
     flag("save_total_limit", "checkpoints kept", type=int)

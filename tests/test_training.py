@@ -1,0 +1,449 @@
+"""Training: schedules, batching, refinement of the optimiser, and end-to-end runs of
+``scripts/train_pos.py`` on the generated sample (one process, two CPU processes,
+killed and resumed)."""
+
+import itertools
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from cont_transformer import (
+    ContTransformerConfig,
+    ContTransformerForTokenClassification,
+    build_tokenizer,
+)
+from cont_transformer.basis import get_basis
+from cont_transformer.batching import (
+    IGNORE_INDEX,
+    LengthGroupedBatchSampler,
+    PaddingCollator,
+    encode_for_evaluation,
+    encode_for_training,
+    evaluation_windows,
+    word_dropout,
+    word_dropout_probabilities,
+)
+from cont_transformer.data import load_treebank, most_frequent_tag_baseline
+from cont_transformer.schedules import (
+    RefinementSchedule,
+    initial_num_basis,
+    inverse_sqrt_learning_rate,
+    parse_steps,
+)
+from cont_transformer.training import (
+    CHECKPOINTS_DIR,
+    METRICS_FILE,
+    TRAINER_STATE,
+    build_optimizer,
+    refine_with_optimizer,
+    resolve_arguments,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = str(ROOT / "scripts" / "train_pos.py")
+# Small but long enough to beat the most-frequent-tag baseline (88% on the sample dev set).
+RUN = [
+    "--treebank", "sample", "--max-steps", "120", "--warmup-steps", "30", "--learning-rate", "1e-2",
+    "--num-basis", "4", "--refine-steps", "30,60", "--word-dropout", "0",
+    "--eval-steps", "40", "--save-steps", "40",
+]  # fmt: skip
+
+
+# --- schedules -----------------------------------------------------------------------
+
+
+def test_inverse_sqrt_learning_rate():
+    lr = [inverse_sqrt_learning_rate(s, 1e-3, 100) for s in range(1, 1001)]
+    assert lr[0] == pytest.approx(1e-5)
+    assert lr[49] == pytest.approx(5e-4)  # linear warm-up
+    assert max(lr) == lr[99] == pytest.approx(1e-3)  # peak at the end of the warm-up
+    assert lr[399] == pytest.approx(5e-4)  # then 1/sqrt(step): step 400 -> half the peak
+    assert all(a > b for a, b in itertools.pairwise(lr[99:]))
+    assert inverse_sqrt_learning_rate(4, 1e-3, 0) == pytest.approx(5e-4)
+    with pytest.raises(ValueError):
+        inverse_sqrt_learning_rate(0, 1e-3, 100)
+
+
+@pytest.mark.parametrize(
+    "basis, final, refinements, start",
+    [
+        ("piecewise_constant", 16, 4, 1),
+        ("piecewise_constant", 64, 6, 1),
+        ("piecewise_constant", 12, 2, 3),
+        ("piecewise_linear", 17, 4, 2),  # 2 -> 3 -> 5 -> 9 -> 17
+        ("piecewise_linear", 2, 1, 1),
+        ("discontinuous_linear", 8, 2, 2),
+        ("piecewise_constant", 8, 0, 8),
+    ],
+)
+def test_initial_num_basis(basis, final, refinements, start):
+    assert initial_num_basis(basis, final, refinements) == start
+    current = get_basis(basis, start)
+    for _ in range(refinements):
+        current = current.refine()
+    assert current.num_basis == final
+
+
+def test_unreachable_num_basis_is_an_error():
+    with pytest.raises(ValueError, match="reachable"):
+        initial_num_basis("piecewise_constant", 6, 2)
+
+
+def test_refinement_schedule_sizes():
+    schedule = RefinementSchedule(
+        "piecewise_constant", num_basis=16, num_steps=32, refine_steps=(10, 20, 30, 40)
+    )
+    assert (schedule.initial_num_basis, schedule.initial_num_steps) == (1, 2)
+    assert schedule.sizes(0) == schedule.sizes(9) == (1, 2)
+    assert schedule.sizes(10) == (2, 4)  # refined right after step 10
+    assert schedule.sizes(35) == (8, 16)
+    assert schedule.sizes(1000) == (16, 32)
+    assert schedule.num_refinements(20) == 2
+    with pytest.raises(ValueError, match="divisible"):
+        RefinementSchedule("piecewise_constant", 16, 12, (1, 2, 3, 4))
+    with pytest.raises(ValueError, match="increasing"):
+        RefinementSchedule("piecewise_constant", 4, 4, (20, 10))
+
+
+def test_parse_steps_and_sample_defaults():
+    assert parse_steps("1000, 2000,3000") == (1000, 2000, 3000)
+    assert parse_steps("none") == parse_steps("") == parse_steps(None) == ()
+    sample = resolve_arguments({"treebank": "sample", "max_steps": None, "learning_rate": 3e-3})
+    assert sample.max_steps == 300 and sample.learning_rate == 3e-3 and sample.num_steps == 8
+    gum = resolve_arguments({"treebank": "en_gum"})
+    assert (gum.max_steps, gum.warmup_steps, gum.num_basis, gum.batch_size) == (35000, 8000, 64, 64)
+    assert gum.refine_steps == (1000, 2000, 3000, 4000, 5000, 6000)
+
+
+# --- batching ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return build_tokenizer(["the", "dog", "barks", "."])
+
+
+def test_label_alignment_and_truncation(tokenizer):
+    sentences = [["the", "cat", "barks", "."], ["the", "dog"]]
+    tags = [[0, 1, 2, -1], [0, 1]]
+    rows, cut = encode_for_training(tokenizer, sentences, tags, max_length=16)
+    assert cut == 0
+    unk, root = tokenizer.unk_token_id, tokenizer.bos_token_id
+    assert rows[0]["input_ids"] == [root, tokenizer.convert_tokens_to_ids("the"), unk,
+                                    tokenizer.convert_tokens_to_ids("barks"),
+                                    tokenizer.convert_tokens_to_ids(".")]  # fmt: skip
+    # The root gets no label; an unknown word keeps its tag; an unseen tag (-1) stays.
+    assert rows[0]["labels"] == [IGNORE_INDEX, 0, 1, 2, -1]
+    rows, cut = encode_for_training(tokenizer, sentences, tags, max_length=3)
+    assert cut == 2 and rows[0]["labels"] == [IGNORE_INDEX, 0, 1] and len(rows[1]["input_ids"]) == 3
+
+
+@pytest.mark.parametrize(
+    "length, capacity", [(5, 8), (8, 8), (9, 8), (20, 8), (101, 10), (7, 1), (30, 3)]
+)
+def test_evaluation_windows_partition_the_sentence(length, capacity):
+    windows = evaluation_windows(length, capacity)
+    owned = [j for _, begin, end in windows for j in range(begin, end)]
+    assert owned == list(range(length))  # every position scored exactly once, in order
+    for start, begin, end in windows:
+        assert 0 <= start <= begin < end <= start + capacity and start + capacity <= max(
+            length, capacity
+        )
+
+
+def test_long_sentences_are_scored_in_full(tokenizer):
+    sentence = ["the", "dog", "barks", "."] * 10  # 40 words, 41 tokens with the root
+    tags = [list(range(40))]
+    rows = encode_for_evaluation(tokenizer, [sentence, ["the"]], [tags[0], [3]], max_length=8)
+    assert all(len(row["input_ids"]) <= 8 for row in rows)
+    assert all(row["input_ids"][0] == tokenizer.bos_token_id for row in rows)
+    assert sum(row["sentence_start"] for row in rows) == 2
+    scored = sorted(label for row in rows[:-1] for label in row["labels"] if label != IGNORE_INDEX)
+    assert scored == list(range(40))
+    assert rows[-1]["labels"] == [IGNORE_INDEX, 3]
+
+
+def test_padding_collator():
+    batch = PaddingCollator(pad_token_id=0)(
+        [{"input_ids": [2, 5, 6], "labels": [IGNORE_INDEX, 1, 2], "sentence_start": 1},
+         {"input_ids": [2, 7], "labels": [IGNORE_INDEX, 3], "sentence_start": 0}]
+    )  # fmt: skip
+    assert batch["input_ids"].tolist() == [[2, 5, 6], [2, 7, 0]]
+    assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 1, 0]]
+    assert batch["labels"].tolist() == [[IGNORE_INDEX, 1, 2], [IGNORE_INDEX, 3, IGNORE_INDEX]]
+    assert batch["sentence_start"].tolist() == [1, 0]
+
+
+def test_word_dropout_drops_rare_words_and_spares_special_tokens(tokenizer):
+    counts = {"the": 1000, "dog": 3, "barks": 1, ".": 999}
+    probabilities = word_dropout_probabilities(tokenizer, counts, alpha=1.0)
+    ids = tokenizer.convert_tokens_to_ids
+    assert probabilities[ids("barks")] == pytest.approx(0.5)
+    assert probabilities[ids("dog")] == pytest.approx(0.25)
+    assert probabilities[ids("the")] == pytest.approx(1 / 1001)
+    assert all(probabilities[i] == 0 for i in tokenizer.all_special_ids)
+    torch.manual_seed(0)
+    sentence = [tokenizer.bos_token_id, ids("the"), ids("dog"), ids("barks"), ids(".")]
+    input_ids = torch.tensor([sentence + [tokenizer.pad_token_id] * 3] * 20000)
+    dropped = word_dropout(input_ids, probabilities, tokenizer.unk_token_id)
+    rates = (dropped == tokenizer.unk_token_id).float().mean(0)
+    assert rates[[0, 5, 6, 7]].tolist() == [0, 0, 0, 0]  # root and padding are never dropped
+    assert rates[2].item() == pytest.approx(0.25, abs=0.01)
+    assert rates[3].item() == pytest.approx(0.5, abs=0.01)
+    assert torch.all((dropped == input_ids) | (dropped == tokenizer.unk_token_id))
+    off = word_dropout_probabilities(tokenizer, counts, alpha=0.0)
+    assert word_dropout(input_ids, off, tokenizer.unk_token_id) is input_ids
+
+
+def test_length_grouped_batches_are_a_function_of_seed_and_epoch():
+    lengths = [(i * 37) % 50 + 1 for i in range(1000)]
+    sampler = LengthGroupedBatchSampler(lengths, batch_size=64, seed=3, group_batches=4)
+    assert len(sampler) == 15
+    sampler.set_epoch(0)
+    first = list(sampler)
+    assert first == list(sampler)
+    assert all(len(b) == 64 for b in first) and len({i for b in first for i in b}) == 15 * 64
+    sampler.set_epoch(1)
+    assert list(sampler) != first
+    # Length grouping: a batch spans far less of the length range than a random batch would.
+    spread = sum(max(lengths[i] for i in b) - min(lengths[i] for i in b) for b in first) / len(
+        first
+    )
+    assert spread < 20
+    resumed = LengthGroupedBatchSampler(lengths, batch_size=64, seed=3, group_batches=4)
+    resumed.set_epoch(0)
+    assert list(resumed) == first
+
+
+# --- optimiser and refinement -----------------------------------------------------------
+
+
+def _tiny_model(num_basis=2):
+    torch.manual_seed(0)
+    config = ContTransformerConfig(
+        vocab_size=20, hidden_size=8, intermediate_size=8, num_basis=num_basis,
+        id2label={0: "A", 1: "B", 2: "C"}, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+    )  # fmt: skip
+    return ContTransformerForTokenClassification(config)
+
+
+def test_no_weight_decay_on_biases_and_layer_norms():
+    model = _tiny_model()
+    decay, no_decay = build_optimizer(model, 1e-3, 0.1).param_groups
+    names = {id(p): n for n, p in model.named_parameters()}
+    no_decay_names = {names[id(p)] for p in no_decay["params"]}
+    assert decay["weight_decay"] == 0.1 and no_decay["weight_decay"] == 0.0
+    assert "cont_transformer.encoder.rate.attention_norm.weight" in no_decay_names
+    assert "cont_transformer.encoder.rate.mlp.fc1.bias" in no_decay_names
+    assert "cont_transformer.final_norm.weight" in no_decay_names
+    assert {names[id(p)] for p in decay["params"]} == {
+        "cont_transformer.embeddings.word_embeddings.weight", "classifier.weight",
+        *(f"cont_transformer.encoder.rate.{m}.weight"
+          for m in ("attention.query", "attention.key", "attention.value", "attention.output", "mlp.fc1", "mlp.fc2")),
+    }  # fmt: skip
+    assert len(decay["params"]) + len(no_decay["params"]) == len(list(model.parameters()))
+
+
+def test_refinement_projects_the_optimizer_state():
+    model = _tiny_model(num_basis=2)
+    optimizer = build_optimizer(model, 1e-2, 0.1)
+    input_ids = torch.randint(3, 20, (4, 6))
+    labels = torch.randint(0, 3, (4, 6))
+    for _ in range(3):
+        model(input_ids, labels=labels).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    query = "cont_transformer.encoder.rate.attention.query.weight"
+    old = {
+        n: {k: v.clone() for k, v in optimizer.state[p].items()}
+        for n, p in model.named_parameters()
+    }
+    old_query = dict(model.named_parameters())[query].detach().clone()
+    embedding = model.get_input_embeddings().weight
+    optimizer = refine_with_optimizer(model, optimizer, 1e-2, 0.1)
+    params = dict(model.named_parameters())
+    assert (
+        params[query].shape[0] == 4 and model.config.num_basis == 4 and model.config.num_steps == 4
+    )
+    # Piecewise constant K -> 2K: each new cell inherits its parent's moments.
+    state = optimizer.state[params[query]]
+    assert torch.allclose(state["exp_avg"], old[query]["exp_avg"].repeat_interleave(2, 0))
+    assert torch.allclose(state["exp_avg_sq"], old[query]["exp_avg_sq"].repeat_interleave(2, 0))
+    assert torch.equal(state["step"], old[query]["step"])
+    # Parameters outside the ODE block are the same objects, with the same state.
+    assert params["cont_transformer.embeddings.word_embeddings.weight"] is embedding
+    assert torch.equal(
+        optimizer.state[embedding]["exp_avg"],
+        old["cont_transformer.embeddings.word_embeddings.weight"]["exp_avg"],
+    )
+    assert {id(p) for g in optimizer.param_groups for p in g["params"]} == {
+        id(p) for p in model.parameters()
+    }
+    # The weight function is unchanged: each new cell holds its parent's value.
+    assert torch.equal(params[query].detach(), old_query.repeat_interleave(2, 0))
+
+
+# --- end to end --------------------------------------------------------------------------
+
+
+def _env():
+    # One thread per process: faster on small shared machines, and runs compare bit for bit.
+    return {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def _launch(*args, processes=1, timeout=300, **kwargs):
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--num_machines", "1",
+              "--mixed_precision", "no", "--dynamo_backend", "no"]  # fmt: skip
+    launch += (
+        ["--multi_gpu", "--num_processes", str(processes)]
+        if processes > 1
+        else ["--num_processes", "1"]
+    )
+    return subprocess.run(
+        [*launch, SCRIPT, *args],
+        check=False,
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kwargs,
+    )
+
+
+def _check(result):
+    assert result.returncode == 0, result.stderr[-4000:]
+    return result
+
+
+def _metrics(folder):
+    return json.loads((Path(folder) / METRICS_FILE).read_text())
+
+
+@pytest.fixture(scope="module")
+def sample_run(tmp_path_factory):
+    """``accelerate launch scripts/train_pos.py --treebank sample`` with a short schedule."""
+    output = tmp_path_factory.mktemp("sample_run")
+    _check(_launch(*RUN, "--output-dir", str(output)))
+    return output
+
+
+@pytest.mark.slow
+def test_sample_run_saves_a_model_that_beats_the_baseline(sample_run):
+    from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+    metrics = _metrics(sample_run)
+    assert [h["step"] for h in metrics["history"]] == [40, 80, 120]
+    assert [(h["num_basis"], h["num_steps"]) for h in metrics["history"]] == [
+        (2, 2),
+        (4, 4),
+        (4, 4),
+    ]
+    model = AutoModelForTokenClassification.from_pretrained(sample_run)
+    tokenizer = AutoTokenizer.from_pretrained(sample_run)
+    assert model.config.num_basis == metrics["best"]["num_basis"]
+    names = [model.config.id2label[i] for i in range(model.config.num_labels)]
+    data = load_treebank("sample", label_names={"xpos": names})
+    dev = data["validation"]
+    encoding = tokenizer(
+        [list(words) for words in dev["tokens"]],
+        is_split_into_words=True,
+        padding=True,
+        return_tensors="pt",
+    )
+    with torch.no_grad():
+        predicted = model(**encoding).logits.argmax(-1)  # (sentences, seq)
+    correct = total = 0
+    for i, gold in enumerate(dev["xpos"]):
+        first = {}  # word -> position of its first token
+        for position, word in enumerate(encoding.word_ids(i)):
+            if word is not None:
+                first.setdefault(word, position)
+        correct += sum(int(predicted[i, first[w]]) == g for w, g in enumerate(gold))
+        total += len(gold)
+    accuracy = correct / total
+    baseline = most_frequent_tag_baseline(data["train"], dev)
+    assert metrics["baseline_accuracy"] == pytest.approx(baseline)
+    assert accuracy == pytest.approx(metrics["best"]["accuracy"], abs=2 / total)
+    assert accuracy > baseline + 0.02, (accuracy, baseline)
+    assert metrics["best"]["num_words"] == total and metrics["best"]["num_sentences"] == len(dev)
+
+
+@pytest.mark.slow
+def test_eval_only_scores_a_saved_model(sample_run):
+    result = _check(
+        subprocess.run(
+            [sys.executable, SCRIPT, "--eval-only", str(sample_run), "--treebank", "sample", "--eval-split", "dev"],
+            check=False, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300,
+        )
+    )  # fmt: skip
+    scores = json.loads(result.stdout.strip().splitlines()[-1])
+    best = _metrics(sample_run)["best"]
+    assert scores["accuracy"] == pytest.approx(best["accuracy"])
+    assert (scores["num_words"], scores["num_sentences"], scores["tag_column"]) == (
+        best["num_words"], best["num_sentences"], "xpos",
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_killed_and_resumed_run_ends_like_an_uninterrupted_one(sample_run, tmp_path):
+    """Kill a run (SIGKILL) after its first checkpoint, resume from the latest: same metrics
+    and the same final weights as the uninterrupted run."""
+    output = tmp_path / "interrupted"
+    marker = output / CHECKPOINTS_DIR / "step-40" / TRAINER_STATE
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "1", "--num_machines", "1",
+              "--mixed_precision", "no", "--dynamo_backend", "no", SCRIPT, *RUN, "--output-dir", str(output)]  # fmt: skip
+    process = subprocess.Popen(
+        launch,
+        cwd=ROOT,
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 300
+    while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.killpg(process.pid, signal.SIGKILL)
+    assert process.wait() != 0, "the run ended before it could be killed"
+    assert not (output / CHECKPOINTS_DIR / "step-120" / TRAINER_STATE).exists()
+
+    _check(_launch(*RUN, "--output-dir", str(output), "--resume-from-checkpoint", "latest"))
+    reference, resumed = _metrics(sample_run), _metrics(output)
+    assert resumed["history"] == reference["history"]
+    assert resumed["best"] == reference["best"]
+    final = f"{CHECKPOINTS_DIR}/step-120/model.safetensors"
+    reference_weights, resumed_weights = load_file(sample_run / final), load_file(output / final)
+    assert all(torch.equal(reference_weights[k], resumed_weights[k]) for k in reference_weights)
+
+
+@pytest.mark.slow
+def test_two_cpu_processes_count_every_dev_sentence_once(tmp_path):
+    output = tmp_path / "two_processes"
+    result = _check(
+        _launch(
+            "--treebank", "sample", "--max-steps", "20", "--num-basis", "2", "--refine-steps", "10",
+            "--warmup-steps", "10", "--eval-steps", "10", "--save-steps", "20", "--output-dir", str(output),
+            processes=2,
+        )
+    )  # fmt: skip
+    dev = load_treebank("sample")["validation"]
+    metrics = _metrics(output)
+    assert metrics["num_processes"] == 2
+    for entry in metrics["history"]:
+        assert entry["num_sentences"] == len(dev)
+        assert entry["num_words"] == sum(len(tokens) for tokens in dev["tokens"])
+    assert metrics["history"][-1]["num_basis"] == 2
+    assert sorted(p.name for p in (output / CHECKPOINTS_DIR / "step-20").glob("random_states_*")) == [
+        "random_states_0.pkl", "random_states_1.pkl",
+    ]  # fmt: skip
+    assert "Traceback" not in result.stderr and math.isfinite(metrics["best"]["train_loss"])
