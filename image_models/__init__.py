@@ -1,10 +1,11 @@
 """ODE-ResNets for MNIST and CIFAR on the cont_transformer core, as Hugging Face models.
 
-Importing the package registers ``OdeResNetConfig`` with ``AutoConfig`` and the models
-with ``AutoModel`` / ``AutoModelForImageClassification``.
+Importing the package registers ``OdeResNetConfig`` with ``AutoConfig``, the models with
+``AutoModel`` / ``AutoModelForImageClassification`` and the image processor with
+``AutoImageProcessor``.
 """
 
-from transformers import AutoConfig, AutoModel, AutoModelForImageClassification
+from transformers import AutoConfig, AutoImageProcessor, AutoModel, AutoModelForImageClassification
 
 from .augmentation import augment_cifar, random_crop, random_horizontal_flip
 from .configuration_ode_resnet import PRESETS, OdeResNetConfig
@@ -21,6 +22,7 @@ from .modeling_ode_resnet import (
 AutoConfig.register(OdeResNetConfig.model_type, OdeResNetConfig, exist_ok=True)
 AutoModel.register(OdeResNetConfig, OdeResNetModel, exist_ok=True)
 AutoModelForImageClassification.register(OdeResNetConfig, OdeResNetForImageClassification, exist_ok=True)
+AutoImageProcessor.register(OdeResNetConfig, slow_image_processor_class=OdeResNetImageProcessor, exist_ok=True)
 
 __all__ = [
     "NORMALIZATION_STATS",

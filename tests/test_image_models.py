@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import AutoConfig, AutoModelForImageClassification
+from transformers import AutoConfig, AutoImageProcessor, AutoModelForImageClassification
 
 from cont_transformer import change_basis, set_num_steps
 from cont_transformer.ode_block import Coefficients
@@ -215,7 +215,8 @@ def test_training_end_to_end_refines_saves_and_resumes(tmp_path):
 
     best = tmp_path / "run" / "best"
     model = AutoModelForImageClassification.from_pretrained(best).eval()
-    processor = OdeResNetImageProcessor.from_pretrained(best)
+    processor = AutoImageProcessor.from_pretrained(best)
+    assert isinstance(processor, OdeResNetImageProcessor)
     assert model.config.id2label[2] == "2"
     images = torch.randint(0, 255, (4, 1, 10, 10), dtype=torch.uint8)
     with torch.no_grad():
