@@ -97,6 +97,8 @@ class Stage(nn.Module):
 
 
 class OdeResNetPreTrainedModel(PreTrainedModel):
+    """Config class, weight initialisation and input name shared by the ODE-ResNet models."""
+
     config_class = OdeResNetConfig
     base_model_prefix = "ode_resnet"
     main_input_name = "pixel_values"
