@@ -12,48 +12,26 @@ layer owns its weights; there is no basis, integrator or ``functional_call``.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
-from transformers.activations import ACT2FN
 
 from .configuration_cont_transformer import ContTransformerConfig
-from .modeling_cont_transformer import sinusoidal_positions
+from .modeling_cont_transformer import ContTransformerRate, sinusoidal_positions
 
 
 class EncoderLayer(nn.Module):
-    """One pre-LayerNorm layer: ``(batch, seq, hidden)`` → ``(batch, seq, hidden)``."""
+    """One residual layer ``x + rate(x)`` over its own copy of the continuous model's rate.
+
+    ``(batch, seq, hidden)`` → ``(batch, seq, hidden)``; the same module code as the
+    continuous tagger, so the two differ only in how the weights reach it.
+    """
 
     def __init__(self, config: ContTransformerConfig):
         super().__init__()
-        hidden = config.hidden_size
-        self.num_heads = config.num_attention_heads
-        self.attention_norm = nn.LayerNorm(hidden, eps=config.layer_norm_eps)
-        self.query = nn.Linear(hidden, hidden)
-        self.key = nn.Linear(hidden, hidden)
-        self.value = nn.Linear(hidden, hidden)
-        self.output = nn.Linear(hidden, hidden)
-        self.mlp_norm = nn.LayerNorm(hidden, eps=config.layer_norm_eps)
-        self.fc1 = nn.Linear(hidden, config.intermediate_size)
-        self.activation = ACT2FN[config.hidden_act]
-        self.fc2 = nn.Linear(config.intermediate_size, hidden)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
-        self.attention_dropout = config.attention_probs_dropout_prob
-
-    def attend(self, x: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
-        batch, seq_len, hidden = x.shape
-        heads = (batch, seq_len, self.num_heads, hidden // self.num_heads)
-        q = self.query(x).view(heads).transpose(1, 2)  # (batch, heads, seq, head_dim)
-        k = self.key(x).view(heads).transpose(1, 2)
-        v = self.value(x).view(heads).transpose(1, 2)
-        context = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=attention_mask, dropout_p=self.attention_dropout if self.training else 0.0
-        )  # (batch, heads, seq, head_dim)
-        return self.output(context.transpose(1, 2).reshape(batch, seq_len, hidden))
+        self.rate = ContTransformerRate(config)
 
     def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """``attention_mask``: boolean ``(batch, 1, 1, seq)``, True at keys to attend to."""
-        a = self.dropout(self.attend(self.attention_norm(x), attention_mask))
-        return x + a + self.dropout(self.fc2(self.activation(self.fc1(self.mlp_norm(x + a)))))
+        return x + self.rate(x, attention_mask)
 
 
 class PreLayerNormTagger(nn.Module):

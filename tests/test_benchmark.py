@@ -66,9 +66,9 @@ def _continuous_to_layers(state: dict, num_layers: int) -> dict:
     out = {}
     for name, value in state.items():
         if ".encoder.rate." in name:
-            leaf = name.split(".encoder.rate.")[1].removeprefix("attention.").removeprefix("mlp.")
+            leaf = name.split(".encoder.rate.")[1]
             for k in range(num_layers):
-                out[f"layers.{k}.{leaf}"] = value[k]
+                out[f"layers.{k}.rate.{leaf}"] = value[k]
         elif name.startswith("cont_transformer.embeddings."):
             out[name.removeprefix("cont_transformer.embeddings.")] = value
         else:
