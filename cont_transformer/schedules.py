@@ -41,7 +41,7 @@ def inverse_sqrt_learning_rate(step: int, learning_rate: float, warmup_steps: in
 
 
 def initial_num_basis(basis: str, num_basis: int, num_refinements: int) -> int:
-    """The K to start from so that ``num_refinements`` refinements of ``basis`` end at ``num_basis``.
+    """The K from which ``num_refinements`` refinements of ``basis`` end at ``num_basis``.
 
     Raises ``ValueError`` when no start reaches ``num_basis`` exactly (e.g. an odd K
     for ``piecewise_constant`` after one refinement), naming the nearest reachable K.
@@ -123,7 +123,8 @@ class RefinementSchedule:
 
 
 def parse_steps(text: str | Sequence[int] | None) -> tuple[int, ...]:
-    """``"1000,2000"`` (or a sequence of ints) -> ``(1000, 2000)``; ``""``, ``"none"``, None -> ``()``."""
+    """Refinement steps from the CLI: ``"1000,2000"`` (or ints) -> ``(1000, 2000)``;
+    ``""``, ``"none"`` or None -> ``()``."""
     if text is None:
         return ()
     if not isinstance(text, str):

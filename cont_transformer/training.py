@@ -22,6 +22,11 @@ Decisions worth knowing:
   each new coefficient like its parent instead of restarting Adam's noisy, full-size
   first steps. The learning rate is a pure function of the step, so its schedule
   carries on where it was.
+* Unknown words. Word dropout replaces a training word seen ``c`` times by ``[UNK]``
+  with probability ``α / (α + c)`` (``word_dropout`` is α), so ``[UNK]`` learns to
+  stand for rare words, which is what unknown dev/test words are. On English-GUM a
+  uniform rate taught ``[UNK]`` the average word's tags (determiners, prepositions) and
+  scored worse on the 7.4% of dev words unseen in train.
 * Exact resumption. The data order of an epoch depends only on ``(seed, epoch)``, and
   before every optimiser step torch's RNG is seeded from ``(seed, step, process)``
   (dropout, word dropout). A run resumed from a checkpoint therefore replays the
@@ -53,6 +58,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from accelerate import Accelerator, DataLoaderConfiguration
+from huggingface_hub import HfApi
 from torch import nn
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
@@ -443,9 +449,8 @@ def _save_model(accelerator: Accelerator, model, tokenizer, output_dir: str, fac
 
 
 def push_folder_to_hub(folder: str | os.PathLike, repo_id: str) -> str:
-    """Upload a saved model folder (not its checkpoints) to the Hub model repo ``repo_id``."""
-    from huggingface_hub import HfApi
-
+    """Upload a saved model folder (not its checkpoints) to the Hub model repo ``repo_id``;
+    returns the commit's URL."""
     api = HfApi()
     api.create_repo(repo_id, exist_ok=True)
     commit = api.upload_folder(
@@ -517,7 +522,8 @@ class PosTrainer:
         self.accelerator = accelerator = make_accelerator()
         if args.batch_size % accelerator.num_processes:
             raise ValueError(
-                f"batch_size={args.batch_size} must be divisible by {accelerator.num_processes} processes"
+                f"batch_size={args.batch_size} must be divisible by the "
+                f"{accelerator.num_processes} processes"
             )
         self.schedule = args.refinement_schedule
         data = load_splits(args.treebank, args.data_dir, args.train_file, args.dev_file)
@@ -567,7 +573,8 @@ class PosTrainer:
                 refine(model)
             if _sizes(model) != (self.state.num_basis, self.state.num_steps):
                 raise ValueError(
-                    f"{checkpoint} holds K, N_T = {self.state.num_basis}, {self.state.num_steps} but the "
+                    f"{checkpoint} holds K, N_T = {self.state.num_basis}, {self.state.num_steps} "
+                    "but the "
                     f"refinement schedule gives {_sizes(model)} at step {self.state.step}: "
                     "resume with the same settings"
                 )
@@ -641,9 +648,11 @@ class PosTrainer:
                     entry = self.evaluate_and_keep_best(learning_rate)
                     if accelerator.is_main_process:
                         progress.write(
-                            f"step {state.step}: dev {args.tag_column} accuracy {entry['accuracy']:.4f} "
+                            f"step {state.step}: dev {args.tag_column} accuracy "
+                            f"{entry['accuracy']:.4f} "
                             f"({entry['num_words']} words, {entry['num_sentences']} sentences), "
-                            f"train loss {entry['train_loss']:.4f}, K={state.num_basis}, N_T={state.num_steps}"
+                            f"train loss {entry['train_loss']:.4f}, "
+                            f"K={state.num_basis}, N_T={state.num_steps}"
                         )
                 if save_now:
                     self.save_checkpoint()
@@ -714,7 +723,8 @@ class PosTrainer:
         return entry
 
     def save_checkpoint(self) -> None:
-        """Accelerate's state plus ``trainer_state.json`` in ``checkpoints/step-N``; keeps the newest few."""
+        """Accelerate's state and ``trainer_state.json`` in ``checkpoints/step-N``; deletes
+        all but the newest ``save_total_limit`` checkpoints."""
         accelerator, output_dir = self.accelerator, self.args.output_dir
         folder = Path(output_dir) / CHECKPOINTS_DIR / f"{CHECKPOINT_PREFIX}{self.state.step}"
         accelerator.save_state(str(folder))
@@ -729,7 +739,7 @@ class PosTrainer:
         return self.state.total_seconds + time.perf_counter() - self.started
 
     def write_metrics(self) -> dict:
-        """``metrics.json`` in ``output_dir``: the best and every dev evaluation, baseline, speed."""
+        """``metrics.json`` in ``output_dir``: best and all dev evaluations, baseline, speed."""
         state = self.state
         metrics = {
             **self.summary,

@@ -1,9 +1,9 @@
 """Train a continuous-in-depth transformer POS tagger on a UD treebank, or evaluate one.
 
     accelerate launch scripts/train_pos.py --treebank sample
-    UD_DIR=/path/to/ud accelerate launch scripts/train_pos.py --treebank en_gum --output-dir runs/gum
+    UD_DIR=/path/to/ud accelerate launch scripts/train_pos.py --treebank en_gum --output-dir out
     accelerate launch --multi_gpu --num_processes 2 scripts/train_pos.py --treebank sample
-    python scripts/train_pos.py --eval-only runs/gum --treebank en_gum --eval-split dev
+    python scripts/train_pos.py --eval-only out --treebank en_gum --eval-split dev
 
 Flags left out take the defaults of ``cont_transformer.training.TrainingArguments`` (the
 paper's recipe), or of ``SAMPLE_DEFAULTS`` for ``--treebank sample``.

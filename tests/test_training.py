@@ -11,15 +11,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
+from huggingface_hub.utils import filter_repo_objects
 from safetensors.torch import load_file
 
 from cont_transformer import (
     ContTransformerConfig,
     ContTransformerForTokenClassification,
     build_tokenizer,
+    training,
 )
 from cont_transformer.basis import get_basis
 from cont_transformer.batching import (
@@ -231,7 +234,8 @@ def _tiny_model(num_basis=2):
     torch.manual_seed(0)
     config = ContTransformerConfig(
         vocab_size=20, hidden_size=8, intermediate_size=8, num_basis=num_basis,
-        id2label={0: "A", 1: "B", 2: "C"}, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+        id2label={0: "A", 1: "B", 2: "C"},
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
     )  # fmt: skip
     return ContTransformerForTokenClassification(config)
 
@@ -248,7 +252,8 @@ def test_no_weight_decay_on_biases_and_layer_norms():
     assert {names[id(p)] for p in decay["params"]} == {
         "cont_transformer.embeddings.word_embeddings.weight", "classifier.weight",
         *(f"cont_transformer.encoder.rate.{m}.weight"
-          for m in ("attention.query", "attention.key", "attention.value", "attention.output", "mlp.fc1", "mlp.fc2")),
+          for m in ("attention.query", "attention.key", "attention.value", "attention.output",
+                    "mlp.fc1", "mlp.fc2")),
     }  # fmt: skip
     assert len(decay["params"]) + len(no_decay["params"]) == len(list(model.parameters()))
 
@@ -292,6 +297,29 @@ def test_refinement_projects_the_optimizer_state():
     assert torch.equal(params[query].detach(), old_query.repeat_interleave(2, 0))
 
 
+def test_push_to_hub_uploads_the_model_folder_without_checkpoints(monkeypatch, tmp_path):
+    calls = {}
+
+    class FakeApi:
+        def create_repo(self, repo_id, exist_ok):
+            calls["create_repo"] = (repo_id, exist_ok)
+
+        def upload_folder(self, repo_id, folder_path, ignore_patterns):
+            calls["upload_folder"] = (repo_id, folder_path)
+            calls["uploaded"] = list(filter_repo_objects(
+                ["config.json", "model.safetensors", "checkpoints/step-40/optimizer.bin"],
+                ignore_patterns=ignore_patterns,
+            ))  # fmt: skip
+            return SimpleNamespace(commit_url="https://huggingface.co/me/tagger/commit/1")
+
+    monkeypatch.setattr(training, "HfApi", FakeApi)
+    url = training.push_folder_to_hub(tmp_path, "me/tagger")
+    assert url.endswith("/commit/1")
+    assert calls["create_repo"] == ("me/tagger", True)
+    assert calls["upload_folder"] == ("me/tagger", str(tmp_path))
+    assert calls["uploaded"] == ["config.json", "model.safetensors"]
+
+
 # --- end to end --------------------------------------------------------------------------
 
 
@@ -300,23 +328,26 @@ def _env():
     return {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
-def _launch(*args, processes=1, timeout=300, **kwargs):
+def _launch_command(*args, processes=1):
+    """``accelerate launch scripts/train_pos.py *args`` on CPU processes."""
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--num_machines", "1",
               "--mixed_precision", "no", "--dynamo_backend", "no"]  # fmt: skip
-    launch += (
-        ["--multi_gpu", "--num_processes", str(processes)]
-        if processes > 1
-        else ["--num_processes", "1"]
-    )
+    if processes > 1:
+        launch += ["--multi_gpu", "--num_processes", str(processes)]
+    else:
+        launch += ["--num_processes", "1"]
+    return [*launch, SCRIPT, *args]
+
+
+def _launch(*args, processes=1, timeout=300):
     return subprocess.run(
-        [*launch, SCRIPT, *args],
+        _launch_command(*args, processes=processes),
         check=False,
         cwd=ROOT,
         env=_env(),
         capture_output=True,
         text=True,
         timeout=timeout,
-        **kwargs,
     )
 
 
@@ -382,7 +413,8 @@ def test_sample_run_saves_a_model_that_beats_the_baseline(sample_run):
 def test_eval_only_scores_a_saved_model(sample_run):
     result = _check(
         subprocess.run(
-            [sys.executable, SCRIPT, "--eval-only", str(sample_run), "--treebank", "sample", "--eval-split", "dev"],
+            [sys.executable, SCRIPT, "--eval-only", str(sample_run), "--treebank", "sample",
+             "--eval-split", "dev"],
             check=False, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300,
         )
     )  # fmt: skip
@@ -400,10 +432,8 @@ def test_killed_and_resumed_run_ends_like_an_uninterrupted_one(sample_run, tmp_p
     and the same final weights as the uninterrupted run."""
     output = tmp_path / "interrupted"
     marker = output / CHECKPOINTS_DIR / "step-40" / TRAINER_STATE
-    launch = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "1", "--num_machines", "1",
-              "--mixed_precision", "no", "--dynamo_backend", "no", SCRIPT, *RUN, "--output-dir", str(output)]  # fmt: skip
     process = subprocess.Popen(
-        launch,
+        _launch_command(*RUN, "--output-dir", str(output)),
         cwd=ROOT,
         env=_env(),
         stdout=subprocess.DEVNULL,
@@ -432,7 +462,8 @@ def test_two_cpu_processes_count_every_dev_sentence_once(tmp_path):
     result = _check(
         _launch(
             "--treebank", "sample", "--max-steps", "20", "--num-basis", "2", "--refine-steps", "10",
-            "--warmup-steps", "10", "--eval-steps", "10", "--save-steps", "20", "--output-dir", str(output),
+            "--warmup-steps", "10", "--eval-steps", "10", "--save-steps", "20",
+            "--output-dir", str(output),
             processes=2,
         )
     )  # fmt: skip
@@ -443,7 +474,8 @@ def test_two_cpu_processes_count_every_dev_sentence_once(tmp_path):
         assert entry["num_sentences"] == len(dev)
         assert entry["num_words"] == sum(len(tokens) for tokens in dev["tokens"])
     assert metrics["history"][-1]["num_basis"] == 2
-    assert sorted(p.name for p in (output / CHECKPOINTS_DIR / "step-20").glob("random_states_*")) == [
+    states = (output / CHECKPOINTS_DIR / "step-20").glob("random_states_*")
+    assert sorted(p.name for p in states) == [
         "random_states_0.pkl", "random_states_1.pkl",
     ]  # fmt: skip
     assert "Traceback" not in result.stderr and math.isfinite(metrics["best"]["train_loss"])
