@@ -3,7 +3,7 @@
 One trained model is compressed over a grid, without retraining: every basis of
 :data:`SWEEP_BASES` × K at the source's N_T (Fig. 5a, accuracy against non-embedding
 parameters), and N_T at the source's basis and K (Fig. 5b, accuracy and inference time
-against N_T). Every point is scored and timed on the same evaluation set in one run.
+against N_T), next to K projected down to the same N_T. Every point is scored and timed on the same evaluation set in one run.
 :func:`select_smallest` then picks the smallest model within an accuracy budget: an
 a posteriori choice of the compressed model.
 """
@@ -46,8 +46,9 @@ NUM_STEPS_PLOT = "accuracy_vs_num_steps.png"
 
 @dataclass
 class SweepRow:
-    """One measured model: ``grid`` is ``"source"``, ``"num_basis"`` (Fig. 5a) or
-    ``"num_steps"`` (Fig. 5b); the ratios compare it with the source of the same run."""
+    """One measured model: ``grid`` is ``"source"``, ``"num_basis"`` (Fig. 5a),
+    ``"num_steps"`` (Fig. 5b) or ``"num_basis_and_steps"`` (K = N_T, both reduced); the
+    ratios compare it with the source of the same run."""
 
     grid: str
     method: str
@@ -113,7 +114,10 @@ def sweep_points(
     Fig. 5a: each of ``bases`` × ``num_basis_values`` (default: powers of two up to the
     source K) at the source N_T; K a basis cannot take (odd K for
     ``discontinuous_linear``) is skipped. Fig. 5b: ``num_steps_values`` (default: powers
-    of two up to the source N_T) with the source's basis and K.
+    of two up to the source N_T) with the source's basis and K; and the same N_T values
+    below the source's with K projected down to N_T as well (``"num_basis_and_steps"``:
+    each step then reads a projection over its whole depth window instead of skipping
+    coefficients, the paper's remark on N_T ≤ K).
     """
     for name in bases:
         check_arguments(name, None, None, "projection")
@@ -126,13 +130,21 @@ def sweep_points(
     points = []
     for name in bases:
         for k in sorted(set(num_basis_values)):
-            try:
-                get_basis(name, k, time_horizon)
-            except ValueError:
-                continue
-            points.append(("num_basis", name, k, num_steps))
+            if _takes(name, k, time_horizon):
+                points.append(("num_basis", name, k, num_steps))
     points += [("num_steps", basis, num_basis, n) for n in sorted(set(num_steps_values))]
+    for n in sorted(set(num_steps_values)):
+        if n < min(num_basis, num_steps) and _takes(basis, n, time_horizon):
+            points.append(("num_basis_and_steps", basis, n, n))
     return points
+
+
+def _takes(basis: str, num_basis: int, time_horizon: float) -> bool:
+    try:
+        get_basis(basis, num_basis, time_horizon)
+    except ValueError:
+        return False
+    return True
 
 
 def check_accuracy_drop(max_accuracy_drop: float) -> None:
@@ -228,7 +240,14 @@ def plot_num_steps(rows: Sequence[SweepRow], path: Path) -> None:
     figure = Figure(figsize=(6, 4.2))
     axes = figure.subplots()
     steps = [r.num_steps for r in line]
-    axes.plot(steps, [100 * r.accuracy for r in line], "o-", color="tab:red", label="accuracy")
+    axes.plot(steps, [100 * r.accuracy for r in line], "o-", color="tab:red", label=f"K = {source.num_basis}")
+    both = sorted((r for r in rows if r.grid == "num_basis_and_steps"), key=lambda r: r.num_steps)
+    if both:
+        axes.plot(
+            [r.num_steps for r in both], [100 * r.accuracy for r in both], "^-", color="tab:orange",
+            label="K projected to N_T",
+        )
+        axes.legend(loc="lower right")
     axes.axhline(100 * source.accuracy, color="gray", linestyle="--", linewidth=1)
     axes.set_xscale("log", base=2)
     axes.set_xticks(steps, [str(n) for n in steps])

@@ -337,6 +337,10 @@ def test_sweep_points_cover_both_figures():
         ("num_steps", "piecewise_constant", 4, 2),
         ("num_steps", "piecewise_constant", 4, 4),
     ]
+    assert [p for p in points if p[0] == "num_basis_and_steps"] == [
+        ("num_basis_and_steps", "piecewise_constant", 1, 1),
+        ("num_basis_and_steps", "piecewise_constant", 2, 2),
+    ]
     with pytest.raises(ValueError, match="^num_steps:"):
         sweep_points("piecewise_constant", 4, 4, 1.0, num_steps_values=[0])
 
@@ -436,7 +440,7 @@ def test_cli_compress_and_sweep(tagger, data, tmp_path):
     assert run.returncode == 0, run.stderr
     assert "| grid | basis | K | N_T |" in run.stdout
     rows = read_csv(tmp_path / "sweep" / CSV_NAME)
-    assert len(rows) == 1 + 3 + 2
+    assert len(rows) == 1 + 3 + 2 + 1  # source, K in {1, 2, 4}, N_T in {2, 4}, K = N_T = 2
     chosen = min(
         (r for r in rows if r.accuracy_drop <= 0),
         key=lambda r: (r.non_embedding_parameters, r.num_steps, r.inference_seconds, -r.accuracy),
@@ -549,7 +553,7 @@ def test_cli_pushes_the_written_folder(script, tagger, tmp_path, monkeypatch):
             calls.append(("upload_folder", repo_id, sorted(os.listdir(folder_path))))
             return type("Commit", (), {"commit_url": f"https://hub/{repo_id}/commit"})()
 
-    monkeypatch.setattr("huggingface_hub.HfApi", FakeApi)
+    monkeypatch.setattr("cont_transformer.training.HfApi", FakeApi)
     script.main([str(tagger), "--num-basis", "2", "--output-dir", str(tmp_path / "out"),
                  "--repeats", "1", "--push-to-hub", "me/tagger-k2"])  # fmt: skip
     assert calls[0] == ("create_repo", "me/tagger-k2")
