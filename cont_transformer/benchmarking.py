@@ -50,6 +50,7 @@ from torch.profiler import ProfilerActivity, profile
 from .baselines import PreLayerNormTagger
 from .configuration_cont_transformer import ContTransformerConfig
 from .modeling_cont_transformer import ContTransformerForTokenClassification
+from .training import build_optimizer
 from .transform import change_basis, set_num_steps
 
 # --- workloads and cases ---------------------------------------------------------
@@ -332,8 +333,8 @@ def _tagger_batch(sizes: dict, device: torch.device) -> dict[str, torch.Tensor]:
 
 
 def _optimizer(model: nn.Module) -> torch.optim.Optimizer:
-    """The tagger recipe's Adam (DESIGN §6)."""
-    return torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.1)
+    """The tagger recipe's optimiser, as training builds it (DESIGN §6)."""
+    return build_optimizer(model, learning_rate=1e-4, weight_decay=0.1)
 
 
 def _resident(model: nn.Module, optimizer: torch.optim.Optimizer | None, batch: dict) -> Iterable[torch.Tensor]:

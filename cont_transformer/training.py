@@ -290,14 +290,18 @@ def _no_decay_parameters(model: nn.Module) -> set[str]:
 def build_optimizer(
     model: nn.Module, learning_rate: float, weight_decay: float
 ) -> torch.optim.AdamW:
-    """AdamW with the paper's β and ε; biases and LayerNorm parameters get no weight decay."""
+    """AdamW with the paper's β and ε; biases and LayerNorm parameters get no weight decay.
+
+    The fused kernel: at K = 64 the coefficients are 64 copies of the rate's weights, and
+    the per-tensor loop of the default AdamW costs about ten times as long on a CPU.
+    """
     no_decay = _no_decay_parameters(model)
     parameters = list(model.named_parameters())
     groups = [
         {"params": [p for n, p in parameters if n not in no_decay], "weight_decay": weight_decay},
         {"params": [p for n, p in parameters if n in no_decay], "weight_decay": 0.0},
     ]
-    return torch.optim.AdamW(groups, lr=learning_rate, betas=ADAM_BETAS, eps=ADAM_EPSILON)
+    return torch.optim.AdamW(groups, lr=learning_rate, betas=ADAM_BETAS, eps=ADAM_EPSILON, fused=True)
 
 
 @torch.no_grad()
