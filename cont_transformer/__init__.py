@@ -22,9 +22,11 @@ from .tagging import tag
 from .tokenization import build_tokenizer
 from .transform import change_basis, refine, set_num_steps
 
-AutoConfig.register(ContTransformerConfig.model_type, ContTransformerConfig)
-AutoModel.register(ContTransformerConfig, ContTransformerModel)
-AutoModelForTokenClassification.register(ContTransformerConfig, ContTransformerForTokenClassification)
+AutoConfig.register(ContTransformerConfig.model_type, ContTransformerConfig, exist_ok=True)
+AutoModel.register(ContTransformerConfig, ContTransformerModel, exist_ok=True)
+AutoModelForTokenClassification.register(
+    ContTransformerConfig, ContTransformerForTokenClassification, exist_ok=True
+)
 ContTransformerConfig.register_for_auto_class()
 ContTransformerModel.register_for_auto_class("AutoModel")
 ContTransformerForTokenClassification.register_for_auto_class("AutoModelForTokenClassification")
