@@ -163,11 +163,6 @@ class OdeBlock(nn.Module):
         self._num_steps = check_num_steps(num_steps)
         self._refresh_schedule()
 
-    def set_scheme(self, scheme: str) -> None:
-        get_scheme(scheme)
-        self.scheme = scheme
-        self._refresh_schedule()
-
     def _refresh_schedule(self) -> None:
         """Precompute, for every stage, its basis terms, and the state-fitting operators.
 
