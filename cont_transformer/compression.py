@@ -98,6 +98,8 @@ class ModelStats:
     non_embedding_parameters: int
     accuracy: float | None = None  # fraction of scored items, None without labels
     inference_seconds: float | None = None  # median of timed passes over the eval set
+    # K of the running statistics where the model has them (image models), else None.
+    state_num_basis: int | None = None
 
     @property
     def total_parameters(self) -> int:
@@ -175,13 +177,19 @@ def check_choices(
     num_basis: int | None = None,
     num_steps: int | None = None,
     method: str = "projection",
+    state_num_basis: int | None = None,
 ) -> None:
     """Raise ``ValueError`` naming the argument if the target cannot be reached from ``config``.
 
     ``None`` keeps the source's basis, K or N_T. Interpolation needs control points in
-    both the source and the target basis (``legendre`` has none).
+    both the source and the target basis (``legendre`` has none). ``state_num_basis``
+    needs a model with running statistics in its ODE blocks.
     """
-    check_arguments(basis, num_basis, num_steps, method)
+    check_arguments(basis, num_basis, num_steps, method, state_num_basis)
+    if state_num_basis is not None and not hasattr(config, "state_num_basis"):
+        raise ValueError(
+            f"state_num_basis: a {config.model_type} model has no running statistics in its ODE blocks"
+        )
     source = get_basis(config.basis, config.num_basis, config.time_horizon)
     try:
         target = get_basis(
@@ -201,7 +209,11 @@ def check_choices(
 
 
 def check_arguments(
-    basis: str | None, num_basis: int | None, num_steps: int | None, method: str
+    basis: str | None,
+    num_basis: int | None,
+    num_steps: int | None,
+    method: str,
+    state_num_basis: int | None = None,
 ) -> None:
     """The checks of :func:`check_choices` that need no source model (run before loading)."""
     if method not in CHANGE_OF_BASIS_METHODS:
@@ -212,6 +224,7 @@ def check_arguments(
         raise ValueError(f"basis: unknown basis {basis!r}; choose one of {sorted(BASES)}")
     check_count("num_basis", num_basis)
     check_count("num_steps", num_steps)
+    check_count("state_num_basis", state_num_basis)
 
 
 def compressed_copy(
@@ -220,15 +233,17 @@ def compressed_copy(
     num_basis: int | None = None,
     num_steps: int | None = None,
     method: str = "projection",
+    state_num_basis: int | None = None,
 ) -> torch.nn.Module:
     """A transformed copy of ``model`` (left unchanged): change of basis, then N_T.
 
-    ``None`` keeps the current basis, K or N_T.
+    ``None`` keeps the current basis, K or N_T; the running statistics follow the new K
+    unless ``state_num_basis`` is given.
     """
-    check_choices(model.config, basis, num_basis, num_steps, method)
+    check_choices(model.config, basis, num_basis, num_steps, method, state_num_basis)
     model = copy.deepcopy(model)
-    if basis is not None or num_basis is not None:
-        change_basis(model, basis, num_basis, method)
+    if basis is not None or num_basis is not None or state_num_basis is not None:
+        change_basis(model, basis, num_basis, method, state_num_basis)
     if num_steps is not None:
         set_num_steps(model, num_steps)
     return model.eval()
@@ -354,7 +369,14 @@ def model_stats(
         non_embedding_parameters=counts["non_embedding"],
         accuracy=accuracy,
         inference_seconds=seconds,
+        state_num_basis=_state_num_basis(config),
     )
+
+
+def _state_num_basis(config: PretrainedConfig) -> int | None:
+    if not hasattr(config, "state_num_basis"):
+        return None
+    return config.num_basis if config.state_num_basis is None else config.state_num_basis
 
 
 @dataclass
@@ -462,6 +484,11 @@ def write_compression_card(
         ("basis", before.basis, after.basis),
         ("K (num_basis)", before.num_basis, after.num_basis),
         ("N_T (num_steps)", before.num_steps, after.num_steps),
+        *(
+            [("K of the running statistics", before.state_num_basis, after.state_num_basis)]
+            if after.state_num_basis is not None
+            else []
+        ),
         (
             "parameters, embedding",
             f"{before.embedding_parameters:,}",
@@ -512,6 +539,7 @@ def write_compression_card(
         "basis": after.basis,
         "num_basis": after.num_basis,
         "num_steps": after.num_steps,
+        **({"state_num_basis": after.state_num_basis} if after.state_num_basis is not None else {}),
         "embedding_parameters_before": before.embedding_parameters,
         "embedding_parameters_after": after.embedding_parameters,
         "non_embedding_parameters_before": before.non_embedding_parameters,
@@ -576,25 +604,28 @@ def compress(
     eval_file: PathLike | None = None,
     repeats: int = 3,
     overwrite: bool = False,
+    state_num_basis: int | None = None,
 ) -> CompressionResult:
     """Compress the model in ``model_dir`` and write it to ``output_dir``.
 
     ``basis`` / ``num_basis`` / ``num_steps`` (``None``: keep the source's) choose the
-    target; ``method`` is ``"projection"`` or ``"interpolation"``. With ``eval_file``
+    target; ``method`` is ``"projection"`` or ``"interpolation"``; ``state_num_basis``
+    gives the running statistics of an image model their own K (default: the new K).
+    With ``eval_file``
     both models are scored on it and timed on it, otherwise timed on random input.
     The folder is written atomically; bad arguments raise ``ValueError`` before
     anything is written, and the source folder is never modified.
     """
-    check_arguments(basis, num_basis, num_steps, method)
+    check_arguments(basis, num_basis, num_steps, method, state_num_basis)
     check_count("repeats", repeats)
     output = check_output_dir(output_dir, model_dir, overwrite)
     source = load_model(model_dir)
-    check_choices(source.model.config, basis, num_basis, num_steps, method)
+    check_choices(source.model.config, basis, num_basis, num_steps, method, state_num_basis)
     eval_set = (
         load_eval_set(source, eval_file) if eval_file is not None else synthetic_eval_set(source)
     )
     source_accuracy = eval_set.accuracy(source.model)
-    model = compressed_copy(source.model, basis, num_basis, num_steps, method)
+    model = compressed_copy(source.model, basis, num_basis, num_steps, method, state_num_basis)
     comparison = compare(source.model, model, eval_set, repeats)
     before = model_stats(
         source.model, source_accuracy, statistics.median(comparison.source_seconds)

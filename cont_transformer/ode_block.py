@@ -2,7 +2,8 @@
 
 :class:`OdeBlock` owns, for every parameter ``p`` of a template module, a coefficient
 tensor ``[K, *p.shape]``, and for every floating-point buffer (BatchNorm running
-statistics) a state coefficient tensor of the same form. The forward pass integrates
+statistics) a state coefficient tensor of the same form, by default over the same
+basis (``state_num_basis`` gives the states their own K). The forward pass integrates
 ``dx/dt = template(x; θ(t))`` from 0 to T, evaluating θ(t) = Σ_k φ_k(t) θ̂_k at every
 Runge–Kutta stage and calling the template with those tensors through
 ``torch.func.functional_call``. Stateful layers get continuous running statistics
@@ -77,6 +78,10 @@ class OdeBlock(nn.Module):
         scheme: name of the Runge–Kutta scheme in
             :data:`cont_transformer.integrators.SCHEMES`.
         time_horizon: T.
+        state_num_basis: K of the state coefficients (running statistics), default K.
+            States are buffers, not parameters: keeping them finer than the weights
+            after a compression costs no parameters, and the statistics of a state
+            x(t) often vary with depth faster than the weights do.
 
     Shapes: ``forward(x, *args, **kwargs)`` takes ``x`` of any shape the template
     accepts and returns the same shape; extra arguments (an attention mask) pass
@@ -91,10 +96,16 @@ class OdeBlock(nn.Module):
         num_steps: int | None = None,
         scheme: str = "euler",
         time_horizon: float = 1.0,
+        state_num_basis: int | None = None,
     ):
         super().__init__()
         template = copy.deepcopy(template)
         self._basis = get_basis(basis, num_basis, time_horizon)
+        self._state_basis = (
+            self._basis
+            if state_num_basis is None or state_num_basis == num_basis
+            else get_basis(basis, state_num_basis, time_horizon)
+        )
         get_scheme(scheme)
         self.scheme = scheme
         self._num_steps = check_num_steps(num_basis if num_steps is None else num_steps)
@@ -127,7 +138,7 @@ class OdeBlock(nn.Module):
             container, leaf = self._container(name)
             if name in floats:
                 # The first slice's initial state (BatchNorm: mean 0, variance 1) for all K.
-                buffer = buffer.detach().unsqueeze(0).repeat(num_basis, *[1] * buffer.dim())
+                buffer = buffer.detach().unsqueeze(0).repeat(self.state_num_basis, *[1] * buffer.dim())
             container.register_buffer(leaf, buffer.detach().clone())
 
     def _container(self, name: str) -> tuple[nn.Module, str]:
@@ -151,6 +162,14 @@ class OdeBlock(nn.Module):
         return self._basis.num_basis
 
     @property
+    def state_basis(self) -> Basis:
+        return self._state_basis
+
+    @property
+    def state_num_basis(self) -> int:
+        return self._state_basis.num_basis
+
+    @property
     def time_horizon(self) -> float:
         return self._basis.time_horizon
 
@@ -170,6 +189,7 @@ class OdeBlock(nn.Module):
         """
         stages = stage_times(self._num_steps, self.time_horizon, self.scheme)
         self._stage_terms = {(t, side): self._basis.terms(t, side) for t, side in stages}
+        self._state_terms = {(t, side): self._state_basis.terms(t, side) for t, side in stages}
         # Graph shortening (N_T < K) leaves coefficients unused; see _coefficient_views.
         used = sorted({k for terms in self._stage_terms.values() for k, _ in terms})
         self._used_coefficients = None if len(used) == self.num_basis else used
@@ -181,7 +201,7 @@ class OdeBlock(nn.Module):
         self._fit_cache: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
         if self._has_states():
             times, sides = zip(*stages)
-            self._fit_operators = point_fit_operators(times, sides, self._basis)
+            self._fit_operators = point_fit_operators(times, sides, self._state_basis)
 
     def _has_states(self) -> bool:
         return any(True for _ in self.named_states())
@@ -192,7 +212,7 @@ class OdeBlock(nn.Module):
         return self.rate.named_parameters()
 
     def named_states(self) -> Iterator[tuple[str, torch.Tensor]]:
-        """``(template buffer name, state coefficients [K, *shape])`` of floating buffers."""
+        """``(template buffer name, state coefficients [K_s, *shape])`` of floating buffers."""
         return ((n, b) for n, b in self.rate.named_buffers() if b.is_floating_point())
 
     def _named_counters(self) -> Iterator[tuple[str, torch.Tensor]]:
@@ -214,7 +234,7 @@ class OdeBlock(nn.Module):
 
         def rate(t: float, x: torch.Tensor, side: str) -> torch.Tensor:
             nonlocal stage_counters
-            terms = self._stage_terms[(t, side)]
+            terms = self._state_terms[(t, side)]
             tensors = {name: combine(views, param_terms[(t, side)]) for name, views in params.items()}
             stage_states = {name: combine(s, terms) for name, s in states.items()}
             if update_states:
@@ -275,18 +295,32 @@ class OdeBlock(nn.Module):
 
     # --- change of basis ---------------------------------------------------------
     @torch.no_grad()
-    def change_basis(self, basis: str | None = None, num_basis: int | None = None, method: str = "projection") -> None:
+    def change_basis(
+        self,
+        basis: str | None = None,
+        num_basis: int | None = None,
+        method: str = "projection",
+        state_num_basis: int | None = None,
+    ) -> None:
         """Re-express every coefficient and state in another basis (default: same name / K).
 
-        Parameters are replaced by new ``nn.Parameter`` objects of the new shape, so an
-        optimiser must be rebuilt afterwards.
+        The states move to ``basis`` with ``state_num_basis`` functions (default: the new
+        K, so weights and states share one basis again). Parameters are replaced by new
+        ``nn.Parameter`` objects of the new shape, so an optimiser must be rebuilt
+        afterwards.
         """
         target = get_basis(
             self.basis_name if basis is None else basis,
             self.num_basis if num_basis is None else num_basis,
             self.time_horizon,
         )
+        state_target = (
+            target
+            if state_num_basis is None or state_num_basis == target.num_basis
+            else get_basis(target.name, state_num_basis, self.time_horizon)
+        )
         matrix = change_of_basis_matrix(self._basis, target, method)
+        state_matrix = change_of_basis_matrix(self._state_basis, state_target, method)
         for name, p in list(self.named_coefficients()):
             container, leaf = self._container(name)
             container.register_parameter(
@@ -294,21 +328,27 @@ class OdeBlock(nn.Module):
             )
         for name, state in list(self.named_states()):
             container, leaf = self._container(name)
-            new_state = apply_matrix(matrix, state)
+            new_state = apply_matrix(state_matrix, state)
             if leaf in POSITIVE_STATES:
                 new_state.clamp_(min=_MIN_VARIANCE)
             container.register_buffer(leaf, new_state)
-        self._basis = target
+        self._basis, self._state_basis = target, state_target
         self._refresh_schedule()
 
     def refine(self) -> None:
-        """Refine the basis (K→2K, or 2K−1 for piecewise linear) and double N_T, exactly."""
+        """Refine the basis (K→2K, or 2K−1 for piecewise linear) and double N_T, exactly.
+
+        States finer than the weights are refined too.
+        """
         refined = self._basis.refine()
-        self.change_basis(refined.name, refined.num_basis, method="projection")
+        self.change_basis(
+            refined.name, refined.num_basis, "projection", self._state_basis.refine().num_basis
+        )
         self.set_num_steps(2 * self._num_steps)
 
     def extra_repr(self) -> str:
         return (
             f"basis={self.basis_name!r}, num_basis={self.num_basis}, num_steps={self._num_steps}, "
             f"scheme={self.scheme!r}, time_horizon={self.time_horizon}"
+            + (f", state_num_basis={self.state_num_basis}" if self.state_num_basis != self.num_basis else "")
         )

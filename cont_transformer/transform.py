@@ -25,6 +25,10 @@ def ode_blocks(model: nn.Module) -> list[OdeBlock]:
 def _sync_config(model: nn.Module, blocks: list[OdeBlock]) -> None:
     first = blocks[0]
     choices = {"basis": first.basis_name, "num_basis": first.num_basis, "num_steps": first.num_steps}
+    if any(b.state_num_basis != first.state_num_basis for b in blocks[1:]):
+        return
+    # None: the states share the weights' basis (the default of a config).
+    state_num_basis = None if first.state_num_basis == first.num_basis else first.state_num_basis
     if any(
         (b.basis_name, b.num_basis, b.num_steps) != tuple(choices.values()) for b in blocks[1:]
     ):
@@ -36,21 +40,29 @@ def _sync_config(model: nn.Module, blocks: list[OdeBlock]) -> None:
         for key, value in choices.items():
             if hasattr(config, key):
                 setattr(config, key, value)
+        if hasattr(config, "state_num_basis"):
+            config.state_num_basis = state_num_basis
 
 
 def change_basis(
-    model: nn.Module, basis: str | None = None, num_basis: int | None = None, method: str = "projection"
+    model: nn.Module,
+    basis: str | None = None,
+    num_basis: int | None = None,
+    method: str = "projection",
+    state_num_basis: int | None = None,
 ) -> nn.Module:
     """Re-express every OdeBlock in ``basis`` with ``num_basis`` functions.
 
     ``method``: ``"projection"`` (L2-optimal, any bases) or ``"interpolation"`` (reads
     the function at the target's control points). ``None`` keeps a block's current
-    basis name or K. Parameters become new ``nn.Parameter`` objects: rebuild the
-    optimiser afterwards.
+    basis name or K. The running statistics follow the new K unless
+    ``state_num_basis`` gives them their own (e.g. the source's K: compress the
+    weights, keep the statistics' depth profile; they are buffers, not parameters).
+    Parameters become new ``nn.Parameter`` objects: rebuild the optimiser afterwards.
     """
     blocks = ode_blocks(model)
     for block in blocks:
-        block.change_basis(basis, num_basis, method)
+        block.change_basis(basis, num_basis, method, state_num_basis)
     _sync_config(model, blocks)
     return model
 

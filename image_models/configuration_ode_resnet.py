@@ -49,6 +49,9 @@ class OdeResNetConfig(PreTrainedConfig):
         num_steps: N_T, integration steps per OdeBlock (default: K).
         scheme: Runge–Kutta scheme, a key of ``cont_transformer.SCHEMES``.
         time_horizon: T, the depth-time each OdeBlock integrates over.
+        state_num_basis: K of the BatchNorm running statistics inside the OdeBlocks
+            (default None: the same basis as the weights). A compressed model may keep
+            its source's finer statistics (buffers, not parameters).
         num_labels / id2label / label2id: the classes, as for any Hugging Face config.
     """
 
@@ -65,6 +68,7 @@ class OdeResNetConfig(PreTrainedConfig):
         num_steps: int | None = None,
         scheme: str = "rk4",
         time_horizon: float = 1.0,
+        state_num_basis: int | None = None,
         **kwargs,
     ):
         self.num_channels = _positive_int("num_channels", num_channels)
@@ -89,6 +93,7 @@ class OdeResNetConfig(PreTrainedConfig):
         if isinstance(time_horizon, bool) or not isinstance(time_horizon, (int, float)) or not time_horizon > 0:
             raise ValueError(f"time_horizon must be a positive number, got {time_horizon!r}")
         self.time_horizon = float(time_horizon)
+        self.state_num_basis = None if state_num_basis is None else _positive_int("state_num_basis", state_num_basis)
         super().__init__(**kwargs)
         if self.num_labels < 1:
             raise ValueError(f"num_labels must be >= 1, got {self.num_labels}")

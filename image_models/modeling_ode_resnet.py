@@ -90,6 +90,7 @@ class Stage(nn.Module):
             num_steps=config.num_steps,
             scheme=config.scheme,
             time_horizon=config.time_horizon,
+            state_num_basis=config.state_num_basis,
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -34,6 +34,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--num-basis", type=int, help="target K (default: the source's)")
     parser.add_argument("--num-steps", type=int, help="target N_T (default: the source's)")
+    parser.add_argument(
+        "--state-num-basis",
+        type=int,
+        help="K of an image model's running statistics (default: the target K)",
+    )
     parser.add_argument("--method", default="projection", choices=sorted(CHANGE_OF_BASIS_METHODS))
     parser.add_argument(
         "--eval-file",
@@ -69,10 +74,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.sweep:
         if args.eval_file is None:
             parser.error("--sweep and --max-accuracy-drop need --eval-file")
-        if any(v is not None for v in (args.basis, args.num_basis, args.num_steps)):
+        if any(v is not None for v in (args.basis, args.num_basis, args.num_steps, args.state_num_basis)):
             parser.error(
                 "--sweep takes --sweep-bases / --sweep-num-basis / --sweep-num-steps, "
-                "not --basis / --num-basis / --num-steps"
+                "not --basis / --num-basis / --num-steps / --state-num-basis"
             )
     if args.push_to_hub and args.sweep and args.max_accuracy_drop is None:
         parser.error(
@@ -129,11 +134,13 @@ def run(args: argparse.Namespace) -> None:
             eval_file=args.eval_file,
             repeats=args.repeats,
             overwrite=args.overwrite,
+            state_num_basis=args.state_num_basis,
         )
         for name, stats in (("source", result.source), ("compressed", result.compressed)):
             accuracy = "–" if stats.accuracy is None else f"{100 * stats.accuracy:.2f}%"
+            states = "" if stats.state_num_basis in (None, stats.num_basis) else f" (statistics K = {stats.state_num_basis})"
             print(
-                f"{name:>10}: {stats.basis}, K = {stats.num_basis}, N_T = {stats.num_steps}, "
+                f"{name:>10}: {stats.basis}, K = {stats.num_basis}{states}, N_T = {stats.num_steps}, "
                 f"{stats.non_embedding_parameters:,} non-embedding parameters, accuracy {accuracy}, "
                 f"{stats.inference_seconds:.3f} s"
             )

@@ -265,6 +265,8 @@ def legendre_tagger(tmp_path_factory) -> Path:
         ({"basis": "discontinuous_linear", "num_basis": 3}, "num_basis"),
         ({"basis": "legendre", "num_basis": 2, "method": "interpolation"}, "basis"),
         ({"num_basis": 2.5}, "num_basis"),
+        ({"state_num_basis": 0}, "state_num_basis"),
+        ({"state_num_basis": 2}, "state_num_basis"),  # a tagger has no running statistics
     ],
 )
 def test_bad_choices_raise_before_anything_is_written(tagger, tmp_path, kwargs, argument):
@@ -534,6 +536,17 @@ def test_image_model_compress_reload_and_same_space(image_model, tmp_path):
     assert load_eval_set(reloaded, idx_dir).accuracy(reloaded.model) == result.compressed.accuracy
     assert (tmp_path / "out" / "preprocessor_config.json").is_file()
     assert ModelCard.load(tmp_path / "out" / "README.md").data.compression["num_basis"] == 2
+
+    kept = compress(
+        model_dir, tmp_path / "kept", num_basis=2, state_num_basis=4, eval_file=idx_dir, repeats=1
+    )
+    assert (kept.compressed.num_basis, kept.compressed.state_num_basis) == (2, 4)
+    reloaded = load_model(tmp_path / "kept")
+    assert reloaded.model.ode_resnet.stages[0].ode.state_num_basis == 4
+    assert load_eval_set(reloaded, idx_dir).accuracy(reloaded.model) == kept.compressed.accuracy
+    card = ModelCard.load(tmp_path / "kept" / "README.md")
+    assert card.data.compression["state_num_basis"] == 4
+    assert "| K of the running statistics | 4 | 4 |" in card.text
 
     source = load_model(model_dir)
     same = compressed_copy(source.model, "piecewise_constant", 4, 4, "interpolation")

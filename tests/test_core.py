@@ -244,6 +244,66 @@ def test_euler_piecewise_constant_is_a_resnet_with_batchnorm():
     assert torch.allclose(block(x), resnet(x), atol=1e-6)
 
 
+def test_states_finer_than_the_weights_give_a_weight_tied_resnet_with_batchnorm_per_layer():
+    # One set of weights (K = 1), one BatchNorm state per layer (K_s = N_T = depth).
+    torch.manual_seed(0)
+    depth = 4
+    block = OdeBlock(Unit(), "piecewise_constant", 1, depth, "euler", float(depth), state_num_basis=depth)
+    assert block.rate.linear.weight.shape[0] == 1 and block.rate.norm.running_var.shape[0] == depth
+    assert "state_num_basis=4" in repr(block)
+    layers = []
+    for n in range(depth):
+        layer = Unit()
+        layer.load_state_dict(
+            {
+                name: value if value.dim() == 0 else value[n if name.startswith("norm.running") else 0]
+                for name, value in block.rate.state_dict().items()
+            }
+        )
+        layers.append(layer)
+    x = torch.randn(16, 6)
+
+    def resnet(x):
+        for layer in layers:
+            x = x + layer(x)
+        return x
+
+    for _ in range(2):  # two training steps: the states of every layer move on their own
+        torch.testing.assert_close(block(x), resnet(x), atol=1e-6, rtol=0)
+        x = x * 1.5 + 0.5
+    for n, layer in enumerate(layers):
+        torch.testing.assert_close(block.rate.norm.running_var[n], layer.norm.running_var, atol=1e-6, rtol=0)
+    assert not torch.allclose(block.rate.norm.running_var[0], block.rate.norm.running_var[-1])
+    block.eval()
+    [layer.eval() for layer in layers]
+    torch.testing.assert_close(block(x), resnet(x), atol=1e-6, rtol=0)
+
+
+def test_change_basis_can_keep_the_states_and_refine_keeps_them_finer():
+    torch.manual_seed(0)
+    block = OdeBlock(Unit(), "piecewise_constant", 8, 8, "rk4")
+    block.train()
+    for shift in range(3):
+        block(torch.randn(32, 6) * (1 + shift) + shift)
+    states = {name: s.clone() for name, s in block.named_states()}
+    weights = block.rate.linear.weight.detach().clone()
+
+    block.change_basis(num_basis=4, state_num_basis=8)
+    assert block.num_basis == 4 and block.state_num_basis == 8
+    for name, state in block.named_states():
+        torch.testing.assert_close(state, states[name], atol=0, rtol=0)
+    torch.testing.assert_close(block.rate.linear.weight, (weights[0::2] + weights[1::2]) / 2)
+
+    block.refine()  # exact for both: K 4 -> 8, K_s 8 -> 16
+    assert (block.num_basis, block.state_num_basis, block.num_steps) == (8, 16, 16)
+    torch.testing.assert_close(block.rate.norm.running_var[0::2], states["norm.running_var"], atol=0, rtol=0)
+    block.change_basis(num_basis=2)  # the states follow the new K again
+    assert block.state_num_basis == 2 and block.rate.norm.running_mean.shape[0] == 2
+    torch.testing.assert_close(
+        block.rate.norm.running_mean[0], states["norm.running_mean"][:4].mean(0), atol=1e-6, rtol=0
+    )
+
+
 def test_coefficient_slices_are_initialised_independently():
     block = OdeBlock(Unit(), "piecewise_constant", 4)
     weights = block.rate.linear.weight

@@ -176,6 +176,29 @@ def test_compressed_model_round_trips(tmp_path):
         torch.testing.assert_close(loaded(pixels).logits, model(pixels).logits, atol=0, rtol=0)
 
 
+def test_statistics_on_their_own_basis_save_and_reload(tmp_path):
+    torch.manual_seed(0)
+    model = OdeResNetForImageClassification(tiny_config(num_basis=4))
+    randomize(model)
+    model.train()
+    model(torch.randn(8, 1, 8, 8))
+    change_basis(model, num_basis=2, state_num_basis=4)  # weights compressed, statistics kept
+    assert (model.config.num_basis, model.config.state_num_basis) == (2, 4)
+    model.eval()
+    model.save_pretrained(tmp_path)
+    loaded = AutoModelForImageClassification.from_pretrained(tmp_path).eval()
+    assert loaded.config.state_num_basis == 4
+    assert loaded.ode_resnet.stages[0].ode.rate.bn1.running_var.shape[0] == 4
+    assert loaded.ode_resnet.stages[0].ode.rate.conv1.weight.shape[0] == 2
+    pixels = torch.randn(3, 1, 8, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(pixels).logits, model(pixels).logits, atol=0, rtol=0)
+    change_basis(model, num_basis=2)  # the statistics follow the weights again
+    assert model.config.state_num_basis is None
+    with pytest.raises(ValueError, match="state_num_basis"):
+        tiny_config(state_num_basis=0)
+
+
 def write_idx(path, array: np.ndarray) -> None:
     header = bytes([0, 0, 0x08, array.ndim]) + b"".join(int(d).to_bytes(4, "big") for d in array.shape)
     with gzip.open(path, "wb") as handle:
