@@ -369,11 +369,12 @@ def model_stats(
         non_embedding_parameters=counts["non_embedding"],
         accuracy=accuracy,
         inference_seconds=seconds,
-        state_num_basis=_state_num_basis(config),
+        state_num_basis=state_num_basis_of(config),
     )
 
 
-def _state_num_basis(config: PretrainedConfig) -> int | None:
+def state_num_basis_of(config: PretrainedConfig) -> int | None:
+    """K of the running statistics of a model's ODE blocks; None if it has none (taggers)."""
     if not hasattr(config, "state_num_basis"):
         return None
     return config.num_basis if config.state_num_basis is None else config.state_num_basis

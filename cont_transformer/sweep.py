@@ -3,7 +3,10 @@
 One trained model is compressed over a grid, without retraining: every basis of
 :data:`SWEEP_BASES` × K at the source's N_T (Fig. 5a, accuracy against non-embedding
 parameters), and N_T at the source's basis and K (Fig. 5b, accuracy and inference time
-against N_T), next to K projected down to the same N_T. Every point is scored and timed on the same evaluation set in one run.
+against N_T), next to K projected down to the same N_T. For a model with running
+statistics (image models) Fig. 5a gets one more line: K of the weights reduced, the
+statistics kept at the source's K. Every point is scored and timed on the same
+evaluation set in one run.
 :func:`select_smallest` then picks the smallest model within an accuracy budget: an
 a posteriori choice of the compressed model.
 """
@@ -35,6 +38,7 @@ from .compression import (
     load_model,
     model_stats,
     save_compressed,
+    state_num_basis_of,
 )
 
 SWEEP_BASES = ("piecewise_constant", "piecewise_linear", "discontinuous_linear")
@@ -42,13 +46,15 @@ CSV_NAME = "sweep.csv"
 TABLE_NAME = "sweep.md"
 PARAMETERS_PLOT = "accuracy_vs_parameters.png"
 NUM_STEPS_PLOT = "accuracy_vs_num_steps.png"
+# Fig. 5a with the running statistics kept at the source's K (weights reduced only).
+STATES_KEPT = "num_basis_states_kept"
 
 
 @dataclass
 class SweepRow:
     """One measured model: ``grid`` is ``"source"``, ``"num_basis"`` (Fig. 5a),
-    ``"num_steps"`` (Fig. 5b) or ``"num_basis_and_steps"`` (K = N_T, both reduced); the
-    ratios compare it with the source of the same run."""
+    ``"num_steps"`` (Fig. 5b), ``"num_basis_and_steps"`` (K = N_T, both reduced) or
+    :data:`STATES_KEPT`; the ratios compare it with the source of the same run."""
 
     grid: str
     method: str
@@ -62,6 +68,7 @@ class SweepRow:
     accuracy_drop: float  # percentage points below the source
     inference_seconds: float
     speedup: float
+    state_num_basis: int | None = None  # K of the running statistics (None: no statistics)
 
     @classmethod
     def from_stats(
@@ -82,6 +89,7 @@ class SweepRow:
             accuracy_drop=100 * (source.accuracy - stats.accuracy),
             inference_seconds=stats.inference_seconds,
             speedup=comparison.speedup,
+            state_num_basis=stats.state_num_basis,
         )
 
 
@@ -108,6 +116,7 @@ def sweep_points(
     bases: Sequence[str] = SWEEP_BASES,
     num_basis_values: Sequence[int] | None = None,
     num_steps_values: Sequence[int] | None = None,
+    state_num_basis: int | None = None,
 ) -> list[tuple[str, str, int, int]]:
     """The grid ``(grid, basis, K, N_T)`` around a source model of ``basis``, K, N_T.
 
@@ -117,7 +126,9 @@ def sweep_points(
     of two up to the source N_T) with the source's basis and K; and the same N_T values
     below the source's with K projected down to N_T as well (``"num_basis_and_steps"``:
     each step then reads a projection over its whole depth window instead of skipping
-    coefficients, the paper's remark on N_T ≤ K).
+    coefficients, the paper's remark on N_T ≤ K). With the source's ``state_num_basis``
+    (a model with running statistics), the K values below the source's again with the
+    statistics kept (:data:`STATES_KEPT`).
     """
     for name in bases:
         check_arguments(name, None, None, "projection")
@@ -132,6 +143,10 @@ def sweep_points(
         for k in sorted(set(num_basis_values)):
             if _takes(name, k, time_horizon):
                 points.append(("num_basis", name, k, num_steps))
+    if state_num_basis is not None:
+        for k in sorted(set(num_basis_values)):
+            if k < num_basis and _takes(basis, k, time_horizon):
+                points.append((STATES_KEPT, basis, k, num_steps))
     points += [("num_steps", basis, num_basis, n) for n in sorted(set(num_steps_values))]
     for n in sorted(set(num_steps_values)):
         if n < min(num_basis, num_steps) and _takes(basis, n, time_horizon):
@@ -187,19 +202,24 @@ def read_csv(path: PathLike) -> list[SweepRow]:
     with open(path, newline="") as handle:
         records = list(csv.DictReader(handle))
     types = {name: field.type for name, field in SweepRow.__dataclass_fields__.items()}
-    casts = {"int": int, "float": float, "str": str}
+    casts = {"int": int, "float": float, "str": str, "int | None": lambda v: int(v) if v else None}
     return [SweepRow(**{k: casts[types[k]](v) for k, v in record.items()}) for record in records]
 
 
 def markdown_table(rows: Sequence[SweepRow]) -> str:
-    """The rows as a Markdown table (accuracy in percent, time in seconds)."""
+    """The rows as a Markdown table (accuracy in percent, time in seconds); a column for
+    the K of the running statistics when the model has them."""
+    states = any(r.state_num_basis is not None for r in rows)
     lines = [
-        "| grid | basis | K | N_T | non-emb. params | ratio | accuracy | drop (pts) | time (s) | speed-up |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| grid | basis | K |" + (" statistics K |" if states else "")
+        + " N_T | non-emb. params | ratio | accuracy | drop (pts) | time (s) | speed-up |",
+        "|---|---|---:|" + ("---:|" if states else "") + "---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
-            f"| {r.grid} | {r.basis} | {r.num_basis} | {r.num_steps} | {r.non_embedding_parameters:,} "
+            f"| {r.grid} | {r.basis} | {r.num_basis} |"
+            + (f" {r.state_num_basis} |" if states else "")
+            + f" {r.num_steps} | {r.non_embedding_parameters:,} "
             f"| {r.compression_ratio:.2f}x | {100 * r.accuracy:.2f}% | {r.accuracy_drop:+.2f} "
             f"| {r.inference_seconds:.3f} | {r.speedup:.2f}x |"
         )
@@ -221,6 +241,14 @@ def plot_parameters(rows: Sequence[SweepRow], path: Path) -> None:
             [100 * r.accuracy for r in line],
             "o-",
             label=basis,
+        )
+    kept = sorted((r for r in rows if r.grid == STATES_KEPT), key=lambda r: r.non_embedding_parameters)
+    if kept:
+        axes.plot(
+            [r.non_embedding_parameters for r in [*kept, source]],
+            [100 * r.accuracy for r in [*kept, source]],
+            "s--",
+            label=f"{source.basis}, statistics kept at K = {source.state_num_basis}",
         )
     axes.axhline(100 * source.accuracy, color="gray", linestyle="--", linewidth=1, label="source")
     axes.set_xscale("log")
@@ -306,14 +334,16 @@ def sweep(
         bases,
         num_basis_values,
         num_steps_values,
+        state_num_basis_of(config),
     )
+    kept = {STATES_KEPT: state_num_basis_of(config)}
     for _, basis, k, n in points:
         check_choices(config, basis, k, n, method)
     eval_set = load_eval_set(source, eval_file)
     source_stats = model_stats(source.model, eval_set.accuracy(source.model), None)
     comparisons = []
     for grid, basis, k, n in points:
-        model = compressed_copy(source.model, basis, k, n, method)
+        model = compressed_copy(source.model, basis, k, n, method, kept.get(grid))
         comparisons.append(compare(source.model, model, eval_set, repeats))
         if progress is not None:
             progress(SweepRow.from_stats(grid, method, comparisons[-1], source_stats))
@@ -330,8 +360,9 @@ def sweep(
             comparison = comparisons[next(i for i, row in enumerate(rows) if row is selected)]
             stats = comparison.stats
             model = compressed_copy(
-                source.model, stats.basis, stats.num_basis, stats.num_steps, method
-            )
+                source.model, stats.basis, stats.num_basis, stats.num_steps, method,
+                kept.get(selected.grid),
+            )  # fmt: skip
             result = CompressionResult(
                 source.folder, output, method, source_stats, stats, comparison.speedup,
                 eval_set.description,

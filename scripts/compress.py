@@ -111,7 +111,12 @@ def run(args: argparse.Namespace) -> None:
             overwrite=args.overwrite,
             progress=lambda r: print(
                 f"{r.grid:>9} {r.basis:>20} K={r.num_basis:<3} N_T={r.num_steps:<3} "
-                f"accuracy {100 * r.accuracy:6.2f}%  {r.inference_seconds:.3f} s "
+                + (
+                    ""
+                    if r.state_num_basis in (None, r.num_basis)
+                    else f"(statistics K={r.state_num_basis}) "
+                )
+                + f"accuracy {100 * r.accuracy:6.2f}%  {r.inference_seconds:.3f} s "
                 f"({r.speedup:.2f}x)",
                 flush=True,
             ),

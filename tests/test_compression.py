@@ -33,6 +33,7 @@ from cont_transformer.sweep import (
     CSV_NAME,
     NUM_STEPS_PLOT,
     PARAMETERS_PLOT,
+    STATES_KEPT,
     SweepRow,
     read_csv,
     select_smallest,
@@ -345,6 +346,12 @@ def test_sweep_points_cover_both_figures():
     ]
     with pytest.raises(ValueError, match="^num_steps:"):
         sweep_points("piecewise_constant", 4, 4, 1.0, num_steps_values=[0])
+    assert STATES_KEPT not in {p[0] for p in points}
+    with_states = sweep_points("piecewise_constant", 4, 4, 1.0, state_num_basis=4)
+    assert [p for p in with_states if p[0] == STATES_KEPT] == [
+        (STATES_KEPT, "piecewise_constant", 1, 4),
+        (STATES_KEPT, "piecewise_constant", 2, 4),
+    ]
 
 
 def row(
@@ -553,6 +560,31 @@ def test_image_model_compress_reload_and_same_space(image_model, tmp_path):
     pixels = torch.randn(5, 1, 8, 8)
     with torch.no_grad():
         torch.testing.assert_close(same(pixels).logits, source.model(pixels).logits)
+
+
+def test_image_sweep_adds_the_statistics_kept_line(image_model, tmp_path):
+    model_dir, idx_dir = image_model
+    result = sweep(
+        model_dir,
+        idx_dir,
+        tmp_path / "sweep",
+        bases=["piecewise_constant"],
+        num_basis_values=[1, 2, 4],
+        num_steps_values=[4],
+        repeats=1,
+        max_accuracy_drop=100.0,
+    )
+    kept = [r for r in result.rows if r.grid == STATES_KEPT]
+    assert [(r.num_basis, r.state_num_basis, r.num_steps) for r in kept] == [(1, 4, 4), (2, 4, 4)]
+    plain = [r for r in result.rows if r.grid == "num_basis"]
+    assert [(r.num_basis, r.state_num_basis) for r in plain] == [(1, 1), (2, 2), (4, 4)]
+    assert kept[0].non_embedding_parameters == plain[0].non_embedding_parameters
+    assert read_csv(tmp_path / "sweep" / CSV_NAME) == result.rows
+    assert "| statistics K |" in (tmp_path / "sweep" / "sweep.md").read_text()
+    saved = load_model(tmp_path / "sweep")
+    block = saved.model.ode_resnet.stages[0].ode
+    assert (block.num_basis, block.state_num_basis) == (1, result.selected.state_num_basis)
+    assert load_eval_set(saved, idx_dir).accuracy(saved.model) == result.selected.accuracy
 
 
 def test_cli_pushes_the_written_folder(script, tagger, tmp_path, monkeypatch):
