@@ -23,6 +23,7 @@ from accelerate.utils import set_seed
 from tqdm.auto import tqdm
 
 from cont_transformer import refine
+from cont_transformer.training import end_distributed, make_accelerator
 
 from .augmentation import augment_cifar
 from .configuration_ode_resnet import OdeResNetConfig
@@ -105,6 +106,9 @@ def evaluate(
     """
     rank, world = (accelerator.process_index, accelerator.num_processes) if accelerator else (0, 1)
     device = accelerator.device if accelerator else next(model.parameters()).device
+    if accelerator is not None:
+        # No collectives inside: the shards may differ by a batch.
+        model = accelerator.unwrap_model(model)
     was_training = model.training
     model.eval()
     correct = torch.zeros((), dtype=torch.long, device=device)
@@ -118,6 +122,20 @@ def evaluate(
     if accelerator is not None:
         correct = accelerator.reduce(correct, reduction="sum")
     return correct.item() / len(labels)
+
+
+@torch.no_grad()
+def average_running_statistics(model: torch.nn.Module, accelerator: Accelerator) -> None:
+    """Average the floating-point buffers (running statistics) over the processes.
+
+    Each process updates them from its own share of the batches; averaged, every process
+    evaluates, and the main process saves, one and the same model.
+    """
+    if accelerator.num_processes == 1:
+        return
+    for buffer in model.buffers():
+        if buffer.is_floating_point():
+            buffer.copy_(accelerator.reduce(buffer, reduction="mean"))
 
 
 def load_split_tensors(args: ImageTrainingArguments):
@@ -164,7 +182,12 @@ def train(args: ImageTrainingArguments) -> dict:
     and ``progress.json``. With ``resume_from_checkpoint`` the run continues after the
     last completed epoch, at the K that epoch had.
     """
-    accelerator = Accelerator()
+    accelerator = make_accelerator()
+    if args.batch_size % accelerator.num_processes:
+        raise ValueError(
+            f"--batch-size {args.batch_size} must be divisible by the number of processes "
+            f"({accelerator.num_processes}): each step splits one batch over them"
+        )
     output_dir = Path(args.output_dir)
     progress_path = output_dir / PROGRESS_FILE
     set_seed(args.seed)
@@ -196,7 +219,10 @@ def train(args: ImageTrainingArguments) -> dict:
 
         model.train()
         generator = torch.Generator().manual_seed(args.seed * 1000 + epoch)
-        order = torch.randperm(len(train_labels), generator=generator)[: args.samples_per_epoch][rank::world]
+        order = torch.randperm(len(train_labels), generator=generator)[: args.samples_per_epoch]
+        # One global batch of batch_size per step, split over the processes; every
+        # process takes the same number of steps (DDP syncs every backward).
+        order = order[: len(order) - len(order) % world]
         num_batches = math.ceil(len(order) / args.batch_size)
         started, total_loss = time.time(), 0.0
         bar = tqdm(
@@ -205,7 +231,7 @@ def train(args: ImageTrainingArguments) -> dict:
             disable=not accelerator.is_local_main_process,
         )
         for step in bar:
-            index = order[step * args.batch_size : (step + 1) * args.batch_size]
+            index = order[step * args.batch_size : (step + 1) * args.batch_size][rank::world]
             images = train_images[index]
             if augment:
                 images = augment_cifar(images, generator)
@@ -218,8 +244,9 @@ def train(args: ImageTrainingArguments) -> dict:
             bar.set_postfix(loss=f"{loss.item():.4f}")
         train_seconds = time.time() - started
 
-        accuracy = evaluate(model, test_images, test_labels, processor, accelerator=accelerator)
         unwrapped = accelerator.unwrap_model(model)
+        average_running_statistics(unwrapped, accelerator)
+        accuracy = evaluate(model, test_images, test_labels, processor, accelerator=accelerator)
         record = {
             "epoch": epoch,
             "num_basis": unwrapped.config.num_basis,
@@ -240,5 +267,5 @@ def train(args: ImageTrainingArguments) -> dict:
         if accelerator.is_main_process:
             progress_path.write_text(json.dumps(progress, indent=2))
         accelerator.print(json.dumps(record))
-    accelerator.wait_for_everyone()
+    end_distributed(accelerator)
     return progress

@@ -2,7 +2,12 @@
 
 import copy
 import gzip
+import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +24,9 @@ from image_models import (
     RateUnit,
 )
 from image_models.image_processing_ode_resnet import OdeResNetImageProcessor
-from image_models.training import ImageTrainingArguments, train
+from image_models.training import ImageTrainingArguments, evaluate, load_split_tensors, train
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def tiny_config(**overrides) -> OdeResNetConfig:
@@ -244,3 +251,35 @@ def test_training_end_to_end_refines_saves_and_resumes(tmp_path):
     images = torch.randint(0, 255, (4, 1, 10, 10), dtype=torch.uint8)
     with torch.no_grad():
         assert model(processor.preprocess_tensor(images)).logits.shape == (4, 3)
+
+
+def test_two_process_training_splits_batches_and_counts_every_test_image(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    make_mnist_like(data, num_train=97, num_test=45)  # odd sizes: uneven shards
+    command = [
+        sys.executable, "-m", "accelerate.commands.launch", "--num_machines", "1",
+        "--mixed_precision", "no", "--dynamo_backend", "no", "--multi_gpu", "--num_processes", "2",
+        str(REPO / "scripts" / "train_image.py"), "--dataset", str(data),
+        "--output-dir", str(tmp_path / "run"), "--preset", "mnist-small", "--epochs", "2",
+        "--refine-epochs", "1", "--batch-size", "16", "--scheme", "euler",
+    ]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(command, check=False, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    progress = json.loads((tmp_path / "run" / "progress.json").read_text())
+    assert [r["num_basis"] for r in progress["history"]] == [1, 2]
+    best = tmp_path / "run" / "best"
+    model = AutoModelForImageClassification.from_pretrained(best)
+    processor = AutoImageProcessor.from_pretrained(best)
+    (_, _), (test_images, test_labels), _ = load_split_tensors(
+        ImageTrainingArguments(dataset=str(data), output_dir=str(tmp_path / "unused"))
+    )
+    assert len(test_labels) == 45
+    # The gathered accuracy of the run is the accuracy over all 45 test images, once each.
+    assert evaluate(model, test_images, test_labels, processor) == progress["best_accuracy"]
+
+    odd = subprocess.run([*command[:-2], "--batch-size", "15"], check=False, capture_output=True, text=True,
+                         timeout=300, env=env, cwd=tmp_path)  # fmt: skip
+    assert odd.returncode != 0 and "--batch-size 15 must be divisible" in odd.stderr
+
