@@ -310,7 +310,7 @@ def _forward(model: torch.nn.Module, batches: list[dict[str, torch.Tensor]]) -> 
 def _image_eval_set(source: SourceModel, path: Path, batch_size: int) -> EvalSet:
     data = importlib.import_module("image_models.data")
     training = importlib.import_module("image_models.training")
-    split = data.load_image_dataset(path)["test"]
+    split = data.load_image_dataset(path, splits=("test",))["test"]
     images, labels = data.to_tensors(split)  # uint8 (N, C, H, W), int64 (N,)
     # The folder's classes map onto the model's by name; a class the model lacks scores as an error.
     names = split.features["label"].names

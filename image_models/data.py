@@ -60,14 +60,29 @@ _PICKLE_ALLOWED = {
 
 
 def load_image_dataset(
-    source: str | os.PathLike, *, cache_dir: str | os.PathLike | None = None
+    source: str | os.PathLike,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    splits: Sequence[str] = SPLITS,
 ) -> datasets.DatasetDict:
     """Load an image classification dataset with splits `train` / `test`, columns `image` / `label`.
 
     source: a local folder or archive (see the module docstring) or a Hub dataset name.
     cache_dir: where archives are extracted and Hub datasets cached
     (default `~/.cache/cont_transformer` for archives, the `datasets` default for the Hub).
+    splits: the splits to return; an image folder decodes only these (e.g. `("test",)`
+    to evaluate without decoding the training images).
     """
+    unknown = sorted(set(splits) - set(SPLITS))
+    if unknown or not splits:
+        raise ValueError(f"splits: choose from {list(SPLITS)}, got {list(splits)}")
+    dataset = _load_splits(source, cache_dir, tuple(splits))
+    return datasets.DatasetDict({split: dataset[split] for split in splits})
+
+
+def _load_splits(
+    source: str | os.PathLike, cache_dir: str | os.PathLike | None, splits: tuple[str, ...]
+) -> datasets.DatasetDict:
     path = Path(source).expanduser()
     if not path.exists():
         if path.is_absolute() or str(source).startswith("."):
@@ -78,12 +93,9 @@ def load_image_dataset(
             raise ValueError(f"{path}: not a folder or a .tar.gz/.tgz/.tar archive")
         path = extract_archive(path, cache_dir=cache_dir)
     root, kind = _find_dataset_root(path)
-    loaders = {
-        "idx": load_mnist_idx,
-        "image_folder": load_image_folder,
-        "cifar": load_cifar_batches,
-    }
-    return loaders[kind](root)
+    if kind == "image_folder":
+        return load_image_folder(root, splits)
+    return {"idx": load_mnist_idx, "cifar": load_cifar_batches}[kind](root)
 
 
 def to_tensors(split: datasets.Dataset) -> tuple[torch.Tensor, torch.Tensor]:
@@ -161,10 +173,13 @@ def load_mnist_idx(folder: str | os.PathLike) -> datasets.DatasetDict:
     )
 
 
-def load_image_folder(folder: str | os.PathLike) -> datasets.DatasetDict:
+def load_image_folder(
+    folder: str | os.PathLike, splits: Sequence[str] = SPLITS
+) -> datasets.DatasetDict:
     """Images from `folder/{train,test}/<class>/*`; classes are the sorted `train` subfolders.
 
     All images must share one size; the first decides grayscale (1 channel) or RGB (3).
+    Only `splits` are read and decoded.
     """
     folder = Path(folder)
     class_names = sorted(p.name for p in (folder / "train").iterdir() if p.is_dir())
@@ -172,7 +187,7 @@ def load_image_folder(folder: str | os.PathLike) -> datasets.DatasetDict:
         raise ValueError(f"{folder / 'train'}: no class subfolders")
     files: dict[str, list[Path]] = {}
     labels: dict[str, list[int]] = {}
-    for split in SPLITS:
+    for split in splits:
         split_dir = folder / split
         unknown = sorted({p.name for p in split_dir.iterdir() if p.is_dir()} - set(class_names))
         if unknown:
@@ -189,14 +204,14 @@ def load_image_folder(folder: str | os.PathLike) -> datasets.DatasetDict:
             labels[split] += [label] * len(images)
         if not files[split]:
             raise ValueError(f"{split_dir}: no images")
-    with Image.open(files["train"][0]) as first:
+    with Image.open(files[splits[0]][0]) as first:
         mode = _pil_mode(first)
     return datasets.DatasetDict(
         {
             split: _arrays_to_dataset(
                 _decode_files(files[split], mode), np.array(labels[split]), class_names
             )
-            for split in SPLITS
+            for split in splits
         }
     )
 

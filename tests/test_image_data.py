@@ -151,6 +151,21 @@ def test_image_folder_png_is_lossless_and_labelled_by_sorted_class(tmp_path):
         assert labels.tolist() == [label for _, label in written[split]]
 
 
+def test_image_folder_decodes_only_the_requested_splits(tmp_path):
+    make_image_folder(tmp_path, np.random.default_rng(1))
+    full = load_image_dataset(tmp_path)
+    (tmp_path / "train" / "cat" / "broken.png").write_bytes(b"not an image")
+    with pytest.raises(Exception, match="broken.png"):
+        load_image_dataset(tmp_path)
+    test_only = load_image_dataset(tmp_path, splits=("test",))  # the broken file is not read
+    assert list(test_only) == ["test"]
+    assert test_only["test"].features["label"].names == ["cat", "dog"]
+    for got, expected in zip(to_tensors(test_only["test"]), to_tensors(full["test"])):
+        assert torch.equal(got, expected)
+    with pytest.raises(ValueError, match="^splits:"):
+        load_image_dataset(tmp_path, splits=("validation",))
+
+
 def test_image_folder_jpeg_and_grayscale(tmp_path):
     make_image_folder(tmp_path / "rgb", np.random.default_rng(2), suffix=".jpg")
     images, labels = to_tensors(load_image_dataset(tmp_path / "rgb")["train"])
