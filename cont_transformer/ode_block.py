@@ -35,6 +35,14 @@ POSITIVE_STATES = ("running_var",)
 _MIN_VARIANCE = 1e-8
 
 
+def _state_basis_for(basis: Basis, state_num_basis: int | None) -> Basis:
+    """The states' basis: ``basis`` itself (shared) unless ``state_num_basis`` names
+    another K, then the same family with that K."""
+    if state_num_basis is None or state_num_basis == basis.num_basis:
+        return basis
+    return get_basis(basis.name, state_num_basis, basis.time_horizon)
+
+
 class Coefficients(nn.Module):
     """Mirror of one template submodule: its parameters and buffers with a leading K axis.
 
@@ -101,11 +109,7 @@ class OdeBlock(nn.Module):
         super().__init__()
         template = copy.deepcopy(template)
         self._basis = get_basis(basis, num_basis, time_horizon)
-        self._state_basis = (
-            self._basis
-            if state_num_basis is None or state_num_basis == num_basis
-            else get_basis(basis, state_num_basis, time_horizon)
-        )
+        self._state_basis = _state_basis_for(self._basis, state_num_basis)
         get_scheme(scheme)
         self.scheme = scheme
         self._num_steps = check_num_steps(num_basis if num_steps is None else num_steps)
@@ -189,7 +193,11 @@ class OdeBlock(nn.Module):
         """
         stages = stage_times(self._num_steps, self.time_horizon, self.scheme)
         self._stage_terms = {(t, side): self._basis.terms(t, side) for t, side in stages}
-        self._state_terms = {(t, side): self._state_basis.terms(t, side) for t, side in stages}
+        self._state_terms = (
+            self._stage_terms
+            if self._state_basis is self._basis
+            else {(t, side): self._state_basis.terms(t, side) for t, side in stages}
+        )
         # Graph shortening (N_T < K) leaves coefficients unused; see _coefficient_views.
         used = sorted({k for terms in self._stage_terms.values() for k, _ in terms})
         self._used_coefficients = None if len(used) == self.num_basis else used
@@ -314,11 +322,7 @@ class OdeBlock(nn.Module):
             self.num_basis if num_basis is None else num_basis,
             self.time_horizon,
         )
-        state_target = (
-            target
-            if state_num_basis is None or state_num_basis == target.num_basis
-            else get_basis(target.name, state_num_basis, self.time_horizon)
-        )
+        state_target = _state_basis_for(target, state_num_basis)
         matrix = change_of_basis_matrix(self._basis, target, method)
         state_matrix = change_of_basis_matrix(self._state_basis, state_target, method)
         for name, p in list(self.named_coefficients()):

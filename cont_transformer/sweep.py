@@ -334,16 +334,19 @@ def sweep(
         bases,
         num_basis_values,
         num_steps_values,
-        state_num_basis_of(config),
+        source_states := state_num_basis_of(config),
     )
-    kept = {STATES_KEPT: state_num_basis_of(config)}
+
+    def states_for(grid: str) -> int | None:  # the statistics' K a grid asks for
+        return source_states if grid == STATES_KEPT else None
+
     for _, basis, k, n in points:
         check_choices(config, basis, k, n, method)
     eval_set = load_eval_set(source, eval_file)
     source_stats = model_stats(source.model, eval_set.accuracy(source.model), None)
     comparisons = []
     for grid, basis, k, n in points:
-        model = compressed_copy(source.model, basis, k, n, method, kept.get(grid))
+        model = compressed_copy(source.model, basis, k, n, method, states_for(grid))
         comparisons.append(compare(source.model, model, eval_set, repeats))
         if progress is not None:
             progress(SweepRow.from_stats(grid, method, comparisons[-1], source_stats))
@@ -361,7 +364,7 @@ def sweep(
             stats = comparison.stats
             model = compressed_copy(
                 source.model, stats.basis, stats.num_basis, stats.num_steps, method,
-                kept.get(selected.grid),
+                states_for(selected.grid),
             )  # fmt: skip
             result = CompressionResult(
                 source.folder, output, method, source_stats, stats, comparison.speedup,
