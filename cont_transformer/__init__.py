@@ -18,8 +18,8 @@ from .modeling_cont_transformer import (
     ContTransformerPreTrainedModel,
 )
 from .ode_block import OdeBlock
-from .tagging import tag
-from .tokenization import build_tokenizer
+from .tagging.tag import tag
+from .tagging.tokenization import build_tokenizer
 from .transform import change_basis, refine, set_num_steps
 
 AutoConfig.register(ContTransformerConfig.model_type, ContTransformerConfig, exist_ok=True)

@@ -1,4 +1,4 @@
-"""The image measures of the benchmark (see :mod:`cont_transformer.benchmarking`).
+"""The image measures of the benchmark (see :mod:`cont_transformer.tools.benchmarking`).
 
 Measure 6: a training step of the stateful ODE-ResNet (``cifar10-small`` shape, Euler,
 piecewise constant, K = N_T = 8) against :class:`DiscreteResNet` of the same depth;
@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from cont_transformer.benchmarking import Case, Workload, training_step
+from cont_transformer.tools.benchmarking import Case, Workload, training_step
 
 from .baselines import DiscreteResNet
 from .configuration_ode_resnet import OdeResNetConfig

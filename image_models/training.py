@@ -23,7 +23,7 @@ from accelerate.utils import set_seed
 from tqdm.auto import tqdm
 
 from cont_transformer import refine
-from cont_transformer.training import end_distributed, make_accelerator
+from cont_transformer.tagging.trainer import end_distributed, make_accelerator
 
 from .augmentation import augment_cifar
 from .configuration_ode_resnet import OdeResNetConfig

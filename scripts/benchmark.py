@@ -14,7 +14,7 @@ Measures (each a ratio to a baseline run in the same process; targets in bracket
 7. peak memory of the training steps of 1, 3 and 6, and of the inference of 4 [<= 1.10].
 
 Writes benchmark.json and benchmark.md into --output-dir and prints the table. The
-logic lives in cont_transformer.benchmarking and image_models.benchmarking.
+logic lives in cont_transformer.tools.benchmarking and image_models.benchmarking.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import time
 
 import torch
 
-from cont_transformer.benchmarking import (
+from cont_transformer.tools.benchmarking import (
     FULL,
     QUICK,
     machine_info,

@@ -5,7 +5,7 @@
     python scripts/compress.py MODEL_DIR --sweep --eval-file en_gum-ud-dev.conllu \\
         --output-dir OUT [--max-accuracy-drop 1.0]
 
-The logic lives in :mod:`cont_transformer.compression` and :mod:`cont_transformer.sweep`.
+The logic lives in :mod:`cont_transformer.tools.compression` and :mod:`cont_transformer.tools.sweep`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import sys
 import torch
 
 from cont_transformer.basis import BASES, CHANGE_OF_BASIS_METHODS
-from cont_transformer.compression import compress
-from cont_transformer.sweep import SWEEP_BASES, markdown_table, sweep
-from cont_transformer.training import push_folder_to_hub
+from cont_transformer.tagging.trainer import push_folder_to_hub
+from cont_transformer.tools.compression import compress
+from cont_transformer.tools.sweep import SWEEP_BASES, markdown_table, sweep
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -5,7 +5,7 @@
     accelerate launch --multi_gpu --num_processes 2 scripts/train_pos.py --treebank sample
     python scripts/train_pos.py --eval-only out --treebank en_gum --eval-split dev
 
-Flags left out take the defaults of ``cont_transformer.training.TrainingArguments`` (the
+Flags left out take the defaults of ``cont_transformer.tagging.trainer.TrainingArguments`` (the
 paper's recipe), or of ``SAMPLE_DEFAULTS`` for ``--treebank sample``.
 """
 
@@ -15,14 +15,14 @@ import logging
 
 from accelerate import PartialState
 
-from cont_transformer.schedules import parse_steps
-from cont_transformer.training import (
+from cont_transformer.tagging.trainer import (
     SAMPLE_DEFAULTS,
     TrainingArguments,
     evaluate_saved_model,
     resolve_arguments,
     train,
 )
+from cont_transformer.training.schedules import parse_steps
 
 DEFAULTS = TrainingArguments()
 SUMMARY_KEYS = (

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from cont_transformer import ContTransformerConfig, ContTransformerForTokenClassification
-from cont_transformer.baselines import PreLayerNormTagger
-from cont_transformer.benchmarking import Workload, peak_memory
+from cont_transformer.tools.baselines import PreLayerNormTagger
+from cont_transformer.tools.benchmarking import Workload, peak_memory
 from image_models import OdeResNetConfig, OdeResNetForImageClassification
 from image_models.baselines import DiscreteResNet
 

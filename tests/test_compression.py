@@ -23,13 +23,14 @@ from cont_transformer import (
     ContTransformerForTokenClassification,
     build_tokenizer,
 )
-from cont_transformer.compression import (
+from cont_transformer.tagging.trainer import evaluate_saved_model
+from cont_transformer.tools.compression import (
     compress,
     compressed_copy,
     load_eval_set,
     load_model,
 )
-from cont_transformer.sweep import (
+from cont_transformer.tools.sweep import (
     CSV_NAME,
     NUM_STEPS_PLOT,
     PARAMETERS_PLOT,
@@ -40,7 +41,6 @@ from cont_transformer.sweep import (
     sweep,
     sweep_points,
 )
-from cont_transformer.training import evaluate_saved_model
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -598,7 +598,7 @@ def test_cli_pushes_the_written_folder(script, tagger, tmp_path, monkeypatch):
             calls.append(("upload_folder", repo_id, sorted(os.listdir(folder_path))))
             return type("Commit", (), {"commit_url": f"https://hub/{repo_id}/commit"})()
 
-    monkeypatch.setattr("cont_transformer.training.HfApi", FakeApi)
+    monkeypatch.setattr("cont_transformer.tagging.trainer.HfApi", FakeApi)
     script.main([str(tagger), "--num-basis", "2", "--output-dir", str(tmp_path / "out"),
                  "--repeats", "1", "--push-to-hub", "me/tagger-k2"])  # fmt: skip
     assert calls[0] == ("create_repo", "me/tagger-k2")

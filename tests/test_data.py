@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cont_transformer.data import (
+from cont_transformer.tagging.data import (
     UNSEEN_TAG,
     build_vocab,
     load_treebank,
@@ -17,7 +17,7 @@ from cont_transformer.data import (
     read_conllu,
     write_sample_treebank,
 )
-from cont_transformer.metrics import load_token_accuracy
+from cont_transformer.tagging.metrics import load_token_accuracy
 
 UD_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "ud"
 GUM_DIR = UD_DIR / "UD_English-GUM"
@@ -202,8 +202,8 @@ def test_token_accuracy_metric():
 @pytest.mark.slow
 def test_offline_metric_and_hub_error_path():
     script = """
-from cont_transformer.data import load_treebank
-from cont_transformer.metrics import load_token_accuracy
+from cont_transformer.tagging.data import load_treebank
+from cont_transformer.tagging.metrics import load_token_accuracy
 print(load_token_accuracy().compute(predictions=[[0, 1]], references=[[0, 0]])["accuracy"])
 try:
     load_treebank("no-such-user/no-such-treebank")

@@ -22,10 +22,10 @@ from cont_transformer import (
     ContTransformerConfig,
     ContTransformerForTokenClassification,
     build_tokenizer,
-    training,
 )
 from cont_transformer.basis import get_basis
-from cont_transformer.batching import (
+from cont_transformer.tagging import trainer as training
+from cont_transformer.tagging.batching import (
     IGNORE_INDEX,
     LengthGroupedBatchSampler,
     PaddingCollator,
@@ -35,20 +35,20 @@ from cont_transformer.batching import (
     word_dropout,
     word_dropout_probabilities,
 )
-from cont_transformer.data import load_treebank, most_frequent_tag_baseline
-from cont_transformer.schedules import (
-    RefinementSchedule,
-    initial_num_basis,
-    inverse_sqrt_learning_rate,
-    parse_steps,
-)
-from cont_transformer.training import (
+from cont_transformer.tagging.data import load_treebank, most_frequent_tag_baseline
+from cont_transformer.tagging.trainer import (
     CHECKPOINTS_DIR,
     METRICS_FILE,
     TRAINER_STATE,
     build_optimizer,
     refine_with_optimizer,
     resolve_arguments,
+)
+from cont_transformer.training.schedules import (
+    RefinementSchedule,
+    initial_num_basis,
+    inverse_sqrt_learning_rate,
+    parse_steps,
 )
 
 ROOT = Path(__file__).resolve().parents[1]

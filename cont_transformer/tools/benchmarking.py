@@ -47,11 +47,11 @@ import torch.nn.functional as F
 from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
+from ..configuration_cont_transformer import ContTransformerConfig
+from ..modeling_cont_transformer import ContTransformerForTokenClassification
+from ..tagging.trainer import build_optimizer
+from ..transform import change_basis, set_num_steps
 from .baselines import PreLayerNormTagger
-from .configuration_cont_transformer import ContTransformerConfig
-from .modeling_cont_transformer import ContTransformerForTokenClassification
-from .training import build_optimizer
-from .transform import change_basis, set_num_steps
 
 # --- workloads and cases ---------------------------------------------------------
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from .basis import get_basis
+from ..basis import get_basis
 from .compression import (
     Comparison,
     CompressionResult,
@@ -315,7 +315,7 @@ def sweep(
     """Sweep the model in ``model_dir`` (see :func:`sweep_points`) on ``eval_file``.
 
     Writes ``sweep.csv``, ``sweep.md`` and the two plots into ``output_dir`` (atomically,
-    like :func:`~cont_transformer.compression.compress`). With ``max_accuracy_drop``
+    like :func:`~cont_transformer.tools.compression.compress`). With ``max_accuracy_drop``
     (percentage points), the model :func:`select_smallest` picks is saved there too,
     as a complete model folder. ``progress`` is called with each row as it is measured.
     """

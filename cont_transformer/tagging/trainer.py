@@ -64,7 +64,13 @@ from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 from transformers import AutoTokenizer
 
-from .basis import apply_matrix, change_of_basis_matrix
+from ..basis import apply_matrix, change_of_basis_matrix
+from ..configuration_cont_transformer import ContTransformerConfig
+from ..model_card import write_model_card
+from ..modeling_cont_transformer import ContTransformerForTokenClassification
+from ..ode_block import Coefficients, OdeBlock
+from ..training.schedules import RefinementSchedule, inverse_sqrt_learning_rate
+from ..transform import refine
 from .batching import (
     IGNORE_INDEX,
     LengthGroupedBatchSampler,
@@ -74,7 +80,6 @@ from .batching import (
     word_dropout,
     word_dropout_probabilities,
 )
-from .configuration_cont_transformer import ContTransformerConfig
 from .data import (
     SPLIT_ALIASES,
     TAG_COLUMNS,
@@ -84,12 +89,7 @@ from .data import (
     most_frequent_tag_baseline,
 )
 from .metrics import load_token_accuracy
-from .model_card import write_model_card
-from .modeling_cont_transformer import ContTransformerForTokenClassification
-from .ode_block import Coefficients, OdeBlock
-from .schedules import RefinementSchedule, inverse_sqrt_learning_rate
 from .tokenization import build_tokenizer
-from .transform import refine
 
 logger = logging.getLogger(__name__)
 

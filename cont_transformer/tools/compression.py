@@ -11,7 +11,7 @@ measure accuracy and inference time before and after in the same run, and write 
 complete folder (weights, config, tokenizer or image processor, model card) atomically.
 The pieces (:func:`load_model`, :func:`check_choices`, :func:`compressed_copy`,
 :func:`load_eval_set`, :func:`compare`, :func:`save_compressed`) serve the sweep in
-:mod:`cont_transformer.sweep` too. The source folder is only ever read.
+:mod:`cont_transformer.tools.sweep` too. The source folder is only ever read.
 """
 
 from __future__ import annotations
@@ -40,13 +40,13 @@ from transformers import (
     PretrainedConfig,
 )
 
-from .basis import BASES, CHANGE_OF_BASIS_METHODS, get_basis
-from .batching import PaddingCollator, encode_for_evaluation
+from ..basis import BASES, CHANGE_OF_BASIS_METHODS, get_basis
+from ..tagging.batching import PaddingCollator, encode_for_evaluation
+from ..tagging.data import UNSEEN_TAG, load_treebank
+from ..tagging.metrics import load_token_accuracy
+from ..tagging.trainer import METRICS_FILE, evaluate, make_accelerator
+from ..transform import change_basis, set_num_steps
 from .benchmarking import Workload, time_interleaved
-from .data import UNSEEN_TAG, load_treebank
-from .metrics import load_token_accuracy
-from .training import METRICS_FILE, evaluate, make_accelerator
-from .transform import change_basis, set_num_steps
 
 PathLike = str | os.PathLike
 
@@ -268,7 +268,7 @@ def load_eval_set(source: SourceModel, eval_file: PathLike, batch_size: int = 12
 
 def tag_column(folder: Path) -> str:
     """The CoNLL-U column a saved tagger tags, from its ``metrics.json`` (``xpos`` if absent),
-    as :func:`~cont_transformer.training.evaluate_saved_model` reads it."""
+    as :func:`~cont_transformer.tagging.trainer.evaluate_saved_model` reads it."""
     metrics = folder / METRICS_FILE
     return (
         json.loads(metrics.read_text()).get("tag_column", "xpos") if metrics.is_file() else "xpos"
@@ -579,7 +579,7 @@ def save_compressed(
     and the compression model card into ``folder``.
 
     A tagger also gets a ``metrics.json`` naming its tag column (for
-    :func:`~cont_transformer.training.evaluate_saved_model`) and its accuracy.
+    :func:`~cont_transformer.tagging.trainer.evaluate_saved_model`) and its accuracy.
     """
     model.save_pretrained(folder)
     if source.preprocessor is not None:

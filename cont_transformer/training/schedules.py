@@ -21,7 +21,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .basis import get_basis
+from ..basis import get_basis
 
 
 def inverse_sqrt_learning_rate(step: int, learning_rate: float, warmup_steps: int) -> float:

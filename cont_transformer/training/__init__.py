@@ -1,0 +1,1 @@
+"""The training scaffold shared by every trainer of the package (taggers, image models)."""
