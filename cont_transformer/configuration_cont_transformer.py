@@ -9,8 +9,7 @@ from __future__ import annotations
 from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedConfig
 
-from .basis import BASES
-from .integrators import SCHEMES
+from .choices import check_continuous_choices, check_count
 
 POSITION_ENCODINGS = ("sinusoidal", "learned")
 ACTIVATIONS = ("gelu", "relu")
@@ -98,24 +97,15 @@ class ContTransformerConfig(PreTrainedConfig):
 
     def validate_continuous_choices(self):
         """Basis, K, N_T, scheme and T name registered choices with valid sizes."""
-        if self.basis not in BASES:
-            raise ValueError(f"basis: unknown basis {self.basis!r}; choose one of {sorted(BASES)}")
-        if self.scheme not in SCHEMES:
-            raise ValueError(f"scheme: unknown scheme {self.scheme!r}; choose one of {sorted(SCHEMES)}")
-        _check_count("num_basis", self.num_basis)
-        if self.basis == "discontinuous_linear" and self.num_basis % 2:
-            raise ValueError(
-                f"num_basis: must be even for 'discontinuous_linear' (two per element), got {self.num_basis}"
-            )
-        _check_count("num_steps", self.num_steps)
-        if not isinstance(self.time_horizon, (int, float)) or not self.time_horizon > 0:
-            raise ValueError(f"time_horizon: must be positive, got {self.time_horizon}")
+        check_continuous_choices(
+            self.basis, self.num_basis, self.num_steps, self.scheme, self.time_horizon
+        )
 
     def validate_encoder(self):
         """Sizes, dropouts and named options of the encoder are valid."""
         for name in ("vocab_size", "hidden_size", "num_attention_heads", "intermediate_size",
                      "max_position_embeddings"):
-            _check_count(name, getattr(self, name))
+            check_count(name, getattr(self, name))
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(
                 f"hidden_size: {self.hidden_size} is not divisible by "
@@ -136,11 +126,6 @@ class ContTransformerConfig(PreTrainedConfig):
             raise ValueError(f"initializer_range: must be positive, got {self.initializer_range}")
         if self.pad_token_id is not None and not 0 <= self.pad_token_id < self.vocab_size:
             raise ValueError(f"pad_token_id: must lie in [0, vocab_size), got {self.pad_token_id}")
-
-
-def _check_count(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}: must be an integer >= 1, got {value!r}")
 
 
 __all__ = ["ContTransformerConfig"]

@@ -1,9 +1,16 @@
-"""Training and evaluation of ODE-ResNets with Accelerate (the logic of scripts/train_image.py).
+"""Training of ODE-ResNets (the logic of scripts/train_image.py) on the training scaffold.
 
-The recipe of the paper (DESIGN §7): SGD with momentum 0.9 and weight decay 5e-4,
-learning rate 0.1 with step decay, batch 128, RK4, multi-level refinement from K = 1:
-at each refinement epoch every OdeBlock's basis is refined exactly (K → 2K, N_T → 2N_T)
-and the optimiser is rebuilt for the new parameters.
+:class:`ImageTrainer` fills the hooks of :class:`cont_transformer.training.scaffold.Trainer`
+with the paper's recipe (docs/design.md): SGD with momentum 0.9 and weight decay 5e-4,
+learning rate 0.1 with step decay at ``lr_decay_epochs``, batch 128, RK4, multi-level
+refinement to the preset's K at ``refine_epochs`` (SGD's momentum is projected onto the
+refined basis like the coefficients). The scaffold's steps are grouped into epochs here:
+an epoch is one pass over the training images (or a fresh draw of ``samples_per_epoch``
+of them); evaluation and checkpoints come at the end of every epoch.
+
+Model selection never sees the test split: ``validation_size`` training images (a fixed
+draw, the same for every seed) are held out, the best epoch is chosen on them, and the
+test split is scored once, with the best model, at the end.
 
 Whole splits are held as uint8 tensors (``image_models.data.to_tensors``); batches are
 index slices, augmented and normalised as tensors, never image by image.
@@ -11,76 +18,98 @@ index slices, augmented and normalised as tensors, never image by image.
 
 from __future__ import annotations
 
+import hashlib
 import json
-import math
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
-from accelerate import Accelerator
-from accelerate.utils import set_seed
-from tqdm.auto import tqdm
+from torch import nn
 
-from cont_transformer import refine
-from cont_transformer.tagging.trainer import end_distributed, make_accelerator
+from cont_transformer.training.arguments import RunArguments, _help
+from cont_transformer.training.outputs import BEST_MODEL_DIR, METRICS_FILE
+from cont_transformer.training.scaffold import Trainer
 
 from .augmentation import augment_cifar
-from .configuration_ode_resnet import OdeResNetConfig
+from .configuration_ode_resnet import PRESETS, OdeResNetConfig
 from .data import load_image_dataset, to_tensors
 from .image_processing_ode_resnet import OdeResNetImageProcessor
 from .modeling_ode_resnet import OdeResNetForImageClassification
 
-CHECKPOINT_DIR = "checkpoint"
-BEST_MODEL_DIR = "best"
-PROGRESS_FILE = "progress.json"
+# The held-out validation images are the same draw whatever --seed is.
+VALIDATION_SEED = 0
 
 
 @dataclass
-class ImageTrainingArguments:
-    """Everything a training run depends on; the script's flags carry the same names."""
+class ImageTrainingArguments(RunArguments):
+    """Everything an image training run depends on; the flags carry the same names.
 
-    dataset: str
-    output_dir: str
-    preset: str = "mnist-small"
-    epochs: int = 90
-    batch_size: int = 128
-    learning_rate: float = 0.1
-    momentum: float = 0.9
-    weight_decay: float = 5e-4
-    # Step decay: the learning rate is multiplied by lr_decay_factor at each of these epochs.
-    lr_decay_epochs: list[int] = field(default_factory=list)
-    lr_decay_factor: float = 0.1
-    # Epochs (0-based, >= 1, at their start) at which every OdeBlock is refined, K → 2K.
-    refine_epochs: list[int] = field(default_factory=list)
-    num_basis: int = 1
-    basis: str = "piecewise_constant"
-    scheme: str = "rk4"
-    use_normalization: bool = True
-    # Random crop + horizontal flip; None: on for colour images (CIFAR), off for MNIST.
-    augment: bool | None = None
-    max_train_samples: int | None = None
-    # An epoch is a fresh random draw of this many training examples (None: all of them);
-    # shorter epochs put refinement and evaluation points closer on a slow machine.
-    samples_per_epoch: int | None = None
-    max_eval_samples: int | None = None
-    seed: int = 0
-    resume_from_checkpoint: bool = False
+    Epoch-based fields (``epochs``, ``refine_epochs``, ``lr_decay_epochs``) become the
+    scaffold's steps once the data size is known.
+    """
+
+    dataset: str | None = field(
+        default=None, **_help("MNIST/CIFAR folder or archive, or a Hub dataset name (required)")
+    )
+    output_dir: str = field(
+        default="runs/image",
+        **_help("run folder: best/ (the best model), checkpoints/, metrics.json, run.json"),
+    )
+    preset: str = field(default="mnist-small", **_help(f"model preset: {', '.join(PRESETS)}"))
+    epochs: int = field(default=90, **_help("passes over the training images"))
+    batch_size: int = field(default=128, **_help("images per optimiser step, over all processes"))
+    learning_rate: float = field(default=0.1, **_help("initial learning rate"))
+    momentum: float = field(default=0.9, **_help("SGD momentum"))
+    weight_decay: float = field(default=5e-4, **_help("SGD weight decay"))
+    lr_decay_epochs: list[int] = field(
+        default_factory=list, **_help("epochs at whose start the learning rate is multiplied by --lr-decay-factor")
+    )
+    lr_decay_factor: float = field(default=0.1, **_help("step decay factor"))
+    refine_epochs: list[int] = field(
+        default_factory=list, **_help("epochs (>= 1) at whose start K and N_T are refined")
+    )
+    num_basis: int | None = field(
+        default=None, **_help("final K (default: the preset's); the start K follows from the refinements")
+    )
+    scheme: str = field(default="rk4", **_help("Runge-Kutta scheme"))
+    use_normalization: bool = field(
+        default=True, **_help("BatchNorm in the network (--no-use-normalization: the ablation)")
+    )
+    augment: bool | None = field(
+        default=None, **_help("random crop + flip (default: on for colour images, off for MNIST)")
+    )
+    validation_size: int = field(
+        default=5000, **_help("training images held out to select the best epoch")
+    )
+    max_train_samples: int | None = field(default=None, **_help("use only this many training images"))
+    samples_per_epoch: int | None = field(
+        default=None, **_help("an epoch is a fresh random draw of this many training images")
+    )
+    max_eval_samples: int | None = field(
+        default=None, **_help("score only this many validation / test images")
+    )
+    max_steps: int = field(default=1, **_help("set from --epochs (do not give)"))
 
     def __post_init__(self):
+        if not self.dataset:
+            raise ValueError("dataset: required (an MNIST/CIFAR folder, archive or Hub name)")
+        if self.preset not in PRESETS:
+            raise ValueError(f"preset: choose one of {sorted(PRESETS)}, got {self.preset!r}")
+        if self.num_basis is None:
+            self.num_basis = PRESETS[self.preset]["num_basis"]
+        for name in ("epochs", "validation_size"):
+            if isinstance(getattr(self, name), bool) or getattr(self, name) < (1 if name == "epochs" else 0):
+                raise ValueError(f"{name}: must be an integer >= {1 if name == 'epochs' else 0}, got {getattr(self, name)}")
+        for name in ("max_train_samples", "samples_per_epoch", "max_eval_samples"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name}: must be an integer >= 1, got {value}")
         if any(e < 1 for e in self.refine_epochs):
-            raise ValueError(f"refine_epochs must be >= 1 (refine after training), got {self.refine_epochs}")
-
-
-def learning_rate_at(args: ImageTrainingArguments, epoch: int) -> float:
-    """Step decay: the base rate times the factor once per decay epoch reached."""
-    decays = sum(1 for e in args.lr_decay_epochs if epoch >= e)
-    return args.learning_rate * args.lr_decay_factor**decays
-
-
-def num_refinements_before(args: ImageTrainingArguments, epoch: int) -> int:
-    """How many refinements a run has made once it starts ``epoch``."""
-    return sum(1 for e in args.refine_epochs if e <= epoch)
+            raise ValueError(f"refine_epochs: must be >= 1 (refine after training), got {self.refine_epochs}")
+        # Epoch numbers stand in for steps until the data size is known (same order and count).
+        self.refine_steps = ",".join(map(str, sorted(self.refine_epochs))) or "none"
+        super().__post_init__()
 
 
 def subset(images: torch.Tensor, labels: torch.Tensor, size: int | None, seed: int):
@@ -91,15 +120,17 @@ def subset(images: torch.Tensor, labels: torch.Tensor, size: int | None, seed: i
     return images[keep], labels[keep]
 
 
+def hold_out(images: torch.Tensor, labels: torch.Tensor, size: int):
+    """``(train, validation)``: ``size`` examples drawn with :data:`VALIDATION_SEED` held out."""
+    if size >= len(labels):
+        raise ValueError(f"validation_size: {size} leaves no training images (of {len(labels)})")
+    order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(VALIDATION_SEED))
+    held, kept = order[:size], order[size:]
+    return (images[kept], labels[kept]), (images[held], labels[held])
+
+
 @torch.no_grad()
-def evaluate(
-    model: torch.nn.Module,
-    images: torch.Tensor,
-    labels: torch.Tensor,
-    processor: OdeResNetImageProcessor,
-    batch_size: int = 256,
-    accelerator: Accelerator | None = None,
-) -> float:
+def evaluate(model, images, labels, processor, batch_size: int = 256, accelerator=None) -> float:
     """Top-1 accuracy of ``model`` in eval mode on uint8 ``images`` (N, C, H, W), ``labels`` (N,).
 
     With an ``accelerator``, each process scores its shard and the counts are summed.
@@ -125,12 +156,9 @@ def evaluate(
 
 
 @torch.no_grad()
-def average_running_statistics(model: torch.nn.Module, accelerator: Accelerator) -> None:
-    """Average the floating-point buffers (running statistics) over the processes.
-
-    Each process updates them from its own share of the batches; averaged, every process
-    evaluates, and the main process saves, one and the same model.
-    """
+def average_running_statistics(model: nn.Module, accelerator) -> None:
+    """Average the floating-point buffers (running statistics) over the processes, so every
+    process evaluates, and the main process saves, one and the same model."""
     if accelerator.num_processes == 1:
         return
     for buffer in model.buffers():
@@ -139,25 +167,14 @@ def average_running_statistics(model: torch.nn.Module, accelerator: Accelerator)
 
 
 def load_split_tensors(args: ImageTrainingArguments):
-    """``(train_images, train_labels), (test_images, test_labels), class_names`` as tensors."""
+    """``(train, validation, test, class_names)``, each split an ``(images, labels)`` pair."""
     data = load_image_dataset(args.dataset)
-    train = subset(*to_tensors(data["train"]), args.max_train_samples, args.seed)
-    test = subset(*to_tensors(data["test"]), args.max_eval_samples, args.seed)
-    return train, test, data["train"].features["label"].names
-
-
-def build_model(args: ImageTrainingArguments, class_names: list[str]) -> OdeResNetForImageClassification:
-    """The preset at the run's initial K (N_T = K), labelled with the dataset's classes."""
-    config = OdeResNetConfig.from_preset(
-        args.preset,
-        num_basis=args.num_basis,
-        basis=args.basis,
-        scheme=args.scheme,
-        use_normalization=args.use_normalization,
-        num_labels=len(class_names),
-        id2label=dict(enumerate(class_names)),
-    )
-    return OdeResNetForImageClassification(config)
+    train_images, train_labels = to_tensors(data["train"])
+    train_split, validation = hold_out(train_images, train_labels, args.validation_size)
+    train_split = subset(*train_split, args.max_train_samples, args.seed)
+    validation = subset(*validation, args.max_eval_samples, VALIDATION_SEED)
+    test = subset(*to_tensors(data["test"]), args.max_eval_samples, VALIDATION_SEED)
+    return train_split, validation, test, data["train"].features["label"].names
 
 
 def build_processor(args: ImageTrainingArguments) -> OdeResNetImageProcessor:
@@ -165,107 +182,140 @@ def build_processor(args: ImageTrainingArguments) -> OdeResNetImageProcessor:
     return OdeResNetImageProcessor.for_dataset(args.preset.split("-")[0])
 
 
-def _optimizer(args: ImageTrainingArguments, model: torch.nn.Module, epoch: int) -> torch.optim.SGD:
-    return torch.optim.SGD(
-        model.parameters(),
-        lr=learning_rate_at(args, epoch),
-        momentum=args.momentum,
-        weight_decay=args.weight_decay,
-    )
+class ImageTrainer(Trainer):
+    """An image classifier's training run: image tensors, an ODE-ResNet, SGD."""
+
+    item_name = "images"
+
+    def load_data(self) -> None:
+        args = self.args
+        self.train_split, self.validation, self.test, self.class_names = load_split_tensors(args)
+        if len(self.train_split[1]) < args.batch_size:
+            raise ValueError(
+                f"batch_size: {args.batch_size} is more than the {len(self.train_split[1])} "
+                "training images"
+            )
+        self.processor = build_processor(args)
+        self.augment = self.train_split[0].shape[1] == 3 if args.augment is None else args.augment
+        epoch_size = min(args.samples_per_epoch or len(self.train_split[1]), len(self.train_split[1]))
+        self._steps_per_epoch = epoch_size // args.batch_size
+        spe = self._steps_per_epoch
+        args.max_steps = args.epochs * spe
+        args.eval_steps = args.save_steps = spe
+        args.refine_steps = tuple(e * spe for e in sorted(args.refine_epochs))
+        self.fingerprint = _tensor_fingerprint(self.train_split, self.validation)
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return self._steps_per_epoch
+
+    def epoch_batches(self, epoch: int, skip: int):
+        args, accelerator = self.args, self.accelerator
+        images, labels = self.train_split
+        generator = torch.Generator().manual_seed(_seed(args.seed, epoch))
+        order = torch.randperm(len(labels), generator=generator)
+        rank, world = accelerator.process_index, accelerator.num_processes
+        for index in range(skip, self._steps_per_epoch):
+            # One global batch per step, split over the processes.
+            chosen = order[index * args.batch_size : (index + 1) * args.batch_size][rank::world]
+            batch = images[chosen]
+            if self.augment:
+                batch = augment_cifar(batch, torch.Generator().manual_seed(_seed(args.seed, epoch, index)))
+            yield {
+                "pixel_values": self.processor.preprocess_tensor(batch).to(accelerator.device),
+                "labels": labels[chosen].to(accelerator.device),
+            }
+
+    def build_model(self) -> nn.Module:
+        args = self.args
+        config = OdeResNetConfig.from_preset(
+            args.preset,
+            basis=args.basis,
+            num_basis=self.schedule.initial_num_basis,
+            num_steps=self.schedule.initial_num_steps,
+            scheme=args.scheme,
+            time_horizon=args.time_horizon,
+            use_normalization=args.use_normalization,
+            num_labels=len(self.class_names),
+            id2label=dict(enumerate(self.class_names)),
+        )
+        return OdeResNetForImageClassification(config)
+
+    def build_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
+        args = self.args
+        return torch.optim.SGD(
+            model.parameters(), lr=args.learning_rate, momentum=args.momentum,
+            weight_decay=args.weight_decay,
+        )  # fmt: skip
+
+    def learning_rate(self, step: int) -> float:
+        epoch = (step - 1) // self._steps_per_epoch
+        return learning_rate_at(self.args, epoch)
+
+    def loss(self, model: nn.Module, batch: dict) -> torch.Tensor:
+        return model(batch["pixel_values"], labels=batch["labels"]).loss
+
+    def batch_items(self, batch: dict) -> torch.Tensor:
+        return torch.tensor(len(batch["labels"]), device=batch["labels"].device)
+
+    def evaluate(self, model: nn.Module) -> dict:
+        unwrapped = self.accelerator.unwrap_model(model)
+        average_running_statistics(unwrapped, self.accelerator)
+        images, labels = self.validation
+        accuracy = evaluate(unwrapped, images, labels, self.processor, accelerator=self.accelerator)
+        return {"accuracy": accuracy, "num_images": len(labels), "epoch": self._epoch_of_step()}
+
+    def _epoch_of_step(self) -> int:
+        return (self.state.step - 1) // self._steps_per_epoch if self.state.step else 0
+
+    def data_fingerprint(self) -> str:
+        return self.fingerprint
+
+    def summary(self) -> dict:
+        return {
+            "dataset": self.args.dataset,
+            "preset": self.args.preset,
+            "num_train_images": len(self.train_split[1]),
+            "num_validation_images": len(self.validation[1]),
+            "num_test_images": len(self.test[1]),
+            "num_processes": self.accelerator.num_processes,
+        }
+
+    def save_model(self, model: nn.Module, folder: Path, entry: dict) -> None:
+        model.save_pretrained(folder)
+        self.processor.save_pretrained(folder)
+        record = {"dataset": self.args.dataset, "best": entry}
+        (folder / METRICS_FILE).write_text(json.dumps(record, indent=2) + "\n")
+
+    def load_best(self) -> nn.Module:
+        model = OdeResNetForImageClassification.from_pretrained(self.output_dir / BEST_MODEL_DIR)
+        return model.to(self.accelerator.device).eval()
+
+    def finish(self) -> None:
+        """Score the test split once, with the model selected on validation."""
+        images, labels = self.test
+        accuracy = evaluate(self.load_best(), images, labels, self.processor, accelerator=self.accelerator)
+        self.extra_metrics["test"] = {"accuracy": accuracy, "num_images": len(labels)}
+
+
+def learning_rate_at(args: ImageTrainingArguments, epoch: int) -> float:
+    """Step decay: the base rate times the factor once per decay epoch reached."""
+    decays = sum(1 for e in args.lr_decay_epochs if epoch >= e)
+    return args.learning_rate * args.lr_decay_factor**decays
+
+
+def _seed(*values: int) -> int:
+    return int(np.random.SeedSequence(list(values)).generate_state(1, np.uint64)[0] >> 1)
+
+
+def _tensor_fingerprint(*splits) -> str:
+    digest = hashlib.sha256()
+    for images, labels in splits:
+        digest.update(images.numpy().tobytes())
+        digest.update(labels.numpy().tobytes())
+    return digest.hexdigest()
 
 
 def train(args: ImageTrainingArguments) -> dict:
-    """Train, evaluating every epoch; returns the run's summary (also ``progress.json``).
-
-    Writes under ``output_dir``: ``best/`` (``save_pretrained`` model and image processor
-    of the best test accuracy), ``checkpoint/`` (Accelerate state after the last epoch)
-    and ``progress.json``. With ``resume_from_checkpoint`` the run continues after the
-    last completed epoch, at the K that epoch had.
-    """
-    accelerator = make_accelerator()
-    if args.batch_size % accelerator.num_processes:
-        raise ValueError(
-            f"--batch-size {args.batch_size} must be divisible by the number of processes "
-            f"({accelerator.num_processes}): each step splits one batch over them"
-        )
-    output_dir = Path(args.output_dir)
-    progress_path = output_dir / PROGRESS_FILE
-    set_seed(args.seed)
-    (train_images, train_labels), (test_images, test_labels), class_names = load_split_tensors(args)
-    processor = build_processor(args)
-    augment = train_images.shape[1] == 3 if args.augment is None else args.augment
-    model = build_model(args, class_names)
-
-    progress = {"args": asdict(args), "best_accuracy": -1.0, "history": []}
-    start_epoch = 0
-    if args.resume_from_checkpoint:
-        progress = json.loads(progress_path.read_text())
-        start_epoch = progress["history"][-1]["epoch"] + 1
-        for _ in range(num_refinements_before(args, start_epoch - 1)):  # the checkpoint's K
-            refine(model)
-    model, optimizer = accelerator.prepare(model, _optimizer(args, model, start_epoch))
-    if args.resume_from_checkpoint:
-        accelerator.load_state(str(output_dir / CHECKPOINT_DIR))
-
-    rank, world = accelerator.process_index, accelerator.num_processes
-    for epoch in range(start_epoch, args.epochs):
-        if epoch in args.refine_epochs:
-            model = accelerator.unwrap_model(model)
-            accelerator.free_memory()
-            refine(model)
-            model, optimizer = accelerator.prepare(model, _optimizer(args, model, epoch))
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate_at(args, epoch)
-
-        model.train()
-        generator = torch.Generator().manual_seed(args.seed * 1000 + epoch)
-        order = torch.randperm(len(train_labels), generator=generator)[: args.samples_per_epoch]
-        # One global batch of batch_size per step, split over the processes; every
-        # process takes the same number of steps (DDP syncs every backward).
-        order = order[: len(order) - len(order) % world]
-        num_batches = math.ceil(len(order) / args.batch_size)
-        started, total_loss = time.time(), 0.0
-        bar = tqdm(
-            range(num_batches),
-            desc=f"epoch {epoch} K={accelerator.unwrap_model(model).config.num_basis}",
-            disable=not accelerator.is_local_main_process,
-        )
-        for step in bar:
-            index = order[step * args.batch_size : (step + 1) * args.batch_size][rank::world]
-            images = train_images[index]
-            if augment:
-                images = augment_cifar(images, generator)
-            pixels = processor.preprocess_tensor(images).to(accelerator.device)
-            loss = model(pixels, labels=train_labels[index].to(accelerator.device)).loss
-            optimizer.zero_grad(set_to_none=True)
-            accelerator.backward(loss)
-            optimizer.step()
-            total_loss += loss.item()
-            bar.set_postfix(loss=f"{loss.item():.4f}")
-        train_seconds = time.time() - started
-
-        unwrapped = accelerator.unwrap_model(model)
-        average_running_statistics(unwrapped, accelerator)
-        accuracy = evaluate(model, test_images, test_labels, processor, accelerator=accelerator)
-        record = {
-            "epoch": epoch,
-            "num_basis": unwrapped.config.num_basis,
-            "num_steps": unwrapped.config.num_steps,
-            "learning_rate": learning_rate_at(args, epoch),
-            "train_loss": total_loss / num_batches,
-            "test_accuracy": accuracy,
-            "train_seconds": train_seconds,
-        }
-        progress["history"].append(record)
-        if accuracy > progress["best_accuracy"]:
-            progress["best_accuracy"] = accuracy
-            progress["best_epoch"] = epoch
-            if accelerator.is_main_process:
-                unwrapped.save_pretrained(output_dir / BEST_MODEL_DIR)
-                processor.save_pretrained(output_dir / BEST_MODEL_DIR)
-        accelerator.save_state(str(output_dir / CHECKPOINT_DIR))
-        if accelerator.is_main_process:
-            progress_path.write_text(json.dumps(progress, indent=2))
-        accelerator.print(json.dumps(record))
-    end_distributed(accelerator)
-    return progress
+    """Train as ``args`` says; returns the contents of ``metrics.json``."""
+    return ImageTrainer(args).run()

@@ -229,19 +229,21 @@ def make_mnist_like(folder, num_train=96, num_test=48, size=10) -> None:
 def test_training_end_to_end_refines_saves_and_resumes(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
-    make_mnist_like(data)
-    args = ImageTrainingArguments(
+    make_mnist_like(data, num_train=160)
+    args = dict(
         dataset=str(data), output_dir=str(tmp_path / "run"), preset="mnist-small", epochs=2,
-        batch_size=16, refine_epochs=[1], lr_decay_epochs=[1], scheme="euler",
+        batch_size=16, refine_epochs=[1], lr_decay_epochs=[1], scheme="euler", num_basis=2,
+        validation_size=20,
     )
-    summary = train(args)
-    assert [r["num_basis"] for r in summary["history"]] == [1, 2]
-    assert summary["history"][1]["learning_rate"] == pytest.approx(0.01)
+    metrics = train(ImageTrainingArguments(**args))
+    assert [r["num_basis"] for r in metrics["history"]] == [1, 2]
+    assert metrics["history"][1]["learning_rate"] == pytest.approx(0.01)
+    assert metrics["num_validation_images"] == 20 and metrics["test"]["num_images"] == 48
 
-    resumed = train(ImageTrainingArguments(**{**vars(args), "epochs": 3, "resume_from_checkpoint": True}))
+    resumed = train(ImageTrainingArguments(**{**args, "epochs": 3, "resume_from_checkpoint": "latest"}))
     assert [r["epoch"] for r in resumed["history"]] == [0, 1, 2]
     assert resumed["history"][2]["num_basis"] == 2
-    assert resumed["best_accuracy"] > 0.6
+    assert resumed["best"]["accuracy"] > 0.6
 
     best = tmp_path / "run" / "best"
     model = AutoModelForImageClassification.from_pretrained(best).eval()
@@ -262,24 +264,26 @@ def test_two_process_training_splits_batches_and_counts_every_test_image(tmp_pat
         "--mixed_precision", "no", "--dynamo_backend", "no", "--multi_gpu", "--num_processes", "2",
         str(REPO / "scripts" / "train_image.py"), "--dataset", str(data),
         "--output-dir", str(tmp_path / "run"), "--preset", "mnist-small", "--epochs", "2",
-        "--refine-epochs", "1", "--batch-size", "16", "--scheme", "euler",
+        "--refine-epochs", "1", "--num-basis", "2", "--validation-size", "21", "--scheme", "euler",
+        "--batch-size", "16",
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run(command, check=False, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    progress = json.loads((tmp_path / "run" / "progress.json").read_text())
-    assert [r["num_basis"] for r in progress["history"]] == [1, 2]
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert [r["num_basis"] for r in metrics["history"]] == [1, 2]
+    assert all(r["num_images"] == 21 for r in metrics["history"])
     best = tmp_path / "run" / "best"
     model = AutoModelForImageClassification.from_pretrained(best)
     processor = AutoImageProcessor.from_pretrained(best)
-    (_, _), (test_images, test_labels), _ = load_split_tensors(
-        ImageTrainingArguments(dataset=str(data), output_dir=str(tmp_path / "unused"))
+    _, _, (test_images, test_labels), _ = load_split_tensors(
+        ImageTrainingArguments(dataset=str(data), validation_size=21)
     )
     assert len(test_labels) == 45
-    # The gathered accuracy of the run is the accuracy over all 45 test images, once each.
-    assert evaluate(model, test_images, test_labels, processor) == progress["best_accuracy"]
+    # The gathered test accuracy of the run is the accuracy over all 45 test images, once each.
+    assert evaluate(model, test_images, test_labels, processor) == metrics["test"]["accuracy"]
 
-    odd = subprocess.run([*command[:-2], "--batch-size", "15"], check=False, capture_output=True, text=True,
-                         timeout=300, env=env, cwd=tmp_path)  # fmt: skip
-    assert odd.returncode != 0 and "--batch-size 15 must be divisible" in odd.stderr
-
+    odd = subprocess.run([*command[:-2], "--batch-size", "15", "--output-dir", str(tmp_path / "odd")],
+                         check=False, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)  # fmt: skip
+    # accelerate launch reports the failed process (exit 1); the process says why in one line.
+    assert odd.returncode != 0 and "error: batch_size: 15 must be divisible" in odd.stderr

@@ -24,7 +24,6 @@ from cont_transformer import (
     build_tokenizer,
 )
 from cont_transformer.basis import get_basis
-from cont_transformer.tagging import trainer as training
 from cont_transformer.tagging.batching import (
     IGNORE_INDEX,
     LengthGroupedBatchSampler,
@@ -36,14 +35,11 @@ from cont_transformer.tagging.batching import (
     word_dropout_probabilities,
 )
 from cont_transformer.tagging.data import load_treebank, most_frequent_tag_baseline
-from cont_transformer.tagging.trainer import (
-    CHECKPOINTS_DIR,
-    METRICS_FILE,
-    TRAINER_STATE,
-    build_optimizer,
-    refine_with_optimizer,
-    resolve_arguments,
-)
+from cont_transformer.tagging.trainer import build_optimizer, resolve_arguments
+from cont_transformer.training import scaffold
+from cont_transformer.training.checkpoints import TRAINER_STATE
+from cont_transformer.training.outputs import BEST_MODEL_DIR, CHECKPOINTS_DIR, METRICS_FILE
+from cont_transformer.training.refinement import refine_with_optimizer
 from cont_transformer.training.schedules import (
     RefinementSchedule,
     initial_num_basis,
@@ -125,6 +121,8 @@ def test_parse_steps_and_sample_defaults():
     gum = resolve_arguments({"treebank": "en_gum"})
     assert (gum.max_steps, gum.warmup_steps, gum.num_basis, gum.batch_size) == (35000, 8000, 64, 64)
     assert gum.refine_steps == (1000, 2000, 3000, 4000, 5000, 6000)
+    with pytest.raises(ValueError, match="tag_column"):
+        resolve_arguments({"tag_column": "lemma"})
 
 
 # --- batching ------------------------------------------------------------------------
@@ -274,7 +272,7 @@ def test_refinement_projects_the_optimizer_state():
     }
     old_query = dict(model.named_parameters())[query].detach().clone()
     embedding = model.get_input_embeddings().weight
-    optimizer = refine_with_optimizer(model, optimizer, 1e-2, 0.1)
+    optimizer = refine_with_optimizer(model, optimizer, lambda m: build_optimizer(m, 1e-2, 0.1))
     params = dict(model.named_parameters())
     assert (
         params[query].shape[0] == 4 and model.config.num_basis == 4 and model.config.num_steps == 4
@@ -312,8 +310,8 @@ def test_push_to_hub_uploads_the_model_folder_without_checkpoints(monkeypatch, t
             ))  # fmt: skip
             return SimpleNamespace(commit_url="https://huggingface.co/me/tagger/commit/1")
 
-    monkeypatch.setattr(training, "HfApi", FakeApi)
-    url = training.push_folder_to_hub(tmp_path, "me/tagger")
+    monkeypatch.setattr(scaffold, "HfApi", FakeApi)
+    url = scaffold.push_folder_to_hub(tmp_path, "me/tagger")
     assert url.endswith("/commit/1")
     assert calls["create_repo"] == ("me/tagger", True)
     assert calls["upload_folder"] == ("me/tagger", str(tmp_path))
@@ -379,8 +377,8 @@ def test_sample_run_saves_a_model_that_beats_the_baseline(sample_run):
         (4, 4),
         (4, 4),
     ]
-    model = AutoModelForTokenClassification.from_pretrained(sample_run)
-    tokenizer = AutoTokenizer.from_pretrained(sample_run)
+    model = AutoModelForTokenClassification.from_pretrained(sample_run / BEST_MODEL_DIR)
+    tokenizer = AutoTokenizer.from_pretrained(sample_run / BEST_MODEL_DIR)
     assert model.config.num_basis == metrics["best"]["num_basis"]
     names = [model.config.id2label[i] for i in range(model.config.num_labels)]
     data = load_treebank("sample", label_names={"xpos": names})

@@ -161,7 +161,7 @@ def read_conllu(path: PathLike) -> list[dict[str, list[str]]]:
         raise FileNotFoundError(f"{path}: no such CoNLL-U file")
     data = path.read_bytes()
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a leading byte-order mark is not part of the text
     except UnicodeDecodeError as err:
         line_number = data[: err.start].count(b"\n") + 1
         raise ValueError(f"{path}:{line_number}: not valid UTF-8") from err
@@ -353,6 +353,34 @@ def build_vocab(dataset: datasets.Dataset | datasets.DatasetDict, min_freq: int 
     counts = Counter(token for tokens in dataset["tokens"] for token in tokens)
     kept = [word for word, count in counts.items() if count >= min_freq]
     return sorted(kept, key=lambda word: (-counts[word], word))
+
+
+def check_tag_column(train: datasets.Dataset, column: str) -> None:
+    """Refuse a training split whose ``column`` holds no tags to learn.
+
+    A treebank without XPOS has ``_`` in that column: training on it would predict ``_``
+    everywhere and report a perfect accuracy. Raises ``ValueError`` when every word's tag
+    is ``_`` or all words share one tag; warns when some words have ``_``.
+    """
+    names = train.features[column].feature.names
+    counts = Counter(tag for tags in train[column] for tag in tags)
+    total = sum(counts.values())
+    empty = counts.get(names.index("_"), 0) if "_" in names else 0
+    if empty == total:
+        raise ValueError(
+            f"tag_column: the {column} column of the train split is '_' (no tag) for all "
+            f"{total:,} words; choose the other --tag-column or a treebank that has {column}"
+        )
+    if len(counts) < 2:
+        raise ValueError(
+            f"tag_column: the {column} column of the train split has a single tag "
+            f"({names[next(iter(counts))]!r}) for all {total:,} words: nothing to learn"
+        )
+    if empty:
+        logger.warning(
+            "train %s: %d of %d words (%.1f%%) have no tag ('_'); they are learnt as the tag '_'",
+            column, empty, total, 100 * empty / total,
+        )  # fmt: skip
 
 
 def most_frequent_tag_baseline(

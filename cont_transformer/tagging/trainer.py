@@ -1,76 +1,58 @@
-"""Train and evaluate part-of-speech taggers with Accelerate (``scripts/train_pos.py``).
+"""Train and evaluate part-of-speech taggers (``scripts/train_pos.py``) on the scaffold.
 
-:func:`train` runs the paper's recipe on a CoNLL-U treebank: AdamW with β = (0.9, 0.98),
-ε = 1e-9 and decoupled weight decay (not on biases and LayerNorm scales), batch 64, a
-linear warm-up then inverse-square-root learning rate, and multi-level refinement of
-the ODE block (K and N_T grow at ``refine_steps``). It evaluates on dev every
-``eval_steps``, keeps the best-dev model in ``output_dir`` (``save_pretrained`` with the
-tokenizer, the tag names in ``config.id2label`` and ``metrics.json``) and checkpoints
-the training state in ``output_dir/checkpoints/step-N`` every ``save_steps``.
-:func:`evaluate_saved_model` scores a saved model on any split or file.
+:class:`PosTrainer` fills the hooks of :class:`~cont_transformer.training.scaffold.Trainer`
+with the paper's recipe on a CoNLL-U treebank: AdamW with β = (0.9, 0.98), ε = 1e-9 and
+decoupled weight decay (not on biases and LayerNorm scales), batch 64, a linear warm-up
+then inverse-square-root learning rate, and multi-level refinement of the ODE block (K and
+N_T grow at ``refine_steps``). The scaffold evaluates on dev every ``eval_steps``, keeps
+the best-dev model in ``output_dir/best`` (``save_pretrained`` with the tokenizer, the tag
+names in ``config.id2label``, a ``metrics.json`` and a model card) and checkpoints the
+training state. :func:`evaluate_saved_model` scores a saved model on any split or file.
 
 Decisions worth knowing:
 
 * Batches. ``batch_size`` is the total over processes (Accelerate's ``split_batches``),
   so the recipe and the step counts mean the same on 1 or n processes.
-* Refinement. After optimiser step ``s`` in ``refine_steps`` every ODE block is refined
-  (exactly: the weight function is unchanged), which replaces its coefficient
-  parameters. The optimiser is rebuilt over the new parameters and re-prepared with
-  the model. Adam's moments of a refined coefficient tensor are projected with the same
-  change of basis (for piecewise constant: each new cell inherits its parent's
-  moments) and its step count is kept, so the first updates after a refinement move
-  each new coefficient like its parent instead of restarting Adam's noisy, full-size
-  first steps. The learning rate is a pure function of the step, so its schedule
-  carries on where it was.
 * Unknown words. Word dropout replaces a training word seen ``c`` times by ``[UNK]``
   with probability ``α / (α + c)`` (``word_dropout`` is α), so ``[UNK]`` learns to
   stand for rare words, which is what unknown dev/test words are. On English-GUM a
   uniform rate taught ``[UNK]`` the average word's tags (determiners, prepositions) and
   scored worse on the 7.4% of dev words unseen in train.
-* Exact resumption. The data order of an epoch depends only on ``(seed, epoch)``, and
-  before every optimiser step torch's RNG is seeded from ``(seed, step, process)``
-  (dropout, word dropout). A run resumed from a checkpoint therefore replays the
-  uninterrupted run exactly: same batches (the epoch's first batches are skipped),
-  same dropout masks, same metrics. A checkpoint records K and N_T; resuming rebuilds
-  those shapes (by replaying the refinements) before ``load_state``.
 * Metrics. Dev predictions are gathered across processes with ``gather_for_metrics``,
   so every dev word and sentence counts exactly once; accuracy is over words, and a
   gold tag unseen in train counts as an error (see ``data.UNSEEN_TAG``).
 * Long sentences: truncated for training, scored in full in windows for evaluation
   (see :mod:`.batching`).
+* Fine-tuning. ``model_name_or_path`` starts from a saved tagger of this package: its
+  tokenizer, K, N_T and tags are kept (tags new in the data get new classifier rows).
 """
 
 from __future__ import annotations
 
-import dataclasses
+import hashlib
 import json
 import logging
 import math
 import os
-import shutil
-import sys
-import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import torch
-from accelerate import Accelerator, DataLoaderConfiguration
-from huggingface_hub import HfApi
 from torch import nn
 from torch.utils.data import DataLoader
-from tqdm.auto import tqdm
-from transformers import AutoTokenizer
+from transformers import AutoConfig, AutoTokenizer
 
-from ..basis import apply_matrix, change_of_basis_matrix
+from ..basis import get_basis
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..model_card import write_model_card
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
-from ..ode_block import Coefficients, OdeBlock
-from ..training.schedules import RefinementSchedule, inverse_sqrt_learning_rate
-from ..transform import refine
+from ..ode_block import Coefficients
+from ..training.arguments import RunArguments, _help
+from ..training.outputs import METRICS_FILE, resolve_model_dir
+from ..training.scaffold import Trainer, end_distributed, make_accelerator
+from ..training.schedules import inverse_sqrt_learning_rate, parse_steps
 from .batching import (
     IGNORE_INDEX,
     LengthGroupedBatchSampler,
@@ -85,6 +67,7 @@ from .data import (
     TAG_COLUMNS,
     TREEBANKS,
     build_vocab,
+    check_tag_column,
     load_treebank,
     most_frequent_tag_baseline,
 )
@@ -95,110 +78,110 @@ logger = logging.getLogger(__name__)
 
 ADAM_BETAS = (0.9, 0.98)
 ADAM_EPSILON = 1e-9
-CHECKPOINTS_DIR = "checkpoints"
-CHECKPOINT_PREFIX = "step-"
-TRAINER_STATE = "trainer_state.json"  # written last: its presence marks a complete checkpoint
-METRICS_FILE = "metrics.json"
+MODEL_TYPE = "cont_transformer"
+PAPER_REFINE_STEPS = "1000,2000,3000,4000,5000,6000"
 
 
 @dataclass
-class TrainingArguments:
+class TrainingArguments(RunArguments):
     """Everything :func:`train` needs; the defaults are the paper's recipe (English-GUM,
-    35,000 steps). Names match ``ContTransformerConfig`` and the CLI flags
-    (``num_basis`` is ``--num-basis``).
+    35,000 steps, K = N_T = 64). Names match ``ContTransformerConfig`` and the CLI flags
+    (``num_basis`` is ``--num-basis`` or ``--num_basis``)."""
 
-    Attributes:
-        treebank: ``"sample"`` (generated, no data needed), a known UD name (``en_gum``,
-            ``de_hdt``) under ``data_dir``, a UD release folder, or a Hub dataset name.
-        data_dir: folder of UD release folders; None means ``$UD_DIR``.
-        train_file, dev_file: CoNLL-U files or globs that replace the treebank's split.
-        tag_column: ``"xpos"`` (the paper) or ``"upos"``.
-        output_dir: the best model, ``metrics.json`` and ``checkpoints/``.
-        max_steps: optimiser steps to train for.
-        batch_size: sentences per optimiser step, summed over processes.
-        learning_rate: peak learning rate, reached at the end of the warm-up.
-        warmup_steps: steps of linear warm-up before the ``1/sqrt(step)`` decay.
-        weight_decay: decoupled (AdamW) weight decay of weight matrices and embeddings.
-        basis, num_basis, num_steps, scheme, time_horizon: the ODE block's continuous
-            choices at the end of training (``num_steps`` None means ``num_basis``).
-        refine_steps: steps after which K and N_T are refined; the initial K is the one
-            that reaches ``num_basis`` after all of them.
-        hidden_size, num_attention_heads, intermediate_size, hidden_act,
-        hidden_dropout_prob, attention_probs_dropout_prob, position_encoding: the
-            encoder, as in ``ContTransformerConfig``.
-        max_length: longest training sequence in tokens (root included); also the
-            model's ``max_position_embeddings`` and its evaluation window.
-        word_dropout: α of the frequency-aware word dropout: a training word seen ``c``
-            times in train becomes ``[UNK]`` with probability ``α / (α + c)`` (α = 1: half
-            the singletons, 9% of words seen 10 times; best of 0.25, 1 and 2 on
-            English-GUM); 0 turns it off.
-        eval_steps: evaluate on dev every this many steps (and at the end).
-        save_steps: checkpoint every this many steps (and at the end).
-        save_total_limit: checkpoints kept (the oldest are deleted).
-        seed: model initialisation, data order and dropout.
-        resume_from_checkpoint: a checkpoint folder, or ``"latest"`` for the newest
-            complete one in ``output_dir/checkpoints``.
-        push_to_hub: a Hub repository id to upload the best model to at the end.
-    """
-
-    treebank: str = "sample"
-    data_dir: str | None = None
-    train_file: tuple[str, ...] = ()
-    dev_file: tuple[str, ...] = ()
-    tag_column: str = "xpos"
-    output_dir: str = "runs/pos"
-    max_steps: int = 35000
-    batch_size: int = 64
-    learning_rate: float = 1e-3
-    warmup_steps: int = 8000
-    weight_decay: float = 0.1
-    basis: str = "piecewise_constant"
-    num_basis: int = 64
-    num_steps: int | None = None
-    scheme: str = "euler"
-    time_horizon: float = 1.0
-    refine_steps: tuple[int, ...] = (1000, 2000, 3000, 4000, 5000, 6000)
-    hidden_size: int = 128
-    num_attention_heads: int = 1
-    intermediate_size: int = 128
-    hidden_act: str = "gelu"
-    hidden_dropout_prob: float = 0.1
-    attention_probs_dropout_prob: float = 0.1
-    position_encoding: str = "sinusoidal"
-    max_length: int = 128
-    word_dropout: float = 1.0
-    eval_steps: int = 1000
-    save_steps: int = 1000
-    save_total_limit: int = 2
-    seed: int = 42
-    resume_from_checkpoint: str | None = None
-    push_to_hub: str | None = None
+    output_dir: str = field(
+        default="runs/pos",
+        **_help("run folder: best/ (the best model), checkpoints/, metrics.json, run.json"),
+    )
+    max_steps: int = field(default=35000, **_help("optimiser steps to train for"))
+    learning_rate: float = field(
+        default=1e-3, **_help("peak learning rate, reached at the end of the warm-up")
+    )
+    weight_decay: float = field(
+        default=0.1, **_help("AdamW weight decay (not on biases and LayerNorms)")
+    )
+    num_basis: int = field(default=64, **_help("final K, the number of basis functions"))
+    refine_steps: str | None = field(
+        default=PAPER_REFINE_STEPS,
+        **_help("comma-separated steps after which K and N_T are refined ('none': never); "
+                "the initial K is the one that reaches --num-basis after all of them"),
+    )  # fmt: skip
+    treebank: str = field(
+        default="sample",
+        **_help("sample (generated, no data needed) | en_gum | de_hdt (under --data-dir or "
+                "$UD_DIR) | a UD release folder | a Hub dataset name"),
+    )  # fmt: skip
+    data_dir: str | None = field(default=None, **_help("folder of UD release folders ($UD_DIR)"))
+    train_file: list[str] = field(
+        default_factory=list, **_help("CoNLL-U file(s) or glob(s) replacing the train split")
+    )
+    dev_file: list[str] = field(
+        default_factory=list, **_help("CoNLL-U file(s) or glob(s) replacing the dev split")
+    )
+    tag_column: str = field(default="xpos", **_help("tags to predict: xpos or upos"))
+    model_name_or_path: str | None = field(
+        default=None,
+        **_help("fine-tune a saved tagger of this package (folder or Hub id): its tokenizer, "
+                "K, N_T and tags are kept"),
+    )  # fmt: skip
+    warmup_steps: int = field(default=8000, **_help("linear warm-up steps, then 1/sqrt decay"))
+    hidden_size: int = field(default=128, **_help("embedding and ODE state width"))
+    num_attention_heads: int = field(default=1, **_help("attention heads"))
+    intermediate_size: int = field(default=128, **_help("MLP hidden width"))
+    hidden_act: str = field(default="gelu", **_help("MLP activation: gelu or relu"))
+    hidden_dropout_prob: float = field(
+        default=0.1, **_help("dropout on embeddings, rate outputs and before the classifier")
+    )
+    attention_probs_dropout_prob: float = field(
+        default=0.1, **_help("dropout on attention probabilities")
+    )
+    position_encoding: str = field(default="sinusoidal", **_help("sinusoidal or learned"))
+    max_length: int = field(
+        default=128,
+        **_help("longest training sequence in tokens, root included (longer: truncated; "
+                "evaluation scores long sentences in full, in windows)"),
+    )  # fmt: skip
+    word_dropout: float = field(
+        default=1.0,
+        **_help("alpha: a training word seen c times becomes [UNK] with probability "
+                "alpha/(alpha+c); 0: off"),
+    )  # fmt: skip
+    eval_steps: int = field(default=1000, **_help("evaluate on dev every N steps"))
+    save_steps: int = field(default=1000, **_help("checkpoint every N steps"))
 
     def __post_init__(self):
-        self.train_file, self.dev_file = tuple(self.train_file), tuple(self.dev_file)
-        self.refine_steps = tuple(self.refine_steps)
-        if self.num_steps is None:
-            self.num_steps = self.num_basis
+        self.train_file, self.dev_file = list(self.train_file), list(self.dev_file)
         if self.tag_column not in TAG_COLUMNS:
-            raise ValueError(f"tag_column must be one of {TAG_COLUMNS}, got {self.tag_column!r}")
-        for name in ("max_steps", "batch_size", "eval_steps", "save_steps", "save_total_limit"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+            raise ValueError(f"tag_column: choose one of {TAG_COLUMNS}, got {self.tag_column!r}")
         if self.word_dropout < 0:
-            raise ValueError(f"word_dropout must be >= 0, got {self.word_dropout}")
-        if self.refine_steps and self.refine_steps[-1] >= self.max_steps:
+            raise ValueError(f"word_dropout: must be >= 0, got {self.word_dropout}")
+        if self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps: must be >= 0, got {self.warmup_steps}")
+        if self.model_name_or_path is not None:
+            self._adopt_saved_sizes()
+        super().__post_init__()
+        refine_steps = self.refine_steps
+        if refine_steps and refine_steps[-1] >= self.max_steps:
             logger.warning(
                 "refine_steps %s reach past max_steps=%d: this run ends below num_basis=%d "
                 "(resume it with a larger --max-steps to go on)",
-                list(self.refine_steps),
-                self.max_steps,
-                self.num_basis,
-            )
-        self.refinement_schedule  # noqa: B018 (validates K and N_T against the refinements)
+                list(refine_steps), self.max_steps, self.num_basis,
+            )  # fmt: skip
 
-    @property
-    def refinement_schedule(self) -> RefinementSchedule:
-        return RefinementSchedule(self.basis, self.num_basis, self.num_steps, self.refine_steps)
+    def _adopt_saved_sizes(self) -> None:
+        """Fine-tuning keeps the saved model's continuous choices; refinements (if any)
+        grow them from there."""
+        config = AutoConfig.from_pretrained(self.model_name_or_path)
+        if config.model_type != MODEL_TYPE:
+            raise ValueError(
+                f"model_name_or_path: {self.model_name_or_path} holds a {config.model_type!r} "
+                f"model, not a {MODEL_TYPE!r} tagger"
+            )
+        current = get_basis(config.basis, config.num_basis, config.time_horizon)
+        refinements = len(parse_steps(self.refine_steps))
+        for _ in range(refinements):
+            current = current.refine()
+        self.basis, self.scheme, self.time_horizon = config.basis, config.scheme, config.time_horizon
+        self.num_basis, self.num_steps = current.num_basis, config.num_steps * 2**refinements
 
 
 # The generated sample is small (2,000 short sentences): a short run with a small
@@ -208,23 +191,25 @@ SAMPLE_DEFAULTS: dict[str, object] = {
     "warmup_steps": 50,
     "learning_rate": 2e-3,
     "num_basis": 8,
-    "refine_steps": (50, 100, 150),
+    "refine_steps": "50,100,150",
     "eval_steps": 100,
     "save_steps": 100,
 }
 
 
-def resolve_arguments(given: Mapping[str, object]) -> TrainingArguments:
-    """:class:`TrainingArguments` from the values a user gave (None = not given).
+def preset_defaults(given: Mapping[str, object]) -> Mapping[str, object]:
+    """Defaults for what the user did not give: with ``treebank="sample"`` (the default)
+    :data:`SAMPLE_DEFAULTS`; when fine-tuning a saved model, no refinement."""
+    defaults = dict(SAMPLE_DEFAULTS) if given.get("treebank", TrainingArguments.treebank) == "sample" else {}
+    if given.get("model_name_or_path") is not None:
+        defaults["refine_steps"] = "none"
+    return defaults
 
-    With ``treebank="sample"``, :data:`SAMPLE_DEFAULTS` replace the recipe's defaults
-    for what was not given.
-    """
+
+def resolve_arguments(given: Mapping[str, object]) -> TrainingArguments:
+    """:class:`TrainingArguments` from the values a user gave (None = not given)."""
     given = {key: value for key, value in given.items() if value is not None}
-    preset = (
-        SAMPLE_DEFAULTS if given.get("treebank", TrainingArguments.treebank) == "sample" else {}
-    )
-    return TrainingArguments(**{**preset, **given})
+    return TrainingArguments(**{**preset_defaults(given), **given})
 
 
 # --- data ---------------------------------------------------------------------------
@@ -248,14 +233,14 @@ def load_splits(
         root = data_dir if data_dir is not None else os.environ.get("UD_DIR")
         if root is None:
             raise ValueError(
-                f"treebank {treebank!r} needs --data-dir or the UD_DIR environment variable"
+                f"treebank: {treebank!r} needs --data-dir or the UD_DIR environment variable"
             )
         files = {
             split: [str(Path(root) / f) for f in TREEBANKS[treebank][split]]
             for split in ("train", "validation")
         }
     elif not (train_file and dev_file):
-        raise ValueError(f"give both --train-file and --dev-file for treebank {treebank!r}")
+        raise ValueError(f"train_file: give both --train-file and --dev-file for treebank {treebank!r}")
     files.update({k: list(v) for k, v in (("train", train_file), ("validation", dev_file)) if v})
     return load_treebank(files, label_names=label_names)
 
@@ -265,15 +250,25 @@ def _vocabulary(train) -> list[str]:
     return [word for word in build_vocab(train) if not any(c.isspace() for c in word)]
 
 
-def _eval_loader(rows: list[dict], batch_size: int, pad_token_id: int) -> DataLoader:
-    # Longest first: similar lengths share a batch, and the largest batch comes first.
+def eval_loader(rows: list[dict], batch_size: int, pad_token_id: int) -> DataLoader:
+    """Evaluation batches, longest first: similar lengths share a batch, and the largest
+    batch comes first."""
     rows = sorted(rows, key=lambda row: -len(row["input_ids"]))
     return DataLoader(
         rows, batch_size=batch_size, shuffle=False, collate_fn=PaddingCollator(pad_token_id)
     )
 
 
-# --- optimiser and refinement ---------------------------------------------------------
+def _content_fingerprint(*datasets_, column: str) -> str:
+    digest = hashlib.sha256()
+    for dataset in datasets_:
+        names = dataset.features[column].feature.names
+        rows = dataset[:]
+        digest.update(json.dumps([names, rows["tokens"], rows[column]]).encode())
+    return digest.hexdigest()
+
+
+# --- optimiser --------------------------------------------------------------------------
 
 
 def _no_decay_parameters(model: nn.Module) -> set[str]:
@@ -304,75 +299,11 @@ def build_optimizer(
     return torch.optim.AdamW(groups, lr=learning_rate, betas=ADAM_BETAS, eps=ADAM_EPSILON, fused=True)
 
 
-@torch.no_grad()
-def refine_with_optimizer(
-    model: nn.Module, optimizer: torch.optim.Optimizer, learning_rate: float, weight_decay: float
-) -> torch.optim.AdamW:
-    """Refine every ODE block of ``model`` and return a new optimiser over its parameters.
-
-    Optimiser state carries over: unchanged parameters keep theirs, and the moments of
-    a refined coefficient tensor are projected onto the new basis like the coefficients
-    themselves (second moments clamped at 0), with Adam's step count kept.
-    """
-    names = {p: n for n, p in model.named_parameters()}
-    old_state = {names[p]: state for p, state in optimizer.state.items() if p in names}
-    blocks = {name: block for name, block in model.named_modules() if isinstance(block, OdeBlock)}
-    old_bases = {name: block.basis for name, block in blocks.items()}
-    old_shapes = {n: p.shape for n, p in model.named_parameters()}
-    refine(model)
-    matrices = {
-        name: change_of_basis_matrix(old_bases[name], block.basis, "projection")
-        for name, block in blocks.items()
-    }
-    new_optimizer = build_optimizer(model, learning_rate, weight_decay)
-    for name, parameter in model.named_parameters():
-        if name not in old_state:
-            continue
-        owner = next((b for b in blocks if name.startswith(f"{b}.")), None)
-        state = {}
-        for key, value in old_state[name].items():
-            if owner is not None and torch.is_tensor(value) and value.shape == old_shapes[name]:
-                value = apply_matrix(matrices[owner], value)
-                if "sq" in key:  # exp_avg_sq, max_exp_avg_sq: must stay >= 0
-                    value.clamp_(min=0)
-            state[key] = value
-        new_optimizer.state[parameter] = state
-    return new_optimizer
-
-
-def _refine_prepared(accelerator: Accelerator, model, optimizer, args: TrainingArguments):
-    """Refine the prepared model, then prepare the model and the new optimiser again."""
-    unwrapped = accelerator.unwrap_model(model)
-    new_optimizer = refine_with_optimizer(
-        unwrapped, optimizer.optimizer, args.learning_rate, args.weight_decay
-    )
-    # Drop Accelerate's references to the old model and optimiser (and to the data
-    # loaders, which only stateful loaders would need for save_state; ours are not).
-    accelerator.free_memory()
-    return accelerator.prepare(unwrapped, new_optimizer)
-
-
-# --- randomness -------------------------------------------------------------------------
-
-
-def seed_step(seed: int, step: int, process_index: int) -> None:
-    """Seed torch's global RNG (all devices) for optimiser step ``step`` of a process.
-
-    Every step's randomness (dropout, word dropout) is then a function of
-    ``(seed, step, process)``, so a resumed run draws exactly what the uninterrupted
-    run drew, whatever else consumed random numbers in between.
-    """
-    state = np.random.SeedSequence([seed, 1, step, process_index]).generate_state(1, np.uint64)[0]
-    torch.manual_seed(int(state >> 1))
-
-
 # --- evaluation -------------------------------------------------------------------------
 
 
 @torch.no_grad()
-def evaluate(
-    model, dataloader: DataLoader, accelerator: Accelerator, metric
-) -> dict[str, float | int]:
+def evaluate(model, dataloader, accelerator, metric) -> dict[str, float | int]:
     """Token accuracy over words of ``model`` on a prepared evaluation loader.
 
     Predictions are gathered from all processes (``gather_for_metrics`` drops the rows
@@ -400,76 +331,19 @@ def evaluate(
     return {**metric.compute(), "num_sentences": num_sentences}
 
 
-def make_accelerator() -> Accelerator:
-    """An Accelerator that splits each batch over the processes; CPU processes (gloo)
-    when there is no GPU (needed for ``accelerate launch --multi_gpu`` on CPUs)."""
-    return Accelerator(
-        cpu=not torch.cuda.is_available(),
-        dataloader_config=DataLoaderConfiguration(split_batches=True),
-    )
-
-
-def _load_metric(accelerator: Accelerator):
+def load_metric(accelerator):
+    """The package's token-accuracy metric (loaded by path, no Hub access)."""
     with accelerator.main_process_first():  # evaluate copies the module into its cache
         return load_token_accuracy(keep_in_memory=True)
 
 
-def end_distributed(accelerator: Accelerator) -> None:
-    """Wait for every process, then end training; this destroys the process group, so
-    gloo does not abort at interpreter exit."""
-    accelerator.wait_for_everyone()
-    accelerator.end_training()
+# --- the trainer --------------------------------------------------------------------------
 
 
-# --- checkpoints --------------------------------------------------------------------------
-
-
-def complete_checkpoints(output_dir: str | os.PathLike) -> list[Path]:
-    """Complete checkpoints of a run (those with ``trainer_state.json``), oldest first."""
-    folder = Path(output_dir) / CHECKPOINTS_DIR
-    found = [p for p in folder.glob(f"{CHECKPOINT_PREFIX}*") if (p / TRAINER_STATE).is_file()]
-    return sorted(found, key=lambda p: int(p.name[len(CHECKPOINT_PREFIX) :]))
-
-
-def _resolve_checkpoint(path: str, output_dir: str) -> Path:
-    if path == "latest":
-        found = complete_checkpoints(output_dir)
-        if not found:
-            raise FileNotFoundError(
-                f"no complete checkpoint in {Path(output_dir) / CHECKPOINTS_DIR}"
-            )
-        return found[-1]
-    if not (Path(path) / TRAINER_STATE).is_file():
-        raise FileNotFoundError(f"{path} is not a complete checkpoint (no {TRAINER_STATE})")
-    return Path(path)
-
-
-def _save_model(accelerator: Accelerator, model, tokenizer, output_dir: str, facts: dict) -> None:
-    accelerator.wait_for_everyone()
-    unwrapped = accelerator.unwrap_model(model)
-    unwrapped.save_pretrained(output_dir, is_main_process=accelerator.is_main_process)
-    if accelerator.is_main_process:
-        tokenizer.save_pretrained(output_dir)
-        write_model_card(unwrapped, output_dir, extra=facts)
-
-
-def push_folder_to_hub(folder: str | os.PathLike, repo_id: str) -> str:
-    """Upload a saved model folder (not its checkpoints) to the Hub model repo ``repo_id``;
-    returns the commit's URL."""
-    api = HfApi()
-    api.create_repo(repo_id, exist_ok=True)
-    commit = api.upload_folder(
-        repo_id=repo_id, folder_path=str(folder), ignore_patterns=[f"{CHECKPOINTS_DIR}/*"]
-    )
-    return commit.commit_url
-
-
-# --- training -----------------------------------------------------------------------------
-
-
-def _model_config(
+def model_config(
     args: TrainingArguments, tokenizer, label_names: Sequence[str]
 ) -> ContTransformerConfig:
+    """The tagger's config at the refinement schedule's initial K and N_T."""
     schedule = args.refinement_schedule
     return ContTransformerConfig(
         vocab_size=len(tokenizer),
@@ -492,275 +366,158 @@ def _model_config(
     )
 
 
-def _sizes(model) -> tuple[int, int]:
-    """``(K, N_T)`` of an (unwrapped) model."""
-    return model.config.num_basis, model.config.num_steps
+class PosTrainer(Trainer):
+    """A tagger's training run: CoNLL-U data, the continuous transformer, AdamW."""
 
+    item_name = "tokens"
 
-@dataclass
-class TrainerState:
-    """What a checkpoint holds besides Accelerate's state, as ``trainer_state.json``.
-
-    ``num_basis`` and ``num_steps`` are K and N_T after ``step``: resuming rebuilds those
-    shapes before ``load_state``. The loss sums cover the steps since the last evaluation;
-    times and tokens add up over resumed runs.
-    """
-
-    step: int = 0
-    num_basis: int = 0
-    num_steps: int = 0
-    best: dict | None = None
-    history: list[dict] = dataclasses.field(default_factory=list)
-    loss_sum: float = 0.0
-    loss_count: int = 0
-    train_seconds: float = 0.0
-    train_tokens: int = 0
-    total_seconds: float = 0.0
-
-
-class PosTrainer:
-    """One training run of :func:`train`: data, model, optimiser and state under Accelerate."""
-
-    def __init__(self, args: TrainingArguments):
-        self.args = args
-        self.started = time.perf_counter()
-        self.accelerator = accelerator = make_accelerator()
-        if args.batch_size % accelerator.num_processes:
-            raise ValueError(
-                f"batch_size={args.batch_size} must be divisible by the "
-                f"{accelerator.num_processes} processes"
-            )
-        self.schedule = args.refinement_schedule
+    def load_data(self) -> None:
+        args, accelerator = self.args, self.accelerator
+        saved_labels = None
+        if args.model_name_or_path is not None:
+            self.tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
+            config = AutoConfig.from_pretrained(args.model_name_or_path)
+            saved_labels = [config.id2label[i] for i in range(config.num_labels)]
         data = load_splits(args.treebank, args.data_dir, args.train_file, args.dev_file)
         for split in ("train", "validation"):
             if split not in data:
                 raise ValueError(
-                    f"treebank {args.treebank!r} has no {split!r} split (found {sorted(data)})"
+                    f"treebank: {args.treebank!r} has no {split!r} split (found {sorted(data)})"
                 )
-        train_split, dev_split = data["train"], data["validation"]
-        self.tokenizer = tokenizer = build_tokenizer(
-            _vocabulary(train_split), model_max_length=args.max_length
-        )
+        train_split = data["train"]
+        check_tag_column(train_split, args.tag_column)
+        label_names = train_split.features[args.tag_column].feature.names
+        if saved_labels is not None:
+            label_names = saved_labels + [name for name in label_names if name not in saved_labels]
+            data = load_splits(
+                args.treebank, args.data_dir, args.train_file, args.dev_file,
+                label_names={args.tag_column: label_names},
+            )  # fmt: skip
+            train_split = data["train"]
+        else:
+            self.tokenizer = build_tokenizer(_vocabulary(train_split), model_max_length=args.max_length)
+        self.label_names = list(label_names)
+        dev_split = data["validation"]
+        tokenizer = self.tokenizer
         train_rows, num_cut = encode_for_training(
             tokenizer, train_split["tokens"], train_split[args.tag_column], args.max_length
         )
         if num_cut:
             logger.warning(
                 "training truncates sentences to %d tokens: %d words not trained on",
-                args.max_length,
-                num_cut,
-            )
+                args.max_length, num_cut,
+            )  # fmt: skip
         dev_rows = encode_for_evaluation(
             tokenizer, dev_split["tokens"], dev_split[args.tag_column], args.max_length
         )
-        self.summary = {
-            "treebank": args.treebank,
-            "tag_column": args.tag_column,
-            "num_train_sentences": len(train_split),
-            "num_dev_sentences": len(dev_split),
-            "baseline_accuracy": most_frequent_tag_baseline(
-                train_split, dev_split, args.tag_column
-            ),
-            "num_processes": accelerator.num_processes,
-            "arguments": dataclasses.asdict(args),
-        }
-
-        torch.manual_seed(args.seed)
-        label_names = train_split.features[args.tag_column].feature.names
-        model = ContTransformerForTokenClassification(_model_config(args, tokenizer, label_names))
-        checkpoint = None
-        num_basis, num_steps = _sizes(model)
-        self.state = TrainerState(num_basis=num_basis, num_steps=num_steps)
-        if args.resume_from_checkpoint:
-            checkpoint = _resolve_checkpoint(args.resume_from_checkpoint, args.output_dir)
-            self.state = TrainerState(**json.loads((checkpoint / TRAINER_STATE).read_text()))
-            for _ in range(self.schedule.num_refinements(self.state.step)):
-                refine(model)
-            if _sizes(model) != (self.state.num_basis, self.state.num_steps):
-                raise ValueError(
-                    f"{checkpoint} holds K, N_T = {self.state.num_basis}, {self.state.num_steps} "
-                    "but the "
-                    f"refinement schedule gives {_sizes(model)} at step {self.state.step}: "
-                    "resume with the same settings"
-                )
+        self.fingerprint = _content_fingerprint(train_split, dev_split, column=args.tag_column)
+        self.baseline = most_frequent_tag_baseline(train_split, dev_split, args.tag_column)
+        self.num_sentences = (len(train_split), len(dev_split))
         self.sampler = LengthGroupedBatchSampler(
             [len(r["input_ids"]) for r in train_rows], args.batch_size, args.seed
         )
-        train_loader = DataLoader(
-            train_rows,
-            batch_sampler=self.sampler,
-            collate_fn=PaddingCollator(tokenizer.pad_token_id),
+        collate = PaddingCollator(tokenizer.pad_token_id)
+        self.train_loader, self.eval_loader = accelerator.prepare(
+            DataLoader(train_rows, batch_sampler=self.sampler, collate_fn=collate),
+            eval_loader(dev_rows, args.batch_size, tokenizer.pad_token_id),
         )
-        self.model, self.optimizer, self.train_loader, self.eval_loader = accelerator.prepare(
-            model,
-            build_optimizer(model, args.learning_rate, args.weight_decay),
-            train_loader,
-            _eval_loader(dev_rows, args.batch_size, tokenizer.pad_token_id),
-        )
-        if checkpoint is not None:
-            accelerator.load_state(str(checkpoint))
-            logger.info("resumed from %s at step %d", checkpoint, self.state.step)
-        self.metric = _load_metric(accelerator)
+        self.metric = load_metric(accelerator)
         counts = Counter(word for words in train_split["tokens"] for word in words)
         self.drop_probabilities = word_dropout_probabilities(
             tokenizer, counts, args.word_dropout
         ).to(accelerator.device)
-        self.local_tokens = torch.zeros((), dtype=torch.long, device=accelerator.device)
 
-    def run(self) -> dict:
-        """Train from the current step to ``max_steps``; returns the final metrics."""
-        args, accelerator, state = self.args, self.accelerator, self.state
-        if accelerator.is_main_process:
-            Path(args.output_dir).mkdir(parents=True, exist_ok=True)
-        progress = tqdm(
-            total=args.max_steps,
-            initial=state.step,
-            disable=not accelerator.is_local_main_process,
-            desc="training",
-            dynamic_ncols=True,
-            mininterval=1 if sys.stderr.isatty() else 30,  # a log file gets a line every 30 s
-        )
-        self.model.train()
-        tick = time.perf_counter()
-        while state.step < args.max_steps:
-            epoch, skip = divmod(state.step, len(self.train_loader))
-            loader = (
-                accelerator.skip_first_batches(self.train_loader, skip)
-                if skip
-                else self.train_loader
+    @property
+    def steps_per_epoch(self) -> int:
+        return len(self.train_loader)
+
+    def epoch_batches(self, epoch: int, skip: int):
+        loader = self.accelerator.skip_first_batches(self.train_loader, skip) if skip else self.train_loader
+        # Accelerate's loader re-sets the sampler's epoch to its own pass counter at every
+        # pass, which a resumed run starts at 0: set both to the true epoch.
+        loader.set_epoch(epoch)
+        self.sampler.set_epoch(epoch)
+        return loader
+
+    def build_model(self) -> nn.Module:
+        args = self.args
+        if args.model_name_or_path is None:
+            return ContTransformerForTokenClassification(
+                model_config(args, self.tokenizer, self.label_names)
             )
-            # Accelerate's loader re-sets the sampler's epoch to its own pass counter at every
-            # pass, which a resumed run starts at 0: set both to the true epoch.
-            loader.set_epoch(epoch)
-            self.sampler.set_epoch(epoch)
-            for batch in loader:
-                loss, learning_rate = self.train_step(batch)
-                progress.set_postfix(
-                    loss=f"{loss:.4f}",
-                    lr=f"{learning_rate:.2e}",
-                    K=state.num_basis,
-                    N_T=state.num_steps,
-                    refresh=False,  # update() redraws, at most every mininterval
-                )
-                progress.update(1)
-                evaluate_now = state.step % args.eval_steps == 0 or state.step == args.max_steps
-                save_now = state.step % args.save_steps == 0 or state.step == args.max_steps
-                if evaluate_now or save_now:
-                    state.train_seconds += time.perf_counter() - tick
-                    state.train_tokens += int(accelerator.reduce(self.local_tokens, "sum"))
-                    self.local_tokens.zero_()
-                if evaluate_now:
-                    entry = self.evaluate_and_keep_best(learning_rate)
-                    if accelerator.is_main_process:
-                        progress.write(
-                            f"step {state.step}: dev {args.tag_column} accuracy "
-                            f"{entry['accuracy']:.4f} "
-                            f"({entry['num_words']} words, {entry['num_sentences']} sentences), "
-                            f"train loss {entry['train_loss']:.4f}, "
-                            f"K={state.num_basis}, N_T={state.num_steps}"
-                        )
-                if save_now:
-                    self.save_checkpoint()
-                if evaluate_now or save_now:
-                    tick = time.perf_counter()
-                if state.step >= args.max_steps:
-                    break
-        progress.close()
-        metrics = self.write_metrics()
-        if args.push_to_hub and accelerator.is_main_process:
-            logger.info("pushed to %s", push_folder_to_hub(args.output_dir, args.push_to_hub))
-        end_distributed(accelerator)
-        return metrics
+        model = ContTransformerForTokenClassification.from_pretrained(args.model_name_or_path)
+        return _with_labels(model, self.label_names)
 
-    def train_step(self, batch: dict[str, torch.Tensor]) -> tuple[float, float]:
-        """One optimiser step (then a refinement if one is due); returns loss and learning rate."""
-        args, state = self.args, self.state
-        state.step += 1
-        seed_step(args.seed, state.step, self.accelerator.process_index)
-        learning_rate = inverse_sqrt_learning_rate(
-            state.step, args.learning_rate, args.warmup_steps
-        )
-        for group in self.optimizer.param_groups:
-            group["lr"] = learning_rate
+    def build_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
+        return build_optimizer(model, self.args.learning_rate, self.args.weight_decay)
+
+    def learning_rate(self, step: int) -> float:
+        return inverse_sqrt_learning_rate(step, self.args.learning_rate, self.args.warmup_steps)
+
+    def loss(self, model: nn.Module, batch: dict) -> torch.Tensor:
         input_ids = word_dropout(
             batch["input_ids"], self.drop_probabilities, self.tokenizer.unk_token_id
         )
-        loss = self.model(
+        return model(
             input_ids=input_ids, attention_mask=batch["attention_mask"], labels=batch["labels"]
         ).loss
-        self.accelerator.backward(loss)
-        self.optimizer.step()
-        self.optimizer.zero_grad()
-        self.local_tokens += batch["attention_mask"].sum()
-        loss_value = loss.item()
-        state.loss_sum += loss_value
-        state.loss_count += 1
-        if state.step in self.schedule.refine_steps:
-            self.model, self.optimizer = _refine_prepared(
-                self.accelerator, self.model, self.optimizer, args
-            )
-            state.num_basis, state.num_steps = _sizes(self.accelerator.unwrap_model(self.model))
-        return loss_value, learning_rate
 
-    def evaluate_and_keep_best(self, learning_rate: float) -> dict:
-        """Evaluate on dev, record it, save the model if it is the best so far."""
-        accelerator, state = self.accelerator, self.state
-        result = evaluate(self.model, self.eval_loader, accelerator, self.metric)
-        mean_loss = torch.tensor(state.loss_sum / state.loss_count, device=accelerator.device)
-        entry = {
-            "step": state.step,
-            **result,
-            "train_loss": accelerator.reduce(mean_loss, "mean").item(),
-            "num_basis": state.num_basis,
-            "num_steps": state.num_steps,
-            "learning_rate": learning_rate,
+    def batch_items(self, batch: dict) -> torch.Tensor:
+        return batch["attention_mask"].sum()
+
+    def evaluate(self, model: nn.Module) -> dict:
+        return evaluate(model, self.eval_loader, self.accelerator, self.metric)
+
+    def data_fingerprint(self) -> str:
+        return self.fingerprint
+
+    def summary(self) -> dict:
+        args = self.args
+        return {
+            "treebank": args.treebank,
+            "tag_column": args.tag_column,
+            "num_train_sentences": self.num_sentences[0],
+            "num_dev_sentences": self.num_sentences[1],
+            "baseline_accuracy": self.baseline,
+            "num_processes": self.accelerator.num_processes,
+            "arguments": {k: v for k, v in vars(args).items()},
         }
-        state.history.append(entry)
-        state.loss_sum, state.loss_count = 0.0, 0
-        if state.best is None or entry["accuracy"] > state.best["accuracy"]:
-            state.best = entry
-            facts = {
-                "dataset": f"{self.args.treebank} ({self.args.tag_column})",
-                "dev accuracy": f"{entry['accuracy']:.2%} (step {state.step})",
-            }
-            _save_model(accelerator, self.model, self.tokenizer, self.args.output_dir, facts)
-        self.write_metrics()
-        return entry
 
-    def save_checkpoint(self) -> None:
-        """Accelerate's state and ``trainer_state.json`` in ``checkpoints/step-N``; deletes
-        all but the newest ``save_total_limit`` checkpoints."""
-        accelerator, output_dir = self.accelerator, self.args.output_dir
-        folder = Path(output_dir) / CHECKPOINTS_DIR / f"{CHECKPOINT_PREFIX}{self.state.step}"
-        accelerator.save_state(str(folder))
-        accelerator.wait_for_everyone()
-        if accelerator.is_main_process:
-            state = dataclasses.replace(self.state, total_seconds=self._total_seconds())
-            (folder / TRAINER_STATE).write_text(json.dumps(dataclasses.asdict(state), indent=2))
-            for old in complete_checkpoints(output_dir)[: -self.args.save_total_limit]:
-                shutil.rmtree(old)
-
-    def _total_seconds(self) -> float:
-        return self.state.total_seconds + time.perf_counter() - self.started
-
-    def write_metrics(self) -> dict:
-        """``metrics.json`` in ``output_dir``: best and all dev evaluations, baseline, speed."""
-        state = self.state
-        metrics = {
-            **self.summary,
-            "best": state.best,
-            "history": state.history,
-            "step": state.step,
-            "train_runtime_s": state.train_seconds,
-            "total_runtime_s": self._total_seconds(),
-            "train_tokens": state.train_tokens,
-            "train_tokens_per_second": state.train_tokens / state.train_seconds
-            if state.train_seconds
-            else 0.0,
+    def save_model(self, model: nn.Module, folder: Path, entry: dict) -> None:
+        args = self.args
+        model.save_pretrained(folder)
+        self.tokenizer.save_pretrained(folder)
+        record = {"tag_column": args.tag_column, "treebank": args.treebank, "best": entry}
+        (folder / METRICS_FILE).write_text(json.dumps(record, indent=2) + "\n")
+        facts = {
+            "dataset": f"{args.treebank} ({args.tag_column})",
+            "dev accuracy": f"{entry['accuracy']:.2%} (step {entry['step']})",
         }
-        if self.accelerator.is_main_process:
-            (Path(self.args.output_dir) / METRICS_FILE).write_text(json.dumps(metrics, indent=2))
-        return metrics
+        write_model_card(model, folder, extra=facts)
+
+    def load_best(self) -> nn.Module:
+        folder = self.output_dir / "best"
+        return ContTransformerForTokenClassification.from_pretrained(folder).to(self.accelerator.device).eval()
+
+
+def _with_labels(model, label_names: Sequence[str]):
+    """``model`` with a classifier over ``label_names`` (its own first, new ones appended with
+    freshly initialised rows)."""
+    config = model.config
+    old = config.num_labels
+    if len(label_names) == old:
+        return model
+    classifier = nn.Linear(config.hidden_size, len(label_names))
+    model._init_weights(classifier)
+    with torch.no_grad():
+        classifier.weight[:old] = model.classifier.weight
+        classifier.bias[:old] = model.classifier.bias
+    model.classifier = classifier
+    config.id2label = dict(enumerate(label_names))
+    config.label2id = {name: i for i, name in enumerate(label_names)}
+    config.num_labels = len(label_names)
+    model.num_labels = len(label_names)
+    return model
 
 
 def train(args: TrainingArguments) -> dict:
@@ -769,6 +526,26 @@ def train(args: TrainingArguments) -> dict:
     Works unchanged on one or several processes (``accelerate launch``), CPU or GPU.
     """
     return PosTrainer(args).run()
+
+
+def load_tagger(model_dir: str | os.PathLike):
+    """A saved tagger of this package (a model folder or a run folder's ``best/``) and its
+    folder; ``ValueError`` naming the folder for any other model type."""
+    folder = resolve_model_dir(model_dir)
+    config = AutoConfig.from_pretrained(folder)
+    if config.model_type != MODEL_TYPE:
+        raise ValueError(
+            f"{folder} holds a {config.model_type!r} model, not a {MODEL_TYPE!r} tagger"
+        )
+    return ContTransformerForTokenClassification.from_pretrained(folder), folder
+
+
+def saved_tag_column(folder: Path) -> str:
+    """The CoNLL-U column a saved tagger tags, from its ``metrics.json`` (``xpos`` if absent)."""
+    metrics = Path(folder) / METRICS_FILE
+    return (
+        json.loads(metrics.read_text()).get("tag_column", "xpos") if metrics.is_file() else "xpos"
+    )
 
 
 def evaluate_saved_model(
@@ -782,18 +559,15 @@ def evaluate_saved_model(
 ) -> dict:
     """Token accuracy of a saved tagger on a treebank split or on CoNLL-U file(s).
 
+    ``model_dir`` is a model folder or a training run's folder (its ``best/`` model).
     ``tag_column`` None reads it from the model folder's ``metrics.json`` (``xpos`` if
     absent). Tags the model does not know count as errors. Sentences longer than the
     model's ``max_position_embeddings`` are scored in full, in windows.
     """
+    model, folder = load_tagger(model_dir)
     accelerator = make_accelerator()
-    model = ContTransformerForTokenClassification.from_pretrained(model_dir)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    if tag_column is None:
-        metrics_file = Path(model_dir) / METRICS_FILE
-        tag_column = (
-            json.loads(metrics_file.read_text())["tag_column"] if metrics_file.is_file() else "xpos"
-        )
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tag_column = tag_column or saved_tag_column(folder)
     config = model.config
     label_names = {tag_column: [config.id2label[i] for i in range(config.num_labels)]}
     if eval_file:
@@ -803,19 +577,17 @@ def evaluate_saved_model(
         split = SPLIT_ALIASES.get(split, split)
         if split not in splits:
             raise ValueError(
-                f"treebank {treebank!r} has no split {split!r} (found {sorted(splits)})"
+                f"eval_split: treebank {treebank!r} has no split {split!r} (found {sorted(splits)})"
             )
         dataset = splits[split]
     rows = encode_for_evaluation(
         tokenizer, dataset["tokens"], dataset[tag_column], config.max_position_embeddings
     )
     batch_size = math.ceil(batch_size / accelerator.num_processes) * accelerator.num_processes
-    model, loader = accelerator.prepare(
-        model, _eval_loader(rows, batch_size, tokenizer.pad_token_id)
-    )
-    result = evaluate(model, loader, accelerator, _load_metric(accelerator))
+    model, loader = accelerator.prepare(model, eval_loader(rows, batch_size, tokenizer.pad_token_id))
+    result = evaluate(model, loader, accelerator, load_metric(accelerator))
     result.update(
-        model_dir=str(model_dir),
+        model_dir=str(folder),
         tag_column=tag_column,
         split=split if not eval_file else list(eval_file),
         num_basis=config.num_basis,

@@ -1,0 +1,178 @@
+"""The arguments every training run shares, as a dataclass the scripts parse.
+
+:class:`RunArguments` holds what the scaffold (:mod:`.scaffold`) needs: where to write,
+the continuous choices and their refinement, optimisation, evaluation and checkpoint
+cadence, resuming, logging. Each trainer's arguments extend it with their own fields.
+:func:`parse_arguments` builds the command line from the fields with
+``transformers.HfArgumentParser`` (help from each field's ``metadata``), so every field is
+a flag in both spellings (``--learning-rate`` and ``--learning_rate``), and a value the
+user left out keeps the field's default. Defaults that depend on other flags (a preset)
+come from ``preset_defaults``: a mapping from the given arguments to defaults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn, TypeVar
+
+from transformers import HfArgumentParser
+
+from ..choices import check_basis_name, check_count, check_scheme_name
+from .schedules import RefinementSchedule, parse_steps
+
+REPORT_TO = ("none", "tensorboard")
+# Fields a resumed run may change: they do not change what the run computes up to the
+# resumed step (max_steps extends a run).
+RESUMABLE = frozenset(
+    {
+        "output_dir", "overwrite_output_dir", "resume_from_checkpoint", "max_steps", "eval_steps",
+        "save_steps", "save_total_limit", "push_to_hub", "report_to", "logging_steps",
+        "torch_compile", "torch_compile_mode", "compression_report", "do_predict", "data_dir",
+        "train_file", "dev_file", "dataset", "epochs",
+    }
+)  # fmt: skip
+
+
+def _help(text: str, **extra) -> dict:
+    return {"metadata": {"help": text, **extra}}
+
+
+@dataclass
+class RunArguments:
+    """What every training run needs besides its data and model (see the module docstring)."""
+
+    output_dir: str = field(
+        default="runs/run",
+        **_help("run folder: best/ (the best model), checkpoints/, metrics.json, run.json"),
+    )
+    overwrite_output_dir: bool = field(
+        default=False, **_help("replace the outputs of an earlier run in --output-dir")
+    )
+    seed: int = field(default=42, **_help("model initialisation, data order, dropout"))
+    batch_size: int = field(
+        default=64, **_help("examples per optimiser step, over all processes", aliases=["--train-batch-size"])
+    )
+    per_device_train_batch_size: int | None = field(
+        default=None,
+        **_help("examples per process and micro-batch; sets --batch-size to this x processes x "
+                "--gradient-accumulation-steps (the transformers convention)"),
+    )  # fmt: skip
+    gradient_accumulation_steps: int = field(
+        default=1, **_help("micro-batches per optimiser step (same gradient, less memory)")
+    )
+    max_grad_norm: float | None = field(
+        default=None, **_help("clip the gradient's global norm to this (default: no clipping)")
+    )
+    learning_rate: float = field(default=1e-3, **_help("peak learning rate"))
+    weight_decay: float = field(default=0.0, **_help("decoupled weight decay"))
+    basis: str = field(default="piecewise_constant", **_help("basis of the ODE blocks' weights"))
+    num_basis: int = field(default=8, **_help("final K, the number of basis functions"))
+    num_steps: int | None = field(
+        default=None, **_help("final N_T, integration steps (default: --num-basis)")
+    )
+    scheme: str = field(default="euler", **_help("Runge-Kutta scheme"))
+    time_horizon: float = field(default=1.0, **_help("T, the end of depth-time"))
+    max_steps: int = field(default=1000, **_help("optimiser steps to train for"))
+    refine_steps: str | None = field(
+        default=None,
+        **_help("comma-separated steps after which K and N_T are refined ('none': never)"),
+    )
+    eval_steps: int = field(default=1000, **_help("evaluate every N steps (and at the end)"))
+    save_steps: int = field(default=1000, **_help("checkpoint every N steps (and at the end)"))
+    save_total_limit: int = field(default=2, **_help("checkpoints kept (the newest)"))
+    resume_from_checkpoint: str | None = field(
+        default=None, **_help("a checkpoint folder, or 'latest' in --output-dir")
+    )
+    push_to_hub: str | None = field(
+        default=None, **_help("Hub repository id to upload the best model to at the end")
+    )
+    report_to: str = field(
+        default="none",
+        **_help("'tensorboard': log losses, dev metrics, learning rate, K and N_T under "
+                "--output-dir/logs (pip install 'cont-transformer[tensorboard]')"),
+    )  # fmt: skip
+    logging_steps: int = field(default=50, **_help("log the training loss every N steps"))
+    compression_report: bool = field(
+        default=False,
+        **_help("after training, score the best model at K/2, K/4, N_T/2, N_T/4 and K, N_T "
+                "halved on dev; write compression.md/.json and add the table to its card"),
+    )  # fmt: skip
+    torch_compile: bool = field(
+        default=False, **_help("compile the model with torch.compile (eager where it cannot)")
+    )
+    torch_compile_mode: str | None = field(
+        default=None, **_help("torch.compile mode (default, reduce-overhead, max-autotune)")
+    )
+
+    def __post_init__(self):
+        if self.num_steps is None:
+            self.num_steps = self.num_basis
+        self.refine_steps = parse_steps(self.refine_steps)
+        for name in ("batch_size", "gradient_accumulation_steps", "max_steps", "eval_steps",
+                     "save_steps", "save_total_limit", "logging_steps"):  # fmt: skip
+            check_count(name, getattr(self, name))
+        check_count("per_device_train_batch_size", self.per_device_train_batch_size, optional=True)
+        check_basis_name("basis", self.basis)
+        check_scheme_name("scheme", self.scheme)
+        for name in ("learning_rate", "time_horizon"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name}: must be positive, got {getattr(self, name)}")
+        if self.weight_decay < 0:
+            raise ValueError(f"weight_decay: must be >= 0, got {self.weight_decay}")
+        if self.max_grad_norm is not None and not self.max_grad_norm > 0:
+            raise ValueError(f"max_grad_norm: must be positive, got {self.max_grad_norm}")
+        if self.report_to not in REPORT_TO:
+            raise ValueError(f"report_to: choose one of {REPORT_TO}, got {self.report_to!r}")
+        self.refinement_schedule  # noqa: B018 (validates K and N_T against the refinements)
+
+    @property
+    def refinement_schedule(self) -> RefinementSchedule:
+        return RefinementSchedule(self.basis, self.num_basis, self.num_steps, self.refine_steps)
+
+    def identity(self) -> dict[str, Any]:
+        """The arguments that determine what the run computes (see :data:`RESUMABLE`)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in RESUMABLE}
+
+
+Arguments = TypeVar("Arguments", bound=RunArguments)
+
+
+def _one_line_error(message: str) -> NoReturn:
+    """argparse's error without the usage block (dozens of flags): one line, exit 2."""
+    print(f"error: {message} (see --help)", file=sys.stderr)
+    sys.exit(2)
+
+_NOT_GIVEN = object()
+
+
+def parse_arguments(
+    kind: type[Arguments],
+    argv: Sequence[str] | None = None,
+    *,
+    description: str | None = None,
+    preset_defaults: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
+    extra: Callable[[HfArgumentParser], None] | None = None,
+) -> tuple[Arguments, dict[str, Any]]:
+    """Parse ``argv`` into ``kind``; returns the arguments and the values of ``extra`` flags
+    (with ``given_fields``: the names of the fields the user gave).
+
+    ``preset_defaults(given)`` returns defaults for the fields the user did not give
+    (``given``: the fields they did). ``extra(parser)`` may add flags that are not fields
+    (``--eval-only``); their values come back in the dict.
+    """
+    parser = HfArgumentParser(kind, description=description)
+    parser.error = _one_line_error
+    names = [f.name for f in dataclasses.fields(kind) if f.init]
+    # Defaults become a marker, so that a flag given with its default value counts as given.
+    parser.set_defaults(**{name: _NOT_GIVEN for name in names})
+    if extra is not None:
+        extra(parser)
+    values = vars(parser.parse_args(sys.argv[1:] if argv is None else list(argv)))
+    given = {name: values[name] for name in names if values[name] is not _NOT_GIVEN}
+    defaults = dict(preset_defaults(given)) if preset_defaults else {}
+    extra_values = {k: v for k, v in values.items() if k not in names}
+    extra_values["given_fields"] = set(given)
+    return kind(**{**defaults, **given}), extra_values

@@ -1,0 +1,115 @@
+"""Checkpoints of a run: ``checkpoints/step-N`` folders, complete or absent.
+
+A checkpoint is written into a staging folder (Accelerate's state from every process,
+then ``trainer_state.json``, the completion marker) and renamed to ``step-N`` only when
+complete, so a kill never leaves a half-written ``step-N``. The newest
+``save_total_limit`` complete checkpoints are kept. Resuming from ``"latest"`` tries the
+complete checkpoints newest first: one that cannot be read (a damaged file) is named in a
+warning and the previous one is used.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+from .outputs import CHECKPOINTS_DIR, write_json
+
+logger = logging.getLogger(__name__)
+
+PathLike = str | os.PathLike
+CHECKPOINT_PREFIX = "step-"
+TRAINER_STATE = "trainer_state.json"  # written last: the completion marker
+_STAGING_PREFIX = ".staging-"
+
+
+class CheckpointError(ValueError):
+    """No checkpoint to resume from, or a damaged one (the message names the file)."""
+
+
+def checkpoint_folder(output_dir: PathLike, step: int) -> Path:
+    return Path(output_dir) / CHECKPOINTS_DIR / f"{CHECKPOINT_PREFIX}{step}"
+
+
+def complete_checkpoints(output_dir: PathLike) -> list[Path]:
+    """Complete checkpoints of the run in ``output_dir``, oldest first."""
+    folder = Path(output_dir) / CHECKPOINTS_DIR
+    found = [
+        path
+        for path in folder.glob(f"{CHECKPOINT_PREFIX}*")
+        if path.name[len(CHECKPOINT_PREFIX) :].isdigit() and (path / TRAINER_STATE).is_file()
+    ]
+    return sorted(found, key=lambda path: int(path.name[len(CHECKPOINT_PREFIX) :]))
+
+
+def remove_abandoned(output_dir: PathLike) -> None:
+    """Delete staging folders a killed run left behind."""
+    for path in (Path(output_dir) / CHECKPOINTS_DIR).glob(f"{_STAGING_PREFIX}*"):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def staging_folder(output_dir: PathLike, step: int) -> Path:
+    """Where checkpoint ``step`` is written before it is complete (the same on every process)."""
+    final = checkpoint_folder(output_dir, step)
+    return final.with_name(_STAGING_PREFIX + final.name)
+
+
+def finish_checkpoint(output_dir: PathLike, step: int, state: dict, keep: int) -> Path:
+    """Main process, after every process saved into :func:`staging_folder`: write the
+    completion marker, move the checkpoint into place and delete all but the newest ``keep``."""
+    staging, final = staging_folder(output_dir, step), checkpoint_folder(output_dir, step)
+    write_json(staging / TRAINER_STATE, state)
+    if final.exists():  # the same step saved again (a run resumed from before it)
+        shutil.rmtree(final)
+    staging.rename(final)
+    for old in complete_checkpoints(output_dir)[:-keep]:
+        shutil.rmtree(old)
+    return final
+
+
+def read_state(folder: PathLike) -> dict:
+    """``trainer_state.json`` of a checkpoint; raises :class:`CheckpointError` naming it."""
+    path = Path(folder) / TRAINER_STATE
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError as err:
+        raise CheckpointError(f"{folder} is not a complete checkpoint (no {TRAINER_STATE})") from err
+    except ValueError as err:
+        raise CheckpointError(f"{path}: damaged ({err})") from err
+
+
+def damaged_file(folder: PathLike) -> Path | None:
+    """The first file of a checkpoint that does not load (weights, optimiser or RNG state)."""
+    for path in sorted(Path(folder).iterdir()):
+        try:
+            if path.suffix == ".safetensors":
+                load_file(path)
+            elif path.suffix in (".bin", ".pkl", ".pt", ".pth"):
+                torch.load(path, map_location="cpu", weights_only=False)
+            elif path.suffix == ".json":
+                json.loads(path.read_text())
+        except Exception:  # noqa: BLE001 (any failure to load marks the file as damaged)
+            return path
+    return None
+
+
+def resume_candidates(spec: str, output_dir: PathLike) -> list[Path]:
+    """Checkpoints to try, in order, for ``--resume-from-checkpoint spec``: the complete ones
+    of ``output_dir`` newest first for ``"latest"``, else the one folder named."""
+    if spec == "latest":
+        found = complete_checkpoints(output_dir)[::-1]
+        if not found:
+            raise CheckpointError(
+                f"--resume-from-checkpoint latest: no complete checkpoint in "
+                f"{Path(output_dir) / CHECKPOINTS_DIR}"
+            )
+        return found
+    folder = Path(spec)
+    read_state(folder)  # a clear error for a folder that is no checkpoint
+    return [folder]

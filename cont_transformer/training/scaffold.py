@@ -1,0 +1,548 @@
+"""The training scaffold: one loop, refinement, checkpoints, staged saves and resume for
+every trainer of the package (the tagger, the image classifiers).
+
+A trainer subclasses :class:`Trainer` and supplies its data, model, optimiser, the loss
+of a batch and the evaluation; the scaffold does the rest the same way for all:
+
+* Steps. ``batch_size`` examples per optimiser step over all processes (each process
+  takes its share), optionally in ``gradient_accumulation_steps`` micro-batches whose
+  losses are weighted by their share of the scored items, so accumulation gives the
+  gradient of the whole batch. Optional gradient clipping. Before every step torch's RNG
+  is seeded from ``(seed, step, process)``, and the subclass's batches of an epoch are a
+  function of ``(seed, epoch)``, so a resumed run replays the uninterrupted one exactly.
+* Order within a step ``s``: the optimiser step; an evaluation if due (the best model is
+  written to ``best/`` through a staging folder); the refinement if ``s`` is a refinement
+  step (:func:`.refinement.refine_with_optimizer`: the optimiser's state is projected
+  like the coefficients); a checkpoint if due. A checkpoint therefore holds the sizes the
+  refinement schedule gives after ``s``, and resuming rebuilds them before loading.
+* Folders. A new run refuses a non-empty ``output_dir`` unless ``overwrite_output_dir``;
+  ``run.json`` records the run's identity and a resumed run must match it
+  (:mod:`.identity`); checkpoints are complete or absent, and ``latest`` falls back past
+  a damaged one (:mod:`.checkpoints`); ``metrics.json`` is replaced atomically.
+* After training: the compression report (optional: the best model at K/2, K/4, N_T/2,
+  N_T/4, both halved, scored on dev), the subclass's ``finish`` (e.g. a final test
+  evaluation), the Hub upload.
+
+docs/design.md describes how the tagger and the image trainer fill the hooks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import itertools
+import logging
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from accelerate import Accelerator, DataLoaderConfiguration
+from huggingface_hub import HfApi
+from torch import nn
+from tqdm.auto import tqdm
+
+from ..transform import change_basis, refine, set_num_steps
+from .arguments import RunArguments
+from .checkpoints import (
+    CheckpointError,
+    damaged_file,
+    finish_checkpoint,
+    read_state,
+    remove_abandoned,
+    resume_candidates,
+    staging_folder,
+)
+from .identity import check_identity, record_identity
+from .outputs import (
+    BEST_MODEL_DIR,
+    CHECKPOINTS_DIR,
+    METRICS_FILE,
+    prepare_run_folder,
+    staged_directory,
+    write_json,
+)
+from .refinement import refine_with_optimizer
+from .schedules import initial_num_basis
+
+logger = logging.getLogger(__name__)
+
+COMPRESSION_FILE = "compression.json"
+LOGS_DIR = "logs"
+
+
+@dataclass
+class TrainerState:
+    """What a checkpoint holds besides Accelerate's state (``trainer_state.json``).
+
+    ``num_basis`` / ``num_steps`` are K and N_T after ``step``. The loss sums cover the
+    steps since the last evaluation; times and item counts add up over resumed runs.
+    """
+
+    step: int = 0
+    num_basis: int = 0
+    num_steps: int = 0
+    best: dict | None = None
+    history: list[dict] = dataclasses.field(default_factory=list)
+    loss_sum: float = 0.0
+    loss_count: int = 0
+    train_seconds: float = 0.0
+    train_items: int = 0
+    total_seconds: float = 0.0
+
+
+def make_accelerator(**kwargs) -> Accelerator:
+    """An Accelerator that splits each batch over the processes; CPU processes (gloo) when
+    there is no GPU (needed for ``accelerate launch --multi_gpu`` on CPUs)."""
+    return Accelerator(
+        cpu=not torch.cuda.is_available(),
+        dataloader_config=DataLoaderConfiguration(split_batches=True),
+        **kwargs,
+    )
+
+
+def end_distributed(accelerator: Accelerator) -> None:
+    """Wait for every process, then end training; this destroys the process group, so
+    gloo does not abort at interpreter exit."""
+    accelerator.wait_for_everyone()
+    accelerator.end_training()
+
+
+def seed_step(seed: int, step: int, process_index: int) -> None:
+    """Seed torch's global RNG (all devices) for optimiser step ``step`` of a process, so
+    every step's randomness (dropout, word dropout) is a function of ``(seed, step,
+    process)`` whatever else consumed random numbers in between."""
+    state = np.random.SeedSequence([seed, 1, step, process_index]).generate_state(1, np.uint64)[0]
+    torch.manual_seed(int(state >> 1))
+
+
+def split_batch(batch: dict, parts: int) -> list[dict]:
+    """``batch`` (tensors with a leading batch axis, other values shared) in ``parts``
+    micro-batches along that axis."""
+    if parts == 1:
+        return [batch]
+    size = next(v for v in batch.values() if torch.is_tensor(v)).shape[0]
+    bounds = [round(i * size / parts) for i in range(parts + 1)]
+    return [
+        {k: v[a:b] if torch.is_tensor(v) and v.dim() and v.shape[0] == size else v
+         for k, v in batch.items()}
+        for a, b in itertools.pairwise(bounds) if b > a
+    ]  # fmt: skip
+
+
+def coarser_num_basis(basis: str, num_basis: int) -> int:
+    """The K one refinement below ``num_basis`` (K/2 for piecewise constant, (K+1)/2 for
+    piecewise linear); ``num_basis // 2`` when no basis refines to it."""
+    try:
+        return initial_num_basis(basis, num_basis, 1)
+    except ValueError:
+        return max(num_basis // 2, 1)
+
+
+def compression_variants(config) -> list[tuple[str, dict]]:
+    """The compressions of the report: K/2, K/4, N_T/2, N_T/4 and K, N_T both halved."""
+    k, n = config.num_basis, config.num_steps
+    k2 = coarser_num_basis(config.basis, k)
+    k4 = coarser_num_basis(config.basis, k2)
+    variants = [
+        ("K/2", {"num_basis": k2}),
+        ("K/4", {"num_basis": k4}),
+        ("N_T/2", {"num_steps": max(n // 2, 1)}),
+        ("N_T/4", {"num_steps": max(n // 4, 1)}),
+        ("K/2, N_T/2", {"num_basis": k2, "num_steps": max(n // 2, 1)}),
+    ]
+    seen, unique = {(k, n)}, []
+    for name, change in variants:
+        sizes = (change.get("num_basis", k), change.get("num_steps", n))
+        if sizes not in seen:
+            seen.add(sizes)
+            unique.append((name, change))
+    return unique
+
+
+def compressed(model: nn.Module, num_basis: int | None = None, num_steps: int | None = None):
+    """A copy of ``model`` projected onto ``num_basis`` functions and/or integrated in
+    ``num_steps`` steps (no retraining, no data)."""
+    model = copy.deepcopy(model)
+    if num_basis is not None:
+        change_basis(model, num_basis=num_basis)
+    if num_steps is not None:
+        set_num_steps(model, num_steps)
+    return model
+
+
+class Trainer:
+    """One training run under Accelerate; subclasses fill the hooks marked below.
+
+    Hooks: :meth:`load_data` (data, preprocessing; prepare loaders here),
+    :attr:`steps_per_epoch`, :meth:`epoch_batches`, :meth:`build_model` (at the schedule's
+    initial sizes), :meth:`build_optimizer`, :meth:`learning_rate`, :meth:`loss`,
+    :meth:`evaluate` (returns at least ``selection_metric``), :meth:`save_model` (writes a
+    complete model folder), and optionally :meth:`data_fingerprint`, :meth:`summary`,
+    :meth:`finish`.
+    """
+
+    item_name = "items"  # what train_items counts, for metrics.json ("tokens", "images")
+    selection_metric = "accuracy"  # higher is better; picks the best model on dev
+
+    def __init__(self, args: RunArguments):
+        self.args = args
+        self.started = time.perf_counter()
+        self.extra_metrics: dict = {}  # added after training (compression report, test)
+        self.output_dir = Path(args.output_dir)
+        resuming = args.resume_from_checkpoint is not None
+        tracker = {} if args.report_to == "none" else {
+            "log_with": args.report_to, "project_dir": str(self.output_dir / LOGS_DIR),
+        }  # fmt: skip
+        self.accelerator = accelerator = make_accelerator(**tracker)
+        self._resolve_batch_size()
+        if accelerator.is_main_process:
+            prepare_run_folder(self.output_dir, resuming=resuming, overwrite=args.overwrite_output_dir)
+            remove_abandoned(self.output_dir)
+        accelerator.wait_for_everyone()
+        self.schedule = args.refinement_schedule
+        self.load_data()  # may set step-based fields from the data size (epochs → steps)
+        self.schedule = args.refinement_schedule
+        if resuming:
+            check_identity(self.output_dir, args.identity(), self.data_fingerprint())
+        elif accelerator.is_main_process:
+            record_identity(self.output_dir, args.identity(), self.data_fingerprint())
+        candidates = resume_candidates(args.resume_from_checkpoint, self.output_dir) if resuming else [None]
+        for index, checkpoint in enumerate(candidates):
+            try:
+                self._start(checkpoint)
+                break
+            except Exception as err:
+                if checkpoint is None or index + 1 == len(candidates):
+                    if checkpoint is None:
+                        raise
+                    bad = damaged_file(checkpoint)
+                    raise CheckpointError(f"{bad or checkpoint}: cannot resume from it ({err})") from err
+                accelerator.free_memory()
+                logger.warning(
+                    "%s is damaged (%s); resuming from the previous checkpoint %s",
+                    damaged_file(checkpoint) or checkpoint, err, candidates[index + 1],
+                )
+        if tracker:
+            accelerator.init_trackers("train", config=_loggable(dataclasses.asdict(args)))
+
+    def _resolve_batch_size(self) -> None:
+        args, processes = self.args, self.accelerator.num_processes
+        if args.per_device_train_batch_size is not None:
+            args.batch_size = args.per_device_train_batch_size * processes * args.gradient_accumulation_steps
+        if args.batch_size % (processes * args.gradient_accumulation_steps):
+            raise ValueError(
+                f"batch_size: {args.batch_size} must be divisible by the {processes} processes "
+                f"x {args.gradient_accumulation_steps} accumulation steps"
+            )
+
+    def _start(self, checkpoint: Path | None) -> None:
+        """Build the model and optimiser at the sizes of ``checkpoint`` (or the start) and
+        load its state."""
+        args, accelerator = self.args, self.accelerator
+        self.state = TrainerState(**read_state(checkpoint)) if checkpoint else TrainerState()
+        torch.manual_seed(args.seed)
+        model = self.build_model()
+        for _ in range(self.schedule.num_refinements(self.state.step)):
+            refine(model)
+        sizes = _sizes(model)
+        if checkpoint is None:
+            self.state.num_basis, self.state.num_steps = sizes
+        elif sizes != (self.state.num_basis, self.state.num_steps):
+            raise CheckpointError(
+                f"{checkpoint} holds K, N_T = {self.state.num_basis}, {self.state.num_steps} but "
+                f"the refinement schedule gives {sizes} at step {self.state.step}"
+            )
+        self.model, self.optimizer = accelerator.prepare(model, self.build_optimizer(model))
+        if checkpoint is not None:
+            accelerator.load_state(str(checkpoint))
+            logger.info("resumed from %s at step %d", checkpoint, self.state.step)
+
+    # --- hooks ---------------------------------------------------------------------
+    def load_data(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def steps_per_epoch(self) -> int:
+        raise NotImplementedError
+
+    def epoch_batches(self, epoch: int, skip: int) -> Iterable[dict]:
+        """This process's share of every optimiser step's batch in ``epoch``, from batch
+        ``skip`` on; a function of ``(seed, epoch)`` only."""
+        raise NotImplementedError
+
+    def build_model(self) -> nn.Module:
+        raise NotImplementedError
+
+    def build_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
+        raise NotImplementedError
+
+    def learning_rate(self, step: int) -> float:
+        raise NotImplementedError
+
+    def loss(self, model: nn.Module, batch: dict) -> torch.Tensor:
+        """The mean loss of ``batch`` (this process's share of a step, or a micro-batch)."""
+        raise NotImplementedError
+
+    def batch_items(self, batch: dict) -> torch.Tensor:
+        """How many items (scored tokens, images) the loss of ``batch`` averages over, as a
+        tensor on the device (no host synchronisation)."""
+        raise NotImplementedError
+
+    def evaluate(self, model: nn.Module) -> dict:
+        """Dev metrics of ``model`` (wrapped or not), computed on every process."""
+        raise NotImplementedError
+
+    def save_model(self, model: nn.Module, folder: Path, entry: dict) -> None:
+        """Write ``model`` (unwrapped, the best so far, scored as ``entry``) and what loads
+        with it into the empty ``folder``; main process only."""
+        raise NotImplementedError
+
+    def data_fingerprint(self) -> str:
+        return ""
+
+    def summary(self) -> dict:
+        """Facts for metrics.json (data set, baseline, ...)."""
+        return {}
+
+    def finish(self) -> None:
+        """After training and the compression report (may add to ``extra_metrics``)."""
+
+    # --- the loop ------------------------------------------------------------------
+    def run(self) -> dict:
+        """Train from the current step to ``max_steps``; returns the final metrics."""
+        args, accelerator, state = self.args, self.accelerator, self.state
+        progress = tqdm(
+            total=args.max_steps, initial=state.step, desc="training", dynamic_ncols=True,
+            disable=not accelerator.is_local_main_process,
+            mininterval=1 if sys.stderr.isatty() else 30,  # a log file gets a line every 30 s
+        )  # fmt: skip
+        self.model.train()
+        self._items = torch.zeros((), dtype=torch.long, device=accelerator.device)
+        tick = time.perf_counter()
+        while state.step < args.max_steps:
+            epoch, skip = divmod(state.step, self.steps_per_epoch)
+            for batch in self.epoch_batches(epoch, skip):
+                loss, learning_rate = self._optimizer_step(batch)
+                progress.set_postfix(
+                    loss=f"{loss:.4f}", lr=f"{learning_rate:.2e}", K=state.num_basis,
+                    N_T=state.num_steps, refresh=False,
+                )  # fmt: skip
+                progress.update(1)
+                evaluate_now = state.step % args.eval_steps == 0 or state.step == args.max_steps
+                save_now = state.step % args.save_steps == 0 or state.step == args.max_steps
+                refine_now = state.step in self.schedule.refine_steps
+                if evaluate_now or save_now:
+                    state.train_seconds += time.perf_counter() - tick
+                    state.train_items += int(accelerator.reduce(self._items, "sum"))
+                    self._items.zero_()
+                if evaluate_now:
+                    entry = self.evaluate_and_keep_best(learning_rate)
+                    if accelerator.is_main_process:
+                        progress.write(self._describe(entry))
+                if refine_now:
+                    self._refine()
+                if save_now:
+                    self.save_checkpoint()
+                if evaluate_now or save_now:
+                    tick = time.perf_counter()
+                if state.step >= args.max_steps:
+                    break
+        progress.close()
+        self.write_metrics()
+        if args.compression_report:
+            self.extra_metrics["compression"] = self.compression_report()
+        self.finish()
+        metrics = self.write_metrics()
+        if args.push_to_hub and accelerator.is_main_process:
+            logger.info("pushed to %s", push_folder_to_hub(self.output_dir / BEST_MODEL_DIR, args.push_to_hub))
+        end_distributed(accelerator)
+        return metrics
+
+    def _optimizer_step(self, batch: dict) -> tuple[float, float]:
+        args, state, accelerator = self.args, self.state, self.accelerator
+        state.step += 1
+        seed_step(args.seed, state.step, accelerator.process_index)
+        learning_rate = self.learning_rate(state.step)
+        for group in self.optimizer.param_groups:
+            group["lr"] = learning_rate
+        micro_batches = split_batch(batch, args.gradient_accumulation_steps)
+        counts = [self.batch_items(micro) for micro in micro_batches]
+        total = 0.0
+        for index, micro in enumerate(micro_batches):
+            last = index + 1 == len(micro_batches)
+            # Gradients are averaged over processes once, at the last micro-batch.
+            with contextlib.nullcontext() if last else accelerator.no_sync(self.model):
+                loss = self.loss(self.model, micro)
+                if len(micro_batches) > 1:  # each micro-batch weighs by its share of the items
+                    loss = loss * counts[index] / sum(counts)
+                accelerator.backward(loss)
+            total += loss.detach()
+            self._items += counts[index]
+        if args.max_grad_norm is not None:
+            accelerator.clip_grad_norm_(self.model.parameters(), args.max_grad_norm)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss_value = float(total)
+        state.loss_sum += loss_value
+        state.loss_count += 1
+        if args.report_to != "none" and state.step % args.logging_steps == 0:
+            accelerator.log(
+                {"train/loss": loss_value, "train/learning_rate": learning_rate,
+                 "train/num_basis": state.num_basis, "train/num_steps": state.num_steps},
+                step=state.step,
+            )  # fmt: skip
+        return loss_value, learning_rate
+
+    def _refine(self) -> None:
+        """Refine the prepared model, rebuild the optimiser carrying its state, re-prepare."""
+        accelerator = self.accelerator
+        unwrapped = accelerator.unwrap_model(self.model)
+        optimizer = refine_with_optimizer(unwrapped, self.optimizer.optimizer, self.build_optimizer)
+        # Drop Accelerate's references to the old model and optimiser (and to the data
+        # loaders, which only stateful loaders would need for save_state; ours are not).
+        accelerator.free_memory()
+        self.model, self.optimizer = accelerator.prepare(unwrapped, optimizer)
+        self.state.num_basis, self.state.num_steps = _sizes(unwrapped)
+
+    def _describe(self, entry: dict) -> str:
+        shown = ", ".join(
+            f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}"
+            for k, v in entry.items() if k not in ("step", "learning_rate")
+        )  # fmt: skip
+        return f"step {entry['step']}: {shown}"
+
+    def evaluate_and_keep_best(self, learning_rate: float) -> dict:
+        """Evaluate on dev, record it, write the model to ``best/`` if it is the best so far."""
+        accelerator, state = self.accelerator, self.state
+        result = self.evaluate(self.model)
+        mean_loss = torch.tensor(state.loss_sum / max(state.loss_count, 1), device=accelerator.device)
+        entry = {
+            "step": state.step,
+            **result,
+            "train_loss": accelerator.reduce(mean_loss, "mean").item(),
+            "num_basis": state.num_basis,
+            "num_steps": state.num_steps,
+            "learning_rate": learning_rate,
+        }
+        state.history.append(entry)
+        state.loss_sum, state.loss_count = 0.0, 0
+        metric = self.selection_metric
+        if state.best is None or entry[metric] > state.best[metric]:
+            state.best = entry
+            self.save_best(entry)
+        if self.args.report_to != "none":
+            accelerator.log(
+                {f"dev/{k}": v for k, v in entry.items() if isinstance(v, (int, float)) and k != "step"},
+                step=state.step,
+            )
+        self.write_metrics()
+        return entry
+
+    def save_best(self, entry: dict) -> None:
+        """Write the current model to ``best/`` through a staging folder (never half-written)."""
+        accelerator = self.accelerator
+        accelerator.wait_for_everyone()
+        if accelerator.is_main_process:
+            with staged_directory(self.output_dir / BEST_MODEL_DIR) as staging:
+                self.save_model(accelerator.unwrap_model(self.model), staging, entry)
+        accelerator.wait_for_everyone()
+
+    def save_checkpoint(self) -> None:
+        """Accelerate's state and ``trainer_state.json`` in ``checkpoints/step-N``, complete
+        or absent; all but the newest ``save_total_limit`` are deleted."""
+        accelerator, step = self.accelerator, self.state.step
+        staging = staging_folder(self.output_dir, step)
+        if accelerator.is_main_process:
+            staging.mkdir(parents=True, exist_ok=True)
+        accelerator.wait_for_everyone()
+        accelerator.save_state(str(staging))
+        accelerator.wait_for_everyone()
+        if accelerator.is_main_process:
+            state = dataclasses.replace(self.state, total_seconds=self._total_seconds())
+            finish_checkpoint(self.output_dir, step, dataclasses.asdict(state), self.args.save_total_limit)
+        accelerator.wait_for_everyone()
+
+    def _total_seconds(self) -> float:
+        return self.state.total_seconds + time.perf_counter() - self.started
+
+    def write_metrics(self) -> dict:
+        """``metrics.json`` in the output folder: the summary, best and all evaluations, speed."""
+        state = self.state
+        per_second = state.train_items / state.train_seconds if state.train_seconds else 0.0
+        metrics = {
+            **self.summary(),
+            "best": state.best,
+            "history": state.history,
+            "step": state.step,
+            "train_runtime_s": state.train_seconds,
+            "total_runtime_s": self._total_seconds(),
+            f"train_{self.item_name}": state.train_items,
+            f"train_{self.item_name}_per_second": per_second,
+            **self.extra_metrics,
+        }
+        if self.accelerator.is_main_process:
+            write_json(self.output_dir / METRICS_FILE, metrics)
+        return metrics
+
+    # --- after training ------------------------------------------------------------
+    def load_best(self) -> nn.Module:
+        """The best model as saved, on this process's device, in eval mode."""
+        raise NotImplementedError
+
+    def compression_report(self) -> list[dict]:
+        """Score the best model compressed without retraining (:func:`compression_variants`)
+        on dev; writes ``compression.json`` beside ``metrics.json`` and returns the rows."""
+        model = self.load_best()
+        source = self.evaluate(model)[self.selection_metric]
+        config = model.config
+        rows = [{"model": "trained", "num_basis": config.num_basis, "num_steps": config.num_steps,
+                 self.selection_metric: source, "drop_points": 0.0}]  # fmt: skip
+        for name, change in compression_variants(config):
+            variant = compressed(model, **change)
+            score = self.evaluate(variant)[self.selection_metric]
+            rows.append({
+                "model": name, "num_basis": variant.config.num_basis,
+                "num_steps": variant.config.num_steps, self.selection_metric: score,
+                "drop_points": 100 * (source - score),
+            })  # fmt: skip
+        if self.accelerator.is_main_process:
+            write_json(self.output_dir / COMPRESSION_FILE, rows)
+        return rows
+
+
+def _sizes(model: nn.Module) -> tuple[int, int]:
+    """``(K, N_T)`` of an (unwrapped) model."""
+    return model.config.num_basis, model.config.num_steps
+
+
+def _loggable(values: dict) -> dict:
+    return {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in values.items()}
+
+
+def push_folder_to_hub(folder: Path | str, repo_id: str) -> str:
+    """Upload a saved model folder to the Hub model repo ``repo_id``; returns the commit URL."""
+    api = HfApi()
+    api.create_repo(repo_id, exist_ok=True)
+    commit = api.upload_folder(
+        repo_id=repo_id, folder_path=str(folder), ignore_patterns=[f"{CHECKPOINTS_DIR}/*"]
+    )
+    return commit.commit_url
+
+
+__all__ = [
+    "Trainer",
+    "TrainerState",
+    "compressed",
+    "compression_variants",
+    "end_distributed",
+    "make_accelerator",
+    "push_folder_to_hub",
+    "seed_step",
+    "split_batch",
+]
+
