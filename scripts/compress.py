@@ -11,18 +11,19 @@ The logic lives in :mod:`cont_transformer.tools.compression` and :mod:`cont_tran
 from __future__ import annotations
 
 import argparse
-import sys
 
 import torch
 
 from cont_transformer.basis import BASES, CHANGE_OF_BASIS_METHODS
-from cont_transformer.tagging.trainer import push_folder_to_hub
+from cont_transformer.tools.cli import EXIT_USAGE, run_cli
+from cont_transformer.training.scaffold import push_folder_to_hub
 from cont_transformer.tools.compression import compress
 from cont_transformer.tools.sweep import SWEEP_BASES, markdown_table, sweep
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.error = lambda message: parser.exit(EXIT_USAGE, f"error: {message} (see --help)\n")
     parser.add_argument(
         "model_dir", help="a save_pretrained folder of a cont_transformer or ode_resnet model"
     )
@@ -87,13 +88,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Bad arguments or folders: one line and exit status 2 (``--debug``: the traceback)."""
+    run_cli(_main, argv)
+
+
+def _main(argv: list[str]) -> None:
     args = parse_args(argv)
     if args.num_threads:
         torch.set_num_threads(args.num_threads)
-    try:
-        run(args)
-    except (ValueError, FileNotFoundError) as err:
-        sys.exit(f"error: {err}")
+    run(args)
 
 
 def run(args: argparse.Namespace) -> None:

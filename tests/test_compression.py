@@ -302,7 +302,7 @@ def test_folders_that_are_not_models_of_this_package(tmp_path):
     bert = tmp_path / "bert"
     bert.mkdir()
     (bert / "config.json").write_text(json.dumps({"model_type": "bert"}))
-    with pytest.raises(ValueError, match=rf"model_dir: {bert} holds a 'bert' model"):
+    with pytest.raises(ValueError, match=rf"model_dir: {bert}: a 'bert' model is not a model of this package"):
         compress(bert, tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
@@ -317,9 +317,13 @@ def test_output_folder_must_not_touch_the_source(tagger, tmp_path):
     with pytest.raises(ValueError, match="^output_dir: .* not empty"):
         compress(tagger, tmp_path / "full", num_basis=2)
     assert tree_hashes(tagger) == before
-    compress(tagger, tmp_path / "full", num_basis=2, repeats=1, overwrite=True)
-    assert not (tmp_path / "full" / "keep.txt").exists()
-    assert load_model(tmp_path / "full").model.config.num_basis == 2
+    # --overwrite replaces a model folder, never a folder of anything else.
+    with pytest.raises(ValueError, match="^output_dir: .* not a saved model folder"):
+        compress(tagger, tmp_path / "full", num_basis=2, repeats=1, overwrite=True)
+    assert (tmp_path / "full" / "keep.txt").read_text() == "x"
+    compress(tagger, tmp_path / "model", num_basis=4, repeats=1)
+    compress(tagger, tmp_path / "model", num_basis=2, repeats=1, overwrite=True)
+    assert load_model(tmp_path / "model").model.config.num_basis == 2
 
 
 # --- sweep and selection ---------------------------------------------------------------
@@ -485,8 +489,10 @@ def test_cli_bad_input(script, tagger, tmp_path, capsys, arguments, message):
     before = tree_hashes(tagger)
     with pytest.raises(SystemExit) as exit_info:
         script.main([str(tagger), "--output-dir", str(tmp_path / "out"), *arguments])
-    assert exit_info.value.code != 0
-    assert message in str(exit_info.value.code) + capsys.readouterr().err
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert message in error and "Traceback" not in error
+    assert len([line for line in error.splitlines() if line.startswith("error:")]) == 1
     assert os.listdir(tmp_path) == []
     assert tree_hashes(tagger) == before
 
@@ -598,7 +604,7 @@ def test_cli_pushes_the_written_folder(script, tagger, tmp_path, monkeypatch):
             calls.append(("upload_folder", repo_id, sorted(os.listdir(folder_path))))
             return type("Commit", (), {"commit_url": f"https://hub/{repo_id}/commit"})()
 
-    monkeypatch.setattr("cont_transformer.tagging.trainer.HfApi", FakeApi)
+    monkeypatch.setattr("cont_transformer.training.scaffold.HfApi", FakeApi)
     script.main([str(tagger), "--num-basis", "2", "--output-dir", str(tmp_path / "out"),
                  "--repeats", "1", "--push-to-hub", "me/tagger-k2"])  # fmt: skip
     assert calls[0] == ("create_repo", "me/tagger-k2")

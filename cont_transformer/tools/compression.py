@@ -5,8 +5,9 @@ smaller model follows, without retraining or data, by re-expressing them in a ba
 with fewer functions (``num_basis``; ``projection`` or ``interpolation``), and a faster
 one by integrating with fewer steps (``num_steps``).
 
-:func:`compress` does it end to end for a ``save_pretrained`` folder of this package
-(a ``cont_transformer`` tagger or an ``ode_resnet`` image classifier): load, transform,
+:func:`compress` does it end to end for a ``save_pretrained`` folder of any model family
+of this package (:mod:`cont_transformer.families`: a ``cont_transformer`` tagger, an
+``ode_resnet`` image classifier, ...) or a training run's ``best/``: load, transform,
 measure accuracy and inference time before and after in the same run, and write a
 complete folder (weights, config, tokenizer or image processor, model card) atomically.
 The pieces (:func:`load_model`, :func:`check_choices`, :func:`compressed_copy`,
@@ -17,14 +18,9 @@ The pieces (:func:`load_model`, :func:`check_choices`, :func:`compressed_copy`,
 from __future__ import annotations
 
 import copy
-import importlib
-import json
 import os
-import shutil
 import statistics
-import uuid
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -36,22 +32,18 @@ from transformers import (
     AutoModel,
     AutoModelForImageClassification,
     AutoModelForTokenClassification,
-    AutoTokenizer,
     PretrainedConfig,
 )
 
-from ..basis import BASES, CHANGE_OF_BASIS_METHODS, get_basis
-from ..tagging.batching import PaddingCollator, encode_for_evaluation
-from ..tagging.data import UNSEEN_TAG, load_treebank
-from ..tagging.metrics import load_token_accuracy
-from ..tagging.trainer import METRICS_FILE, evaluate, make_accelerator
+from ..basis import CHANGE_OF_BASIS_METHODS, get_basis
+from ..choices import check_basis_name, check_count
+from ..families import EvalSet, ModelFamily, forward_batches, get_family
+from ..training.outputs import resolve_model_dir, staged_directory
 from ..transform import change_basis, set_num_steps
 from .benchmarking import Workload, time_interleaved
 
 PathLike = str | os.PathLike
 
-# model_type of this package's models -> the package whose import registers it.
-MODEL_TYPES = {"cont_transformer": "cont_transformer", "ode_resnet": "image_models"}
 # Architecture name suffix -> the Auto class that loads it and its Hub pipeline tag.
 HEADS = {
     "ForTokenClassification": (AutoModelForTokenClassification, "token-classification"),
@@ -68,23 +60,11 @@ class SourceModel:
     folder: Path
     model: torch.nn.Module
     preprocessor: object | None
+    family: ModelFamily
 
     @property
     def model_type(self) -> str:
         return self.model.config.model_type
-
-
-@dataclass
-class EvalSet:
-    """An evaluation set, prepared once (read, tokenised, batched) for every model measured.
-
-    ``accuracy(model)`` scores a model (None for timing-only data); ``forward(model)`` is
-    the inference pass that is timed: every batch through the model, nothing else.
-    """
-
-    accuracy: Callable[[torch.nn.Module], float | None]
-    forward: Callable[[torch.nn.Module], object]
-    description: str
 
 
 @dataclass
@@ -121,27 +101,25 @@ class CompressionResult:
 
 # --- loading -------------------------------------------------------------------------
 def load_model(folder: PathLike) -> SourceModel:
-    """Load a ``save_pretrained`` folder of this package through the Auto classes.
+    """Load a saved model of this package (a model folder, or a training run's ``best/``)
+    through the Auto classes, with its family's preprocessor.
 
-    Raises ``ValueError`` naming the folder when it holds no config or the config's
-    ``model_type`` is not one of :data:`MODEL_TYPES`.
+    Raises ``ValueError`` naming the folder when it holds no config or its ``model_type``
+    is not a model family of this package.
     """
-    folder = Path(folder)
-    if not (folder / "config.json").is_file():
-        raise ValueError(f"model_dir: {folder} is not a saved model folder (no config.json)")
+    try:
+        folder = resolve_model_dir(folder)
+    except FileNotFoundError as err:
+        raise ValueError(f"model_dir: {err}") from err
     config_dict, _ = PretrainedConfig.get_config_dict(str(folder))
-    model_type = config_dict.get("model_type")
-    if model_type not in MODEL_TYPES:
-        raise ValueError(
-            f"model_dir: {folder} holds a {model_type!r} model, not a model of this package "
-            f"(model_type one of {sorted(MODEL_TYPES)})"
-        )
-    # Image models register their Auto classes on import; the core never imports them.
-    importlib.import_module(MODEL_TYPES[model_type])
+    try:
+        family = get_family(config_dict.get("model_type"))
+    except ValueError as err:
+        raise ValueError(f"model_dir: {folder}: {err}") from err
     config = AutoConfig.from_pretrained(folder)
     model = _head(config)[0].from_pretrained(folder)
     model.eval()
-    return SourceModel(folder, model, _load_preprocessor(folder, model_type))
+    return SourceModel(folder, model, family.load_preprocessor(folder), family)
 
 
 def _head(config: PretrainedConfig) -> tuple[type, str | None]:
@@ -153,24 +131,7 @@ def _head(config: PretrainedConfig) -> tuple[type, str | None]:
     )
 
 
-def _load_preprocessor(folder: Path, model_type: str) -> object | None:
-    if model_type == "cont_transformer":
-        if not (folder / "tokenizer_config.json").is_file():
-            return None
-        return AutoTokenizer.from_pretrained(folder)
-    if not (folder / "preprocessor_config.json").is_file():
-        return None
-    processing = importlib.import_module("image_models.image_processing_ode_resnet")
-    return processing.OdeResNetImageProcessor.from_pretrained(folder)
-
-
 # --- choices ---------------------------------------------------------------------------
-def check_count(name: str, value: object) -> None:
-    """Raise ``ValueError`` naming ``name`` unless ``value`` is None or an integer >= 1."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"{name}: must be an integer >= 1, got {value!r}")
-
-
 def check_choices(
     config: PretrainedConfig,
     basis: str | None = None,
@@ -220,11 +181,10 @@ def check_arguments(
         raise ValueError(
             f"method: unknown method {method!r}; choose one of {sorted(CHANGE_OF_BASIS_METHODS)}"
         )
-    if basis is not None and basis not in BASES:
-        raise ValueError(f"basis: unknown basis {basis!r}; choose one of {sorted(BASES)}")
-    check_count("num_basis", num_basis)
-    check_count("num_steps", num_steps)
-    check_count("state_num_basis", state_num_basis)
+    check_basis_name("basis", basis, optional=True)
+    check_count("num_basis", num_basis, optional=True)
+    check_count("num_steps", num_steps, optional=True)
+    check_count("state_num_basis", state_num_basis, optional=True)
 
 
 def compressed_copy(
@@ -251,98 +211,19 @@ def compressed_copy(
 
 # --- evaluation data -------------------------------------------------------------------
 def load_eval_set(source: SourceModel, eval_file: PathLike, batch_size: int = 128) -> EvalSet:
-    """The evaluation pass of ``source`` on ``eval_file``.
-
-    Taggers read a CoNLL-U file; image classifiers an image folder or IDX folder (its
-    ``test`` split) through ``image_models.data``. A gold tag or class the model does not
-    know counts as an error.
-    """
+    """The evaluation pass of ``source`` on ``eval_file``, as its family reads it (taggers:
+    a CoNLL-U file; image classifiers: an image or IDX folder's test split)."""
     if source.preprocessor is None:
         raise ValueError(
             f"model_dir: {source.folder} has no tokenizer or image processor to read eval_file"
         )
-    if source.model_type == "cont_transformer":
-        return _tagger_eval_set(source, Path(eval_file), batch_size)
-    return _image_eval_set(source, Path(eval_file), batch_size)
-
-
-def tag_column(folder: Path) -> str:
-    """The CoNLL-U column a saved tagger tags, from its ``metrics.json`` (``xpos`` if absent),
-    as :func:`~cont_transformer.tagging.trainer.evaluate_saved_model` reads it."""
-    metrics = folder / METRICS_FILE
-    return (
-        json.loads(metrics.read_text()).get("tag_column", "xpos") if metrics.is_file() else "xpos"
-    )
-
-
-def _tagger_eval_set(source: SourceModel, path: Path, batch_size: int) -> EvalSet:
-    config = source.model.config
-    column = tag_column(source.folder)
-    label_names = {column: [config.id2label[i] for i in range(config.num_labels)]}
-    dataset = load_treebank({"eval": [path]}, label_names=label_names)["eval"]
-    rows = encode_for_evaluation(
-        source.preprocessor, dataset["tokens"], dataset[column], config.max_position_embeddings
-    )
-    rows.sort(key=lambda row: len(row["input_ids"]))  # little padding in a batch
-    collate = PaddingCollator(source.preprocessor.pad_token_id)
-    batches = [collate(rows[i : i + batch_size]) for i in range(0, len(rows), batch_size)]
-    accelerator = make_accelerator()
-    metric = load_token_accuracy(keep_in_memory=True)
-
-    def accuracy(model: torch.nn.Module) -> float:
-        with torch.no_grad():
-            return evaluate(model, batches, accelerator, metric)["accuracy"]
-
-    inputs = [{"input_ids": b["input_ids"], "attention_mask": b["attention_mask"]} for b in batches]
-    num_words = sum(map(len, dataset[column]))
-    description = f"{path.name} ({column.upper()}, {num_words:,} words)"
-    return EvalSet(accuracy, partial(_forward, batches=inputs), description)
-
-
-@torch.no_grad()
-def _forward(model: torch.nn.Module, batches: list[dict[str, torch.Tensor]]) -> None:
-    """Every batch of model inputs through ``model`` in eval mode."""
-    model.eval()
-    for batch in batches:
-        model(**batch)
-
-
-def _image_eval_set(source: SourceModel, path: Path, batch_size: int) -> EvalSet:
-    data = importlib.import_module("image_models.data")
-    training = importlib.import_module("image_models.training")
-    split = data.load_image_dataset(path, splits=("test",))["test"]
-    images, labels = data.to_tensors(split)  # uint8 (N, C, H, W), int64 (N,)
-    # The folder's classes map onto the model's by name; a class the model lacks scores as an error.
-    names = split.features["label"].names
-    label2id = {name: i for i, name in source.model.config.id2label.items()}
-    if set(names) & set(label2id):
-        labels = torch.tensor([label2id.get(name, UNSEEN_TAG) for name in names])[labels]
-    # Scoring is preprocessing, a forward pass and an argmax per batch: it is also the timed pass.
-    run = partial(
-        training.evaluate,
-        images=images,
-        labels=labels,
-        processor=source.preprocessor,
-        batch_size=batch_size,
-    )
-    return EvalSet(run, run, f"{path.name} (test split, {len(labels):,} images)")
+    return source.family.eval_set(source.model, source.preprocessor, source.folder, Path(eval_file), batch_size)
 
 
 def synthetic_eval_set(source: SourceModel) -> EvalSet:
     """Random input of a fixed size, for timing a model when no eval data is given."""
-    config = source.model.config
-    generator = torch.Generator().manual_seed(0)
-    count, size = SYNTHETIC_BATCH
-    if source.model_type == "cont_transformer":
-        input_ids = torch.randint(0, config.vocab_size, (count, size), generator=generator)
-        inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
-        description = f"random input ({count} sentences x {size} tokens)"
-    else:
-        inputs = {
-            "pixel_values": torch.randn(count, config.num_channels, size, size, generator=generator)
-        }
-        description = f"random input ({count} images {size}x{size})"
-    return EvalSet(lambda model: None, partial(_forward, batches=[inputs]), description)
+    inputs, description = source.family.synthetic_inputs(source.model.config, *SYNTHETIC_BATCH)
+    return EvalSet(lambda model: None, partial(forward_batches, batches=[inputs]), description)
 
 
 # --- measuring -------------------------------------------------------------------------
@@ -413,8 +294,9 @@ def compare(
 
 # --- writing ---------------------------------------------------------------------------
 def check_output_dir(output_dir: PathLike, source_dir: PathLike, overwrite: bool = False) -> Path:
-    """Refuse an output folder that is, holds or lies in the source folder, or a non-empty
-    existing one unless ``overwrite``. Returns the resolved output path."""
+    """Refuse an output folder that is, holds or lies in the source folder, and a non-empty
+    existing one unless ``overwrite`` and it holds a saved model (``config.json``): a folder
+    of anything else is never replaced. Returns the resolved output path."""
     output, source = Path(output_dir).resolve(), Path(source_dir).resolve()
     if output == source or source in output.parents:
         raise ValueError(f"output_dir: {output_dir} is inside the source model folder {source_dir}")
@@ -422,33 +304,17 @@ def check_output_dir(output_dir: PathLike, source_dir: PathLike, overwrite: bool
         raise ValueError(f"output_dir: {output_dir} contains the source model folder {source_dir}")
     if output.exists() and not output.is_dir():
         raise ValueError(f"output_dir: {output_dir} exists and is not a folder")
-    if output.is_dir() and any(output.iterdir()) and not overwrite:
-        raise ValueError(
-            f"output_dir: {output_dir} exists and is not empty (pass overwrite to replace it)"
-        )
+    if output.is_dir() and any(output.iterdir()):
+        if not overwrite:
+            raise ValueError(
+                f"output_dir: {output_dir} exists and is not empty (pass overwrite to replace it)"
+            )
+        if not (output / "config.json").is_file():
+            raise ValueError(
+                f"output_dir: {output_dir} is not a saved model folder (no config.json); "
+                "overwrite only replaces a model"
+            )
     return output
-
-
-@contextmanager
-def atomic_output(output_dir: Path) -> Iterator[Path]:
-    """Yield a fresh folder next to ``output_dir``; on success it replaces ``output_dir``.
-
-    On an error the temporary folder is removed and ``output_dir`` is untouched.
-    """
-    staging = output_dir.with_name(f".{output_dir.name}.{uuid.uuid4().hex}.tmp")
-    staging.mkdir(parents=True)
-    try:
-        yield staging
-        if output_dir.exists():
-            retired = output_dir.with_name(f".{output_dir.name}.{uuid.uuid4().hex}.old")
-            output_dir.rename(retired)
-            staging.rename(output_dir)
-            shutil.rmtree(retired)
-        else:
-            staging.rename(output_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 def _percent(value: float | None) -> str:
@@ -576,21 +442,15 @@ def save_compressed(
     extra: Mapping[str, object] | None = None,
 ) -> None:
     """Write ``model`` with ``save_pretrained``, the source's tokenizer or image processor,
-    and the compression model card into ``folder``.
-
-    A tagger also gets a ``metrics.json`` naming its tag column (for
-    :func:`~cont_transformer.tagging.trainer.evaluate_saved_model`) and its accuracy.
-    """
+    the family's record (a tagger's metrics.json: tag column and accuracy) and the
+    compression model card into ``folder``."""
     model.save_pretrained(folder)
     if source.preprocessor is not None:
         source.preprocessor.save_pretrained(folder)
-    if source.model_type == "cont_transformer":
-        record = {
-            "tag_column": tag_column(source.folder),
-            "accuracy": result.compressed.accuracy,
-            "eval_data": result.eval_description,
-        }
-        (folder / METRICS_FILE).write_text(json.dumps(record, indent=2) + "\n")
+    if source.family.write_record is not None:
+        source.family.write_record(
+            source.folder, folder, result.compressed.accuracy, result.eval_description
+        )
     write_compression_card(folder, model, result, extra)
 
 
@@ -635,6 +495,6 @@ def compress(
         source.folder, output, method, before, comparison.stats, comparison.speedup,
         eval_set.description,
     )  # fmt: skip
-    with atomic_output(output) as staging:
+    with staged_directory(output) as staging:
         save_compressed(source, model, staging, result)
     return result

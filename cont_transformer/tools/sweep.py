@@ -22,15 +22,15 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from ..basis import get_basis
+from ..choices import check_count
+from ..training.outputs import staged_directory
 from .compression import (
     Comparison,
     CompressionResult,
     ModelStats,
     PathLike,
-    atomic_output,
     check_arguments,
     check_choices,
-    check_count,
     check_output_dir,
     compare,
     compressed_copy,
@@ -357,7 +357,7 @@ def sweep(
     grids = ["source", *(point[0] for point in points)]
     rows = [SweepRow.from_stats(g, method, c, source_stats) for g, c in zip(grids, comparisons)]
     selected = select_smallest(rows, max_accuracy_drop) if max_accuracy_drop is not None else None
-    with atomic_output(output) as staging:
+    with staged_directory(output) as staging:
         write_sweep_files(rows, staging)
         if selected is not None:
             comparison = comparisons[next(i for i, row in enumerate(rows) if row is selected)]

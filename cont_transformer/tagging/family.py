@@ -1,0 +1,64 @@
+"""The tagger as a model family for the tools (compression, sweeps): see ``families.py``."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import torch
+from transformers import AutoTokenizer
+
+from ..families import EvalSet, ModelFamily, forward_batches, register_family
+from ..training.outputs import METRICS_FILE, write_json
+from ..training.scaffold import make_accelerator
+from .batching import PaddingCollator, encode_for_evaluation
+from .data import load_treebank
+from .trainer import evaluate, load_metric, saved_tag_column
+
+
+def load_preprocessor(folder: Path):
+    if not (folder / "tokenizer_config.json").is_file():
+        return None
+    return AutoTokenizer.from_pretrained(folder)
+
+
+def eval_set(model, tokenizer, folder: Path, path: Path, batch_size: int) -> EvalSet:
+    """Scores and times a tagger on a CoNLL-U file, in its tag column (metrics.json)."""
+    config = model.config
+    column = saved_tag_column(folder)
+    label_names = {column: [config.id2label[i] for i in range(config.num_labels)]}
+    dataset = load_treebank({"eval": [path]}, label_names=label_names)["eval"]
+    rows = encode_for_evaluation(
+        tokenizer, dataset["tokens"], dataset[column], config.max_position_embeddings
+    )
+    rows.sort(key=lambda row: len(row["input_ids"]))  # little padding in a batch
+    collate = PaddingCollator(tokenizer.pad_token_id)
+    batches = [collate(rows[i : i + batch_size]) for i in range(0, len(rows), batch_size)]
+    accelerator = make_accelerator()
+    metric = load_metric(accelerator)
+
+    def accuracy(model: torch.nn.Module) -> float:
+        with torch.no_grad():
+            return evaluate(model, batches, accelerator, metric)["accuracy"]
+
+    inputs = [{"input_ids": b["input_ids"], "attention_mask": b["attention_mask"]} for b in batches]
+    num_words = sum(map(len, dataset[column]))
+    description = f"{path.name} ({column.upper()}, {num_words:,} words)"
+    return EvalSet(accuracy, partial(forward_batches, batches=inputs), description)
+
+
+def synthetic_inputs(config, count: int, size: int) -> tuple[dict, str]:
+    generator = torch.Generator().manual_seed(0)
+    input_ids = torch.randint(0, config.vocab_size, (count, size), generator=generator)
+    inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
+    return inputs, f"random input ({count} sentences x {size} tokens)"
+
+
+def write_record(source: Path, folder: Path, accuracy: float | None, description: str) -> None:
+    """A compressed tagger's metrics.json: its tag column (for evaluation) and accuracy."""
+    record = {"tag_column": saved_tag_column(source), "accuracy": accuracy, "eval_data": description}
+    write_json(folder / METRICS_FILE, record)
+
+
+FAMILY = ModelFamily("cont_transformer", load_preprocessor, eval_set, synthetic_inputs, write_record)
+register_family(FAMILY)
