@@ -23,13 +23,13 @@ from accelerate.utils import set_seed
 from tqdm.auto import tqdm
 
 from cont_transformer import refine
+from cont_transformer.configuration_ode_resnet import OdeResNetConfig
+from cont_transformer.image_processing_ode_resnet import OdeResNetImageProcessor
+from cont_transformer.modeling_ode_resnet import OdeResNetForImageClassification
 from cont_transformer.tagging.trainer import end_distributed, make_accelerator
 
 from .augmentation import augment_cifar
-from .configuration_ode_resnet import OdeResNetConfig
 from .data import load_image_dataset, to_tensors
-from .image_processing_ode_resnet import OdeResNetImageProcessor
-from .modeling_ode_resnet import OdeResNetForImageClassification
 
 CHECKPOINT_DIR = "checkpoint"
 BEST_MODEL_DIR = "best"

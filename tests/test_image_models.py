@@ -16,14 +16,15 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import AutoConfig, AutoImageProcessor, AutoModelForImageClassification
 
-from cont_transformer import change_basis, set_num_steps
-from cont_transformer.ode_block import Coefficients
-from image_models import (
+from cont_transformer import (
     OdeResNetConfig,
     OdeResNetForImageClassification,
-    RateUnit,
+    OdeResNetImageProcessor,
+    change_basis,
+    set_num_steps,
 )
-from image_models.image_processing_ode_resnet import OdeResNetImageProcessor
+from cont_transformer.modeling_ode_resnet import RateUnit
+from cont_transformer.ode_block import Coefficients
 from image_models.training import ImageTrainingArguments, evaluate, load_split_tensors, train
 
 REPO = Path(__file__).resolve().parents[1]

@@ -41,6 +41,7 @@ from transformers import (
 )
 
 from ..basis import BASES, CHANGE_OF_BASIS_METHODS, get_basis
+from ..image_processing_ode_resnet import OdeResNetImageProcessor
 from ..tagging.batching import PaddingCollator, encode_for_evaluation
 from ..tagging.data import UNSEEN_TAG, load_treebank
 from ..tagging.metrics import load_token_accuracy
@@ -50,8 +51,8 @@ from .benchmarking import Workload, time_interleaved
 
 PathLike = str | os.PathLike
 
-# model_type of this package's models -> the package whose import registers it.
-MODEL_TYPES = {"cont_transformer": "cont_transformer", "ode_resnet": "image_models"}
+# model_type of this package's models (importing the package registers them all).
+MODEL_TYPES = ("cont_transformer", "ode_resnet")
 # Architecture name suffix -> the Auto class that loads it and its Hub pipeline tag.
 HEADS = {
     "ForTokenClassification": (AutoModelForTokenClassification, "token-classification"),
@@ -136,8 +137,6 @@ def load_model(folder: PathLike) -> SourceModel:
             f"model_dir: {folder} holds a {model_type!r} model, not a model of this package "
             f"(model_type one of {sorted(MODEL_TYPES)})"
         )
-    # Image models register their Auto classes on import; the core never imports them.
-    importlib.import_module(MODEL_TYPES[model_type])
     config = AutoConfig.from_pretrained(folder)
     model = _head(config)[0].from_pretrained(folder)
     model.eval()
@@ -160,8 +159,7 @@ def _load_preprocessor(folder: Path, model_type: str) -> object | None:
         return AutoTokenizer.from_pretrained(folder)
     if not (folder / "preprocessor_config.json").is_file():
         return None
-    processing = importlib.import_module("image_models.image_processing_ode_resnet")
-    return processing.OdeResNetImageProcessor.from_pretrained(folder)
+    return OdeResNetImageProcessor.from_pretrained(folder)
 
 
 # --- choices ---------------------------------------------------------------------------
