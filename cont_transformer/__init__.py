@@ -1,21 +1,37 @@
 """cont-transformer: continuous-in-depth networks (Stateful ODE-Nets) on PyTorch.
 
-Importing the package registers the continuous transformer with the transformers
-Auto classes (``AutoConfig``, ``AutoModel``, ``AutoModelForTokenClassification``) and
-marks it for remote code, so ``save_pretrained`` folders also load with
-``trust_remote_code=True`` where this package is not installed.
+Importing the package registers its models with the transformers Auto classes: the
+continuous transformer (``model_type="cont_transformer"``) with ``AutoConfig``,
+``AutoModel`` and ``AutoModelForTokenClassification``, the ODE-ResNet
+(``model_type="ode_resnet"``) with ``AutoConfig``, ``AutoModel``,
+``AutoModelForImageClassification`` and ``AutoImageProcessor``. It also marks them for
+remote code, so ``save_pretrained`` folders get an ``auto_map`` and the model files, and
+load with ``trust_remote_code=True`` where this package is not installed.
 """
 
-from transformers import AutoConfig, AutoModel, AutoModelForTokenClassification
+from transformers import (
+    AutoConfig,
+    AutoImageProcessor,
+    AutoModel,
+    AutoModelForImageClassification,
+    AutoModelForTokenClassification,
+)
 
 from .basis import BASES, fit_points, get_basis, interpolation_matrix, projection_matrix
 from .configuration_cont_transformer import ContTransformerConfig
+from .configuration_ode_resnet import PRESETS, OdeResNetConfig
+from .image_processing_ode_resnet import NORMALIZATION_STATS, OdeResNetImageProcessor
 from .integrators import SCHEMES, ButcherTableau, get_scheme, odeint
 from .model_card import write_model_card
 from .modeling_cont_transformer import (
     ContTransformerForTokenClassification,
     ContTransformerModel,
     ContTransformerPreTrainedModel,
+)
+from .modeling_ode_resnet import (
+    OdeResNetForImageClassification,
+    OdeResNetModel,
+    OdeResNetPreTrainedModel,
 )
 from .ode_block import OdeBlock
 from .tagging.tag import tag
@@ -31,8 +47,23 @@ ContTransformerConfig.register_for_auto_class()
 ContTransformerModel.register_for_auto_class("AutoModel")
 ContTransformerForTokenClassification.register_for_auto_class("AutoModelForTokenClassification")
 
+AutoConfig.register(OdeResNetConfig.model_type, OdeResNetConfig, exist_ok=True)
+AutoModel.register(OdeResNetConfig, OdeResNetModel, exist_ok=True)
+AutoModelForImageClassification.register(
+    OdeResNetConfig, OdeResNetForImageClassification, exist_ok=True
+)
+AutoImageProcessor.register(
+    OdeResNetConfig, slow_image_processor_class=OdeResNetImageProcessor, exist_ok=True
+)
+OdeResNetConfig.register_for_auto_class()
+OdeResNetModel.register_for_auto_class("AutoModel")
+OdeResNetForImageClassification.register_for_auto_class("AutoModelForImageClassification")
+OdeResNetImageProcessor.register_for_auto_class("AutoImageProcessor")
+
 __all__ = [
     "BASES",
+    "NORMALIZATION_STATS",
+    "PRESETS",
     "SCHEMES",
     "ButcherTableau",
     "ContTransformerConfig",
@@ -40,6 +71,11 @@ __all__ = [
     "ContTransformerModel",
     "ContTransformerPreTrainedModel",
     "OdeBlock",
+    "OdeResNetConfig",
+    "OdeResNetForImageClassification",
+    "OdeResNetImageProcessor",
+    "OdeResNetModel",
+    "OdeResNetPreTrainedModel",
     "build_tokenizer",
     "change_basis",
     "fit_points",

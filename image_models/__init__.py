@@ -1,17 +1,19 @@
-"""ODE-ResNets for MNIST and CIFAR on the cont_transformer core, as Hugging Face models.
+"""The image application of the ODE-ResNets: data, augmentation, training, benchmarks, baselines.
 
-Importing the package registers ``OdeResNetConfig`` with ``AutoConfig``, the models with
-``AutoModel`` / ``AutoModelForImageClassification`` and the image processor with
-``AutoImageProcessor``.
+The models themselves (``OdeResNetConfig``, ``OdeResNetModel``,
+``OdeResNetForImageClassification``, ``OdeResNetImageProcessor``) live in the models
+layer, ``cont_transformer.configuration_ode_resnet`` / ``modeling_ode_resnet`` /
+``image_processing_ode_resnet``, so that a saved folder carries their code for
+``trust_remote_code``; importing ``cont_transformer`` registers them with the Auto
+classes. They are re-exported here for compatibility.
 """
 
-from transformers import AutoConfig, AutoImageProcessor, AutoModel, AutoModelForImageClassification
-
-from .augmentation import augment_cifar, random_crop, random_horizontal_flip
-from .configuration_ode_resnet import PRESETS, OdeResNetConfig
-from .data import load_image_dataset, to_tensors
-from .image_processing_ode_resnet import NORMALIZATION_STATS, OdeResNetImageProcessor
-from .modeling_ode_resnet import (
+from cont_transformer.configuration_ode_resnet import PRESETS, OdeResNetConfig
+from cont_transformer.image_processing_ode_resnet import (
+    NORMALIZATION_STATS,
+    OdeResNetImageProcessor,
+)
+from cont_transformer.modeling_ode_resnet import (
     OdeResNetForImageClassification,
     OdeResNetModel,
     OdeResNetPreTrainedModel,
@@ -19,10 +21,8 @@ from .modeling_ode_resnet import (
     StitchBlock,
 )
 
-AutoConfig.register(OdeResNetConfig.model_type, OdeResNetConfig, exist_ok=True)
-AutoModel.register(OdeResNetConfig, OdeResNetModel, exist_ok=True)
-AutoModelForImageClassification.register(OdeResNetConfig, OdeResNetForImageClassification, exist_ok=True)
-AutoImageProcessor.register(OdeResNetConfig, slow_image_processor_class=OdeResNetImageProcessor, exist_ok=True)
+from .augmentation import augment_cifar, random_crop, random_horizontal_flip
+from .data import load_image_dataset, to_tensors
 
 __all__ = [
     "NORMALIZATION_STATS",

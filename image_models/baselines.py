@@ -13,8 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .configuration_ode_resnet import OdeResNetConfig
-from .modeling_ode_resnet import RateUnit, StitchBlock
+from cont_transformer.configuration_ode_resnet import OdeResNetConfig
+from cont_transformer.modeling_ode_resnet import RateUnit, StitchBlock
 
 
 class ResidualLayer(nn.Module):

@@ -10,11 +10,11 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from cont_transformer.configuration_ode_resnet import OdeResNetConfig
+from cont_transformer.modeling_ode_resnet import OdeResNetForImageClassification
 from cont_transformer.tools.benchmarking import Case, Workload, training_step
 
 from .baselines import DiscreteResNet
-from .configuration_ode_resnet import OdeResNetConfig
-from .modeling_ode_resnet import OdeResNetForImageClassification
 
 # The CIFAR recipe's batch (DESIGN §7) in full mode; quick mode shrinks batch and images.
 RESNET_SIZES = {

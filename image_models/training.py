@@ -27,15 +27,15 @@ import numpy as np
 import torch
 from torch import nn
 
+from cont_transformer.configuration_ode_resnet import PRESETS, OdeResNetConfig
+from cont_transformer.image_processing_ode_resnet import OdeResNetImageProcessor
+from cont_transformer.modeling_ode_resnet import OdeResNetForImageClassification
 from cont_transformer.training.arguments import RunArguments, _help
 from cont_transformer.training.outputs import BEST_MODEL_DIR, METRICS_FILE
 from cont_transformer.training.scaffold import Trainer
 
 from .augmentation import augment_cifar
-from .configuration_ode_resnet import PRESETS, OdeResNetConfig
 from .data import load_image_dataset, to_tensors
-from .image_processing_ode_resnet import OdeResNetImageProcessor
-from .modeling_ode_resnet import OdeResNetForImageClassification
 
 # The held-out validation images are the same draw whatever --seed is.
 VALIDATION_SEED = 0

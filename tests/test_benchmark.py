@@ -9,10 +9,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from cont_transformer import ContTransformerConfig, ContTransformerForTokenClassification
+from cont_transformer import (
+    ContTransformerConfig,
+    ContTransformerForTokenClassification,
+    OdeResNetConfig,
+    OdeResNetForImageClassification,
+)
 from cont_transformer.tools.baselines import PreLayerNormTagger
 from cont_transformer.tools.benchmarking import Workload, peak_memory
-from image_models import OdeResNetConfig, OdeResNetForImageClassification
 from image_models.baselines import DiscreteResNet
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -21,6 +21,9 @@ from huggingface_hub import ModelCard
 from cont_transformer import (
     ContTransformerConfig,
     ContTransformerForTokenClassification,
+    OdeResNetConfig,
+    OdeResNetForImageClassification,
+    OdeResNetImageProcessor,
     build_tokenizer,
 )
 from cont_transformer.tagging.trainer import evaluate_saved_model
@@ -508,8 +511,6 @@ def write_idx(path: Path, array: np.ndarray) -> None:
 
 @pytest.fixture(scope="module")
 def image_model(tmp_path_factory) -> tuple[Path, Path]:
-    image_models = pytest.importorskip("image_models")
-    processing = pytest.importorskip("image_models.image_processing_ode_resnet")
     root = tmp_path_factory.mktemp("images")
     generator = np.random.default_rng(0)
     # The test split has a class ("3") the 3-class model does not know: always an error.
@@ -521,7 +522,7 @@ def image_model(tmp_path_factory) -> tuple[Path, Path]:
         write_idx(root / f"{prefix}-images-idx3-ubyte.gz", images)
         write_idx(root / f"{prefix}-labels-idx1-ubyte.gz", labels)
     torch.manual_seed(0)
-    config = image_models.OdeResNetConfig(
+    config = OdeResNetConfig(
         num_channels=1,
         stage_channels=[4],
         stage_strides=[1],
@@ -529,9 +530,9 @@ def image_model(tmp_path_factory) -> tuple[Path, Path]:
         num_labels=3,
         id2label={i: str(i) for i in range(3)},
     )
-    model = image_models.OdeResNetForImageClassification(config).eval()
+    model = OdeResNetForImageClassification(config).eval()
     model.save_pretrained(root / "model")
-    processing.OdeResNetImageProcessor().save_pretrained(root / "model")
+    OdeResNetImageProcessor().save_pretrained(root / "model")
     return root / "model", root
 
 

@@ -17,6 +17,10 @@ import torch
 from PIL import Image
 from transformers import AutoImageProcessor
 
+from cont_transformer.image_processing_ode_resnet import (
+    NORMALIZATION_STATS,
+    OdeResNetImageProcessor,
+)
 from image_models.augmentation import augment_cifar, random_crop, random_horizontal_flip
 from image_models.data import (
     extract_archive,
@@ -25,7 +29,6 @@ from image_models.data import (
     read_idx,
     to_tensors,
 )
-from image_models.image_processing_ode_resnet import NORMALIZATION_STATS, OdeResNetImageProcessor
 
 REAL_MNIST = Path(
     os.environ.get("MNIST_DIR", Path(__file__).resolve().parents[2] / "shared" / "data" / "mnist")

@@ -16,14 +16,15 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import AutoConfig, AutoImageProcessor, AutoModelForImageClassification
 
-from cont_transformer import change_basis, set_num_steps
-from cont_transformer.ode_block import Coefficients
-from image_models import (
+from cont_transformer import (
     OdeResNetConfig,
     OdeResNetForImageClassification,
-    RateUnit,
+    OdeResNetImageProcessor,
+    change_basis,
+    set_num_steps,
 )
-from image_models.image_processing_ode_resnet import OdeResNetImageProcessor
+from cont_transformer.modeling_ode_resnet import RateUnit
+from cont_transformer.ode_block import Coefficients
 from image_models.training import ImageTrainingArguments, evaluate, load_split_tensors, train
 
 REPO = Path(__file__).resolve().parents[1]
@@ -230,11 +231,11 @@ def test_training_end_to_end_refines_saves_and_resumes(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     make_mnist_like(data, num_train=160)
-    args = dict(
-        dataset=str(data), output_dir=str(tmp_path / "run"), preset="mnist-small", epochs=2,
-        batch_size=16, refine_epochs=[1], lr_decay_epochs=[1], scheme="euler", num_basis=2,
-        validation_size=20,
-    )
+    args = {
+        "dataset": str(data), "output_dir": str(tmp_path / "run"), "preset": "mnist-small", "epochs": 2,
+        "batch_size": 16, "refine_epochs": [1], "lr_decay_epochs": [1], "scheme": "euler", "num_basis": 2,
+        "validation_size": 20,
+    }
     metrics = train(ImageTrainingArguments(**args))
     assert [r["num_basis"] for r in metrics["history"]] == [1, 2]
     assert metrics["history"][1]["learning_rate"] == pytest.approx(0.01)

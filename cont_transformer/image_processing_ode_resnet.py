@@ -68,6 +68,4 @@ class OdeResNetImageProcessor(PilBackend):
         return pixels
 
 
-OdeResNetImageProcessor.register_for_auto_class("AutoImageProcessor")
-
 __all__ = ["NORMALIZATION_STATS", "OdeResNetImageProcessor"]

@@ -1,4 +1,4 @@
-"""ODE-ResNet: a convolutional Stateful ODE-Net for image classification (DESIGN §7).
+"""ODE-ResNet: a convolutional Stateful ODE-Net for image classification (docs/design.md §7).
 
 Stem conv, then per stage a discrete :class:`StitchBlock` (changes width and
 resolution) and an :class:`~cont_transformer.OdeBlock` that integrates the
@@ -20,10 +20,8 @@ from transformers.modeling_outputs import (
     ImageClassifierOutput,
 )
 
-from cont_transformer import OdeBlock
-from cont_transformer.ode_block import Coefficients
-
 from .configuration_ode_resnet import OdeResNetConfig
+from .ode_block import Coefficients, OdeBlock
 
 
 def _norm(channels: int, use_normalization: bool) -> nn.Module:

@@ -1,4 +1,4 @@
-"""Configuration of the ODE-ResNet image classifier (paper §6.1, DESIGN §7).
+"""Configuration of the ODE-ResNet image classifier (paper §6.1, docs/design.md §7).
 
 Every continuous choice (basis, K, N_T, scheme, T) lives here, so a refined or
 compressed model saves and reloads as what it is.
@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from transformers import PreTrainedConfig
 
-from cont_transformer import BASES, SCHEMES
+from .basis import BASES
+from .integrators import SCHEMES
 
-# The paper's image models (DESIGN §7): channels and strides per stage, the final K.
+# The paper's image models (docs/design.md §7): channels and strides per stage, the final K.
 PRESETS: dict[str, dict] = {
     "mnist-small": {
         "num_channels": 1, "stage_channels": [12], "stage_strides": [1], "num_labels": 10, "num_basis": 8,
