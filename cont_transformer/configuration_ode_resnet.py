@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from transformers import PreTrainedConfig
 
-from .basis import BASES
-from .integrators import SCHEMES
+from .choices import check_continuous_choices, check_count
 
 # The paper's image models (docs/design.md §7): channels and strides per stage, the final K.
 PRESETS: dict[str, dict] = {
@@ -28,12 +27,6 @@ PRESETS: dict[str, dict] = {
         "num_basis": 8,
     },
 }
-
-
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    return value
 
 
 class OdeResNetConfig(PreTrainedConfig):
@@ -72,38 +65,34 @@ class OdeResNetConfig(PreTrainedConfig):
         state_num_basis: int | None = None,
         **kwargs,
     ):
-        self.num_channels = _positive_int("num_channels", num_channels)
-        self.stage_channels = [_positive_int("stage_channels", c) for c in stage_channels]
-        self.stage_strides = [_positive_int("stage_strides", s) for s in stage_strides]
-        if not self.stage_channels:
-            raise ValueError("stage_channels must name at least one stage")
-        if len(self.stage_strides) != len(self.stage_channels):
+        check_count("num_channels", num_channels)
+        for channels, stride in zip(stage_channels, stage_strides):
+            check_count("stage_channels", channels)
+            check_count("stage_strides", stride)
+        if not stage_channels:
+            raise ValueError("stage_channels: must name at least one stage")
+        if len(stage_strides) != len(stage_channels):
             raise ValueError(
-                f"stage_strides must have one stride per stage ({len(self.stage_channels)}), "
-                f"got {len(self.stage_strides)}"
+                f"stage_strides: must have one stride per stage ({len(stage_channels)}), "
+                f"got {len(stage_strides)}"
             )
+        num_steps = num_basis if num_steps is None else num_steps
+        check_continuous_choices(basis, num_basis, num_steps, scheme, time_horizon, state_num_basis)
+        self.num_channels = num_channels
+        self.stage_channels, self.stage_strides = list(stage_channels), list(stage_strides)
         self.use_normalization = bool(use_normalization)
-        if basis not in BASES:
-            raise ValueError(f"basis must be one of {sorted(BASES)}, got {basis!r}")
-        self.basis = basis
-        self.num_basis = _positive_int("num_basis", num_basis)
-        self.num_steps = self.num_basis if num_steps is None else _positive_int("num_steps", num_steps)
-        if scheme not in SCHEMES:
-            raise ValueError(f"scheme must be one of {sorted(SCHEMES)}, got {scheme!r}")
-        self.scheme = scheme
-        if isinstance(time_horizon, bool) or not isinstance(time_horizon, (int, float)) or not time_horizon > 0:
-            raise ValueError(f"time_horizon must be a positive number, got {time_horizon!r}")
+        self.basis, self.num_basis, self.num_steps, self.scheme = basis, num_basis, num_steps, scheme
         self.time_horizon = float(time_horizon)
-        self.state_num_basis = None if state_num_basis is None else _positive_int("state_num_basis", state_num_basis)
+        self.state_num_basis = state_num_basis
         super().__init__(**kwargs)
         if self.num_labels < 1:
-            raise ValueError(f"num_labels must be >= 1, got {self.num_labels}")
+            raise ValueError(f"num_labels: must be >= 1, got {self.num_labels}")
 
     @classmethod
     def from_preset(cls, name: str, **kwargs) -> OdeResNetConfig:
         """The paper's model ``name`` (a key of :data:`PRESETS`); ``kwargs`` override fields."""
         if name not in PRESETS:
-            raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {name!r}")
+            raise ValueError(f"preset: choose one of {sorted(PRESETS)}, got {name!r}")
         return cls(**{**PRESETS[name], **kwargs})
 
 

@@ -178,8 +178,9 @@ def load_image_folder(
 ) -> datasets.DatasetDict:
     """Images from `folder/{train,test}/<class>/*`; classes are the sorted `train` subfolders.
 
-    All images must share one size; the first decides grayscale (1 channel) or RGB (3).
-    Only `splits` are read and decoded.
+    All images must share one size; they are decoded as grayscale (1 channel) when all of
+    them are grayscale, else as RGB (3). A class folder of `train` without images is an
+    error (it would become a label no image has). Only `splits` are read and decoded.
     """
     folder = Path(folder)
     class_names = sorted(p.name for p in (folder / "train").iterdir() if p.is_dir())
@@ -200,12 +201,13 @@ def load_image_folder(
                 if class_dir.is_dir()
                 else []
             )
+            if split == "train" and not images:
+                raise ValueError(f"{class_dir}: class folder without images")
             files[split] += images
             labels[split] += [label] * len(images)
         if not files[split]:
             raise ValueError(f"{split_dir}: no images")
-    with Image.open(files[splits[0]][0]) as first:
-        mode = _pil_mode(first)
+    mode = _common_mode([path for split in splits for path in files[split]])
     return datasets.DatasetDict(
         {
             split: _arrays_to_dataset(
@@ -363,6 +365,20 @@ def _find_idx(folder: Path, prefix: str, kind: str, ndim: int) -> Path:
     return found
 
 
+def _common_mode(files: Sequence[Path]) -> str:
+    """'L' when every file is grayscale, else 'RGB' (headers only: nothing is decoded)."""
+
+    def mode(path: Path) -> str:
+        try:
+            with Image.open(path) as image:
+                return _pil_mode(image)
+        except OSError as error:
+            raise ValueError(f"{path}: cannot read image ({error})") from error
+
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        return "RGB" if "RGB" in set(pool.map(mode, files)) else "L"
+
+
 def _decode_files(files: Sequence[Path], mode: str) -> np.ndarray:
     """Decode image files into one uint8 array (N, height, width, channels), in parallel."""
 
@@ -392,10 +408,11 @@ def _decode_files(files: Sequence[Path], mode: str) -> np.ndarray:
 
 
 def _decode_pil_column(split: datasets.Dataset) -> np.ndarray:
-    """The PIL `image` column as uint8 (N, height, width, channels); mode from the first image."""
+    """The PIL `image` column as uint8 (N, height, width, channels); grayscale only when every
+    image is."""
     images = split.with_format(None).select_columns(["image"])
     first = images[0]["image"]
-    mode = _pil_mode(first)
+    mode = "RGB" if any(_pil_mode(example["image"]) == "RGB" for example in images) else "L"
     out = np.empty((len(images), first.height, first.width, 1 if mode == "L" else 3), np.uint8)
     for index, example in enumerate(images):
         pixels = np.asarray(example["image"].convert(mode))

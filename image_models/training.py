@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from cont_transformer.choices import check_count
 from cont_transformer.configuration_ode_resnet import PRESETS, OdeResNetConfig
 from cont_transformer.image_processing_ode_resnet import OdeResNetImageProcessor
 from cont_transformer.modeling_ode_resnet import OdeResNetForImageClassification
@@ -98,13 +99,10 @@ class ImageTrainingArguments(RunArguments):
             raise ValueError(f"preset: choose one of {sorted(PRESETS)}, got {self.preset!r}")
         if self.num_basis is None:
             self.num_basis = PRESETS[self.preset]["num_basis"]
-        for name in ("epochs", "validation_size"):
-            if isinstance(getattr(self, name), bool) or getattr(self, name) < (1 if name == "epochs" else 0):
-                raise ValueError(f"{name}: must be an integer >= {1 if name == 'epochs' else 0}, got {getattr(self, name)}")
+        check_count("epochs", self.epochs)
+        check_count("validation_size", self.validation_size)
         for name in ("max_train_samples", "samples_per_epoch", "max_eval_samples"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"{name}: must be an integer >= 1, got {value}")
+            check_count(name, getattr(self, name), optional=True)
         if any(e < 1 for e in self.refine_epochs):
             raise ValueError(f"refine_epochs: must be >= 1 (refine after training), got {self.refine_epochs}")
         # Epoch numbers stand in for steps until the data size is known (same order and count).

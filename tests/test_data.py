@@ -266,3 +266,25 @@ def test_german_gsd_dev_by_explicit_path():
     assert list(gsd) == ["validation"]
     assert gsd["validation"].num_rows == 799
     assert "ART" in gsd["validation"].features["xpos"].feature.names
+
+
+def test_a_byte_order_mark_is_not_part_of_the_text(tmp_path):
+    path = tmp_path / "bom.conllu"
+    path.write_bytes("\ufeff".encode() + SENTENCES.encode())
+    assert read_conllu(path)[0]["tokens"] == ["Cats", "do", "n't", "sleep", "."]
+
+
+def test_a_tag_column_without_tags_is_refused(tmp_path, caplog):
+    from cont_transformer.tagging.data import check_tag_column
+
+    no_xpos = "\n".join(row(str(i), w, "NOUN", "_") for i, w in enumerate(["a", "b"], 1)) + "\n\n"
+    path = write(tmp_path, "x-ud-train.conllu", no_xpos)
+    data = load_treebank({"train": path, "dev": path})
+    with pytest.raises(ValueError, match="^tag_column: the xpos column of the train split is '_'"):
+        check_tag_column(data["train"], "xpos")
+    with pytest.raises(ValueError, match="single tag"):
+        check_tag_column(data["train"], "upos")
+    partly = load_treebank({"train": write(tmp_path, "y.conllu", SENTENCES)})["train"]
+    with caplog.at_level("WARNING"):
+        check_tag_column(partly, "xpos")  # 'bark' has no XPOS: warned, not refused
+    assert "1 of 7 words" in caplog.text

@@ -473,3 +473,19 @@ def test_real_mnist():
     pixels = train_images.float() / 255
     assert pixels.mean().item() == pytest.approx(mean[0], abs=1e-3)
     assert pixels.std().item() == pytest.approx(std[0], abs=1e-3)
+
+
+def test_image_folder_decodes_as_rgb_when_any_image_is_colour(tmp_path):
+    make_image_folder(tmp_path, np.random.default_rng(4), mode="L")
+    # A colour image sorted after grayscale ones: everything decodes as RGB, none is lost.
+    Image.fromarray(np.full((8, 7, 3), 200, np.uint8), "RGB").save(tmp_path / "train" / "dog" / "9999.png")
+    images, labels = to_tensors(load_image_dataset(tmp_path)["train"])
+    assert images.shape == (7, 3, 8, 7) and labels.tolist() == [0, 0, 0, 1, 1, 1, 1]
+    assert images[-1].eq(200).all() and (images[0, 0] == images[0, 1]).all()
+
+
+def test_an_empty_class_folder_is_an_error(tmp_path):
+    make_image_folder(tmp_path, np.random.default_rng(5))
+    (tmp_path / "train" / "empty").mkdir()
+    with pytest.raises(ValueError, match="empty: class folder without images"):
+        load_image_dataset(tmp_path)

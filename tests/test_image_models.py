@@ -288,3 +288,38 @@ def test_two_process_training_splits_batches_and_counts_every_test_image(tmp_pat
                          check=False, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)  # fmt: skip
     # accelerate launch reports the failed process (exit 1); the process says why in one line.
     assert odd.returncode != 0 and "error: batch_size: 15 must be divisible" in odd.stderr
+
+
+def test_killed_image_run_resumes_like_an_uninterrupted_one(tmp_path):
+    """SIGKILL an image run during its second epoch; the best model still loads, and the
+    resumed run ends with the history and best model of an uninterrupted run."""
+    import random
+    import signal
+    import time
+
+    data = tmp_path / "data"
+    data.mkdir()
+    make_mnist_like(data, num_train=200)
+    command = [sys.executable, str(REPO / "scripts" / "train_image.py"), "--dataset", str(data),
+               "--preset", "mnist-small", "--epochs", "3", "--refine-epochs", "1", "--num-basis", "2",
+               "--validation-size", "24", "--scheme", "euler", "--batch-size", "16"]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    reference = tmp_path / "reference"
+    subprocess.run([*command, "--output-dir", str(reference)], check=True, capture_output=True, env=env, timeout=300)
+    output = tmp_path / "killed"
+    process = subprocess.Popen([*command, "--output-dir", str(output)], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    first = output / "checkpoints" / "step-11" / "trainer_state.json"
+    deadline = time.monotonic() + 300
+    while not first.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(random.Random(1).uniform(0, 0.5))
+    os.killpg(process.pid, signal.SIGKILL)
+    assert process.wait() != 0, "the run ended before it could be killed"
+    AutoModelForImageClassification.from_pretrained(output / "best")
+    resumed = subprocess.run([*command, "--output-dir", str(output), "--resume-from-checkpoint", "latest"],
+                             capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    expected = json.loads((reference / "metrics.json").read_text())
+    got = json.loads((output / "metrics.json").read_text())
+    assert got["history"] == expected["history"] and got["test"] == expected["test"]

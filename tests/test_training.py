@@ -2,10 +2,12 @@
 ``scripts/train_pos.py`` on the generated sample (one process, two CPU processes,
 killed and resumed)."""
 
+import importlib.util
 import itertools
 import json
 import math
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -36,6 +38,7 @@ from cont_transformer.tagging.batching import (
 )
 from cont_transformer.tagging.data import load_treebank, most_frequent_tag_baseline
 from cont_transformer.tagging.trainer import build_optimizer, resolve_arguments
+from cont_transformer.tools.cli import run_cli
 from cont_transformer.training import scaffold
 from cont_transformer.training.checkpoints import TRAINER_STATE
 from cont_transformer.training.outputs import BEST_MODEL_DIR, CHECKPOINTS_DIR, METRICS_FILE
@@ -441,9 +444,14 @@ def test_killed_and_resumed_run_ends_like_an_uninterrupted_one(sample_run, tmp_p
     deadline = time.monotonic() + 300
     while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
+    time.sleep(random.Random(0).uniform(0, 1.5))  # somewhere in the next steps, saves included
     os.killpg(process.pid, signal.SIGKILL)
     assert process.wait() != 0, "the run ended before it could be killed"
     assert not (output / CHECKPOINTS_DIR / "step-120" / TRAINER_STATE).exists()
+    # What was saved before the kill is whole: the best model loads.
+    from transformers import AutoModelForTokenClassification
+
+    AutoModelForTokenClassification.from_pretrained(output / BEST_MODEL_DIR)
 
     _check(_launch(*RUN, "--output-dir", str(output), "--resume-from-checkpoint", "latest"))
     reference, resumed = _metrics(sample_run), _metrics(output)
@@ -477,3 +485,16 @@ def test_two_cpu_processes_count_every_dev_sentence_once(tmp_path):
         "random_states_0.pkl", "random_states_1.pkl",
     ]  # fmt: skip
     assert "Traceback" not in result.stderr and math.isfinite(metrics["best"]["train_loss"])
+
+
+def test_eval_only_refuses_another_model_type(tmp_path, capsys):
+    bert = tmp_path / "bert"
+    bert.mkdir()
+    (bert / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    spec = importlib.util.spec_from_file_location("train_pos", SCRIPT)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(script.main, ["--eval-only", str(bert)])
+    assert exit_info.value.code == 2
+    assert f"error: {bert} holds a 'bert' model, not a 'cont_transformer' tagger" in capsys.readouterr().err
