@@ -17,7 +17,7 @@ Bases are looked up by name in :data:`BASES` (the strings the config and CLI use
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -146,6 +146,49 @@ def combine(coefficients: torch.Tensor | Sequence[torch.Tensor], terms: Sequence
     out = coefficients[k] if w == 1.0 else coefficients[k] * w
     for k, w in rest:
         out = torch.add(out, coefficients[k], alpha=w)
+    return out
+
+
+def combine_stages(
+    coefficients: Mapping[str, torch.Tensor | Sequence[torch.Tensor]],
+    stage_terms: Sequence[Sequence[tuple[int, float]]],
+    copy: bool = False,
+) -> list[dict[str, torch.Tensor]]:
+    """:func:`combine` for several term lists (stages) over several coefficient tensors at once.
+
+    ``coefficients`` maps names to ``[K, *shape]`` tensors (or sequences of K tensors);
+    returns, for each term list, ``{name: Σ w·c_k}``. A single term of weight one is
+    the coefficient itself (a view, no kernel) unless ``copy``. All other stages are
+    computed together by multi-tensor kernels over every (stage, tensor) pair: one
+    ``_foreach_mul`` per term position and one ``_foreach_add`` per further term, so
+    mixing a step's stages costs a few launches whatever the number of tensors.
+    """
+    names = list(coefficients)
+    out: list[dict[str, torch.Tensor]] = [{} for _ in stage_terms]
+    weighted = []
+    for s, terms in enumerate(stage_terms):
+        (k, w), *rest = terms
+        if w == 1.0 and not rest and not copy:
+            out[s] = {name: coefficients[name][k] for name in names}
+        else:
+            weighted.append(s)
+    if not names or not weighted:
+        return out
+    width = len(names)
+    sums: list[torch.Tensor] = []  # (stage, name) pairs of the weighted stages, stage-major
+    for j in range(max(len(stage_terms[s]) for s in weighted)):
+        rows = [i for i, s in enumerate(weighted) if len(stage_terms[s]) > j]
+        tensors = [coefficients[name][stage_terms[weighted[i]][j][0]] for i in rows for name in names]
+        weights = [stage_terms[weighted[i]][j][1] for i in rows for _ in names]
+        products = torch._foreach_mul(tensors, weights)
+        if j == 0:  # every stage has a first term
+            sums = list(products)
+            continue
+        positions = [i * width + p for i in rows for p in range(width)]
+        for position, total in zip(positions, torch._foreach_add([sums[q] for q in positions], products)):
+            sums[position] = total
+    for i, s in enumerate(weighted):
+        out[s] = dict(zip(names, sums[i * width : (i + 1) * width]))
     return out
 
 

@@ -14,21 +14,23 @@ cloud of updated stage states is fitted back onto the basis after the integratio
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 
 import torch
 from torch import nn
 from torch.func import functional_call
+from torch.utils.checkpoint import checkpoint
 
 from .basis import (
     Basis,
     apply_matrix,
     change_of_basis_matrix,
-    combine,
+    combine_stages,
     get_basis,
     point_fit_operators,
 )
-from .integrators import check_num_steps, get_scheme, odeint, stage_times
+from .integrators import check_num_steps, get_scheme, odeint_stepwise, stage_times, step_stage_times
 
 # State buffers that must stay positive after a change of basis.
 POSITIVE_STATES = ("running_var",)
@@ -118,6 +120,10 @@ class OdeBlock(nn.Module):
         # Kept outside the module tree, on the meta device: every tensor it uses comes
         # from the block's coefficients through functional_call.
         self.__dict__["template"] = template.to("meta")
+        # Activation checkpointing per integration step; transformers'
+        # ``gradient_checkpointing_enable()`` sets both attributes on every module that has them.
+        self.gradient_checkpointing = False
+        self._gradient_checkpointing_func = partial(checkpoint, use_reentrant=False)
         self._refresh_schedule()
 
     def _init_coefficients(self, template: nn.Module) -> None:
@@ -189,9 +195,18 @@ class OdeBlock(nn.Module):
     def _refresh_schedule(self) -> None:
         """Precompute, for every stage, its basis terms, and the state-fitting operators.
 
-        The forward pass then only looks up Python constants (friendly to torch.compile).
+        The forward pass then only looks up Python constants (friendly to torch.compile:
+        a compiled block is specialised to its K and N_T, and recompiles once when
+        they change).
         """
         stages = stage_times(self._num_steps, self.time_horizon, self.scheme)
+        # Per step: the (t, side) of each stage call, and the distinct ones (RK4 reads
+        # its midpoint twice; the weights there are mixed once).
+        self._step_stages = [
+            tuple(step_stage_times(n, self._num_steps, self.time_horizon, self.scheme))
+            for n in range(self._num_steps)
+        ]
+        self._step_keys = [tuple(dict.fromkeys(keys)) for keys in self._step_stages]
         self._stage_terms = {(t, side): self._basis.terms(t, side) for t, side in stages}
         self._state_terms = (
             self._stage_terms
@@ -232,35 +247,73 @@ class OdeBlock(nn.Module):
         return super().train(mode)
 
     # --- forward -----------------------------------------------------------------
-    def forward(self, x: torch.Tensor, *args, **kwargs) -> torch.Tensor:
-        params, param_terms = self._coefficient_views()
+    def forward(
+        self, x: torch.Tensor, *args, return_trajectory: bool = False, **kwargs
+    ) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        """Integrate from ``x`` = x(0) to x(T); with ``return_trajectory``, return the
+        states at the N_T step boundaries, ``(x(t_0), ..., x(t_{N_T}))`` (N_T + 1
+        tensors, ``x`` first, x(T) last).
+
+        Each step mixes the weights of all its stages at its start, in a few multi-tensor
+        kernels (:func:`~cont_transformer.basis.combine_stages`). With
+        ``gradient_checkpointing`` set and in training, each step runs under
+        ``_gradient_checkpointing_func`` (default: non-reentrant
+        ``torch.utils.checkpoint.checkpoint``): the backward pass recomputes a step's
+        stages, weights mixing included, instead of keeping their activations.
+        """
+        views, param_terms = self._coefficient_views()
         states = dict(self.named_states())
         counters = dict(self._named_counters())
         update_states = self.training and bool(states)
-        records: list[dict[str, torch.Tensor]] = []
+        # The stage states for the fit (paper Algorithm 1), made when the integration
+        # ends. A recomputation in the backward pass (activation checkpointing) comes
+        # after the fit and updates copies only; `records = None` stops it recording too.
+        records: list[dict[str, torch.Tensor]] | None = [] if update_states else None
         stage_counters: dict[str, torch.Tensor] = counters
 
-        def rate(t: float, x: torch.Tensor, side: str) -> torch.Tensor:
-            nonlocal stage_counters
-            terms = self._state_terms[(t, side)]
-            tensors = {name: combine(views, param_terms[(t, side)]) for name, views in params.items()}
-            stage_states = {name: combine(s, terms) for name, s in states.items()}
-            if update_states:
-                # The template updates these in place; keep the coefficients untouched.
-                stage_states = {name: s.clone() for name, s in stage_states.items()}
-                stage_counters = {name: c.clone() for name, c in counters.items()}
-                records.append(stage_states)
-            return functional_call(
-                self.template, {**tensors, **stage_states, **stage_counters}, (x, *args), kwargs
+        def step_rate(n: int) -> Callable[[float, torch.Tensor, str], torch.Tensor]:
+            keys = self._step_keys[n]
+            tensors = dict(zip(keys, combine_stages(views, [param_terms[key] for key in keys])))
+            # The template updates states in place in training: on copies, never on the coefficients.
+            step_states = iter(
+                combine_stages(
+                    states, [self._state_terms[key] for key in self._step_stages[n]], copy=update_states
+                )
             )
 
-        y = odeint(rate, x, num_steps=self._num_steps, time_horizon=self.time_horizon, scheme=self.scheme)
+            def rate(t: float, x: torch.Tensor, side: str) -> torch.Tensor:
+                nonlocal stage_counters
+                buffers = {**next(step_states), **counters}
+                if update_states:
+                    buffers.update({name: c.clone() for name, c in counters.items()})
+                    if records is not None:
+                        records.append(buffers)
+                        stage_counters = buffers
+                return functional_call(self.template, {**tensors[(t, side)], **buffers}, (x, *args), kwargs)
+
+            return rate
+
+        step_checkpoint = (
+            self._gradient_checkpointing_func
+            if self.gradient_checkpointing and self.training and torch.is_grad_enabled()
+            else None
+        )
+        out = odeint_stepwise(
+            step_rate,
+            x,
+            num_steps=self._num_steps,
+            time_horizon=self.time_horizon,
+            scheme=self.scheme,
+            checkpoint=step_checkpoint,
+            return_trajectory=return_trajectory,
+        )
         if update_states:
             self._store_states(records)
+            records = None
             with torch.no_grad():
                 for name, counter in counters.items():
                     counter.copy_(stage_counters[name])
-        return y
+        return out
 
     def _coefficient_views(self) -> tuple[dict, dict]:
         """What the stages read coefficients from, and the terms that address it.

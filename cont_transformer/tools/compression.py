@@ -20,6 +20,7 @@ import copy
 import importlib
 import json
 import os
+import re
 import shutil
 import statistics
 import uuid
@@ -30,7 +31,7 @@ from functools import partial
 from pathlib import Path
 
 import torch
-from huggingface_hub import EvalResult, ModelCard
+from huggingface_hub import ModelCard
 from transformers import (
     AutoConfig,
     AutoModel,
@@ -42,6 +43,7 @@ from transformers import (
 
 from ..basis import BASES, CHANGE_OF_BASIS_METHODS, get_basis
 from ..image_processing_ode_resnet import OdeResNetImageProcessor
+from ..model_card import CARD_NAME, Evaluation, write_model_card
 from ..tagging.batching import PaddingCollator, encode_for_evaluation
 from ..tagging.data import UNSEEN_TAG, load_treebank
 from ..tagging.metrics import load_token_accuracy
@@ -86,6 +88,7 @@ class EvalSet:
     accuracy: Callable[[torch.nn.Module], float | None]
     forward: Callable[[torch.nn.Module], object]
     description: str
+    split: str | None = None  # "dev", "test", … when known
 
 
 @dataclass
@@ -118,6 +121,7 @@ class CompressionResult:
     compressed: ModelStats
     speedup: float  # median over repeats of (source seconds / compressed seconds)
     eval_description: str
+    eval_split: str | None = None
 
 
 # --- loading -------------------------------------------------------------------------
@@ -294,7 +298,13 @@ def _tagger_eval_set(source: SourceModel, path: Path, batch_size: int) -> EvalSe
     inputs = [{"input_ids": b["input_ids"], "attention_mask": b["attention_mask"]} for b in batches]
     num_words = sum(map(len, dataset[column]))
     description = f"{path.name} ({column.upper()}, {num_words:,} words)"
-    return EvalSet(accuracy, partial(_forward, batches=inputs), description)
+    return EvalSet(accuracy, partial(_forward, batches=inputs), description, _ud_split(path))
+
+
+def _ud_split(path: Path) -> str | None:
+    """The split a CoNLL-U file's name gives (UD's ``*-ud-dev.conllu``, or ``dev.conllu``)."""
+    match = re.search(r"(?:^|[-_.])(train|dev|test)\.conllu$", path.name)
+    return match.group(1) if match else None
 
 
 @torch.no_grad()
@@ -323,7 +333,7 @@ def _image_eval_set(source: SourceModel, path: Path, batch_size: int) -> EvalSet
         processor=source.preprocessor,
         batch_size=batch_size,
     )
-    return EvalSet(run, run, f"{path.name} (test split, {len(labels):,} images)")
+    return EvalSet(run, run, f"{path.name} (test split, {len(labels):,} images)", "test")
 
 
 def synthetic_eval_set(source: SourceModel) -> EvalSet:
@@ -462,22 +472,22 @@ def write_compression_card(
     model: torch.nn.Module,
     result: CompressionResult,
     extra: Mapping[str, object] | None = None,
+    base_model: str | None = None,
 ) -> Path:
-    """Add a "Compression" section and Hub metadata to ``folder/README.md``.
+    """Write ``folder/README.md`` for a compressed model with the shared card builder
+    (:func:`~cont_transformer.model_card.write_model_card`).
 
-    The card ``save_pretrained`` wrote (if any) is kept; the section compares the source
-    and the compressed model, and the metadata records the same facts under
-    ``compression``, plus the accuracy as a ``model-index`` result named after
-    ``result.output_dir`` (``folder`` may be a staging folder). ``extra`` facts are listed
-    after the table.
+    The card holds the architecture, a "Compression" section comparing the source and
+    the compressed model, the same facts as ``compression`` metadata, and the accuracy
+    as a ``model-index`` result (the model named after ``result.output_dir``; ``folder``
+    may be a staging folder). The data the source was trained on (``language``,
+    ``license``, ``datasets`` of its card) carries over. ``base_model``: the source's
+    Hub id, recorded as ``base_model`` with ``base_model_relation: quantized`` (the
+    Hub's relation for a model compressed without training; its others are adapter,
+    merge and finetune); without it the card names the source folder only. ``extra``
+    facts are listed after the table.
     """
     before, after, method = result.source, result.compressed, result.method
-    path = folder / "README.md"
-    if path.is_file():
-        card = ModelCard.load(path)
-    else:
-        card = ModelCard(f"---\nlibrary_name: transformers\n---\n\n# {type(model).__name__}\n")
-        card.data.pipeline_tag = _head(model.config)[1]
     ratio = before.non_embedding_parameters / after.non_embedding_parameters
     rows = [
         ("basis", before.basis, after.basis),
@@ -510,7 +520,7 @@ def write_compression_card(
         ]
     )
     notes = [
-        f"- source model: `{result.source_dir}`",
+        f"- source model: `{base_model or result.source_dir}`",
         f"- method: {method} (no retraining, no data)",
         f"- compression ratio (non-embedding parameters): {ratio:.2f}x",
         f"- inference speed-up: {result.speedup:.2f}x",
@@ -520,20 +530,15 @@ def write_compression_card(
         ),
         *(f"- {key}: {value}" for key, value in (extra or {}).items()),
     ]
-    card.text = (
-        card.text.rstrip()
-        + "\n\n## Compression\n\n"
-        + "Derived from a trained model by a change of basis of its depth-dependent weights"
-        + " and/or fewer integration steps (Stateful ODE-Nets, §5).\n\n"
+    section = (
+        "Derived from a trained model by a change of basis of its depth-dependent weights"
+        " and/or fewer integration steps (Stateful ODE-Nets, §5).\n\n"
         + table
         + "\n\n"
         + "\n".join(notes)
-        + "\n"
     )
-    data = card.data
-    data.tags = sorted({*(data.tags or []), "compressed"})
-    data.compression = {
-        "source_model": str(result.source_dir),
+    compression = {
+        "source_model": base_model or str(result.source_dir),
         "method": method,
         "basis": after.basis,
         "num_basis": after.num_basis,
@@ -551,19 +556,34 @@ def write_compression_card(
         "speedup": round(result.speedup, 4),
         "eval_data": result.eval_description,
     }
-    if after.accuracy is not None:
-        data.model_name = result.output_dir.name
-        data.eval_results = [
-            EvalResult(
-                task_type=data.pipeline_tag,
-                dataset_type="local",
-                dataset_name=result.eval_description,
-                metric_type="accuracy",
-                metric_value=after.accuracy,
-            )
-        ]
-    card.save(path)
+    results = (
+        [Evaluation(result.eval_description, result.eval_split, after.accuracy)]
+        if after.accuracy is not None
+        else []
+    )
+    path = write_model_card(
+        model,
+        folder,
+        **_training_data(result.source_dir),
+        results=results,
+        model_name=result.output_dir.name,
+        base_model=base_model,
+        base_model_relation="quantized" if base_model else None,
+        tags=["compressed"],
+        sections={"Compression": section},
+        metadata={"compression": compression},
+        overwrite=True,
+    )
     return path
+
+
+def _training_data(source_dir: Path) -> dict[str, object]:
+    """``language``, ``license`` and ``datasets`` of the source's card, where it has them."""
+    card = source_dir / CARD_NAME
+    if not card.is_file():
+        return {}
+    data = ModelCard.load(card).data
+    return {key: getattr(data, key) for key in ("language", "license", "datasets") if getattr(data, key, None)}
 
 
 def save_compressed(
@@ -572,9 +592,11 @@ def save_compressed(
     folder: Path,
     result: CompressionResult,
     extra: Mapping[str, object] | None = None,
+    base_model: str | None = None,
 ) -> None:
     """Write ``model`` with ``save_pretrained``, the source's tokenizer or image processor,
-    and the compression model card into ``folder``.
+    and the compression model card (``base_model``: the source's Hub id, see
+    :func:`write_compression_card`) into ``folder``.
 
     A tagger also gets a ``metrics.json`` naming its tag column (for
     :func:`~cont_transformer.tagging.trainer.evaluate_saved_model`) and its accuracy.
@@ -589,7 +611,7 @@ def save_compressed(
             "eval_data": result.eval_description,
         }
         (folder / METRICS_FILE).write_text(json.dumps(record, indent=2) + "\n")
-    write_compression_card(folder, model, result, extra)
+    write_compression_card(folder, model, result, extra, base_model)
 
 
 def compress(
@@ -604,12 +626,14 @@ def compress(
     repeats: int = 3,
     overwrite: bool = False,
     state_num_basis: int | None = None,
+    base_model: str | None = None,
 ) -> CompressionResult:
     """Compress the model in ``model_dir`` and write it to ``output_dir``.
 
     ``basis`` / ``num_basis`` / ``num_steps`` (``None``: keep the source's) choose the
     target; ``method`` is ``"projection"`` or ``"interpolation"``; ``state_num_basis``
-    gives the running statistics of an image model their own K (default: the new K).
+    gives the running statistics of an image model their own K (default: the new K);
+    ``base_model``: the source's Hub id, for the card's ``base_model`` lineage.
     With ``eval_file``
     both models are scored on it and timed on it, otherwise timed on random input.
     The folder is written atomically; bad arguments raise ``ValueError`` before
@@ -631,8 +655,8 @@ def compress(
     )
     result = CompressionResult(
         source.folder, output, method, before, comparison.stats, comparison.speedup,
-        eval_set.description,
+        eval_set.description, eval_set.split,
     )  # fmt: skip
     with atomic_output(output) as staging:
-        save_compressed(source, model, staging, result)
+        save_compressed(source, model, staging, result, base_model=base_model)
     return result
