@@ -215,16 +215,42 @@ class OdeBlock(nn.Module):
         )
         # Graph shortening (N_T < K) leaves coefficients unused; see _coefficient_views.
         used = sorted({k for terms in self._stage_terms.values() for k, _ in terms})
-        self._used_coefficients = None if len(used) == self.num_basis else used
+        self._used_index = None if len(used) == self.num_basis else torch.tensor(used, device="cpu")
         position = {k: i for i, k in enumerate(used)}
         self._param_terms = {
             key: [(position[k], w) for k, w in terms] for key, terms in self._stage_terms.items()
         }
-        self._index_cache: dict[torch.device, torch.Tensor] = {}
-        self._fit_cache: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._fit_operators = None
         if self._has_states():
             times, sides = zip(*stages)
-            self._fit_operators = point_fit_operators(times, sides, self._state_basis)
+            self._fit_operators = point_fit_operators(times, sides, self._state_basis)  # float64
+        self._place_schedule(self._device())
+
+    def _device(self) -> torch.device:
+        """Where the coefficients live (the CPU while they are still on the meta device)."""
+        for p in self.parameters():
+            return torch.device("cpu") if p.device.type == "meta" else p.device
+        return torch.device("cpu")
+
+    def _place_schedule(self, device: torch.device) -> None:
+        """Put the index of the used coefficients and the fitting operators on ``device``.
+
+        They are tensors the forward pass reads: made once per schedule and moved with the
+        module (``_apply``), never in the forward pass, where a host-to-device copy would
+        stall a GPU and a cache filled on the first call would make torch.compile compile
+        twice.
+        """
+        if self._used_index is not None:
+            self._used_index = self._used_index.to(device)
+        if self._fit_operators is not None:
+            self._fit_operators = tuple(m.to(device) for m in self._fit_operators)
+
+    def _apply(self, fn, recurse: bool = True):
+        # .to(), .cuda(), .half(), …: the schedule's tensors follow the coefficients' device
+        # (the fitting operators stay float64).
+        super()._apply(fn, recurse)
+        self._place_schedule(self._device())
+        return self
 
     def _has_states(self) -> bool:
         return any(True for _ in self.named_states())
@@ -328,29 +354,21 @@ class OdeBlock(nn.Module):
         coefficients = dict(self.named_coefficients())
         if not torch.is_grad_enabled():
             return coefficients, self._stage_terms
-        if self._used_coefficients is None:
+        if self._used_index is None:
             return {name: p.unbind(0) for name, p in coefficients.items()}, self._stage_terms
-        return {
-            name: p.index_select(0, self._index_on(p.device)).unbind(0) for name, p in coefficients.items()
-        }, self._param_terms
-
-    def _index_on(self, device: torch.device) -> torch.Tensor:
-        # Made once per device: a host-to-device copy in every forward would stall a GPU.
-        if device not in self._index_cache:
-            self._index_cache[device] = torch.tensor(self._used_coefficients, device=device)
-        return self._index_cache[device]
-
-    def _fit_operators_on(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        # Moved once per device, for the same reason as _index_on.
-        if device not in self._fit_cache:
-            self._fit_cache[device] = tuple(m.to(device) for m in self._fit_operators)
-        return self._fit_cache[device]
+        if self._used_index.device != self._device():  # weights loaded straight onto another device
+            self._place_schedule(self._device())
+        return {name: p.index_select(0, self._used_index).unbind(0) for name, p in coefficients.items()}, (
+            self._param_terms
+        )
 
     @torch.no_grad()
     def _store_states(self, records: list[dict[str, torch.Tensor]]) -> None:
         """Fit the recorded stage states back onto the basis (paper Algorithm 1)."""
+        if self._fit_operators[0].device != self._device():
+            self._place_schedule(self._device())
+        fit, keep = self._fit_operators
         for name, state in self.named_states():
-            fit, keep = self._fit_operators_on(state.device)
             values = torch.stack([record[name] for record in records])
             state.copy_(apply_matrix(fit, values) + apply_matrix(keep, state))
 

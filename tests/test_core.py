@@ -421,6 +421,13 @@ def test_checkpointing_keeps_only_the_step_boundaries():
     assert saved_elements(block) <= 8 * 64 * 6 < plain / 5  # one state per step, nothing inside
 
 
+def test_schedule_tensors_follow_the_module():
+    block = OdeBlock(Unit(), "piecewise_constant", 6, 2, "euler").double().train()  # N_T < K
+    assert block._used_index.dtype == torch.long and block._fit_operators[0].dtype == torch.float64
+    out = copy.deepcopy(block)(torch.randn(8, 6, dtype=torch.float64))
+    assert out.dtype == torch.float64 and block.to("meta")._used_index.device.type == "cpu"
+
+
 def test_stateful_block_with_fewer_steps_than_basis_functions():
     block = OdeBlock(Unit(), "piecewise_linear", 5, 2, "rk4")
     before = block.rate.norm.running_mean.clone()
