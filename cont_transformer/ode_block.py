@@ -9,6 +9,12 @@ Runge–Kutta stage and calling the template with those tensors through
 ``torch.func.functional_call``. Stateful layers get continuous running statistics
 (paper Algorithm 1): in training, each stage updates its buffers as usual, and the
 cloud of updated stage states is fitted back onto the basis after the integration.
+
+Each integration step mixes the weights of all its stages at once, in a few
+multi-tensor kernels, and can run under activation checkpointing. The forward pass
+reads only Python constants and tensors made per schedule (no host synchronisation,
+no data-dependent branching), so ``torch.compile`` captures it whole and compiles it
+once per input shape, K and N_T (docs/design.md).
 """
 
 from __future__ import annotations
@@ -93,9 +99,16 @@ class OdeBlock(nn.Module):
             after a compression costs no parameters, and the statistics of a state
             x(t) often vary with depth faster than the weights do.
 
-    Shapes: ``forward(x, *args, **kwargs)`` takes ``x`` of any shape the template
-    accepts and returns the same shape; extra arguments (an attention mask) pass
-    through to every template call.
+    Shapes: ``forward(x, *args, return_trajectory=False, **kwargs)`` takes ``x`` of
+    any shape the template accepts and returns the same shape (with
+    ``return_trajectory``, the N_T + 1 states at the step boundaries); extra arguments
+    (an attention mask) pass through to every template call.
+
+    Activation checkpointing: set ``gradient_checkpointing = True`` (transformers'
+    ``gradient_checkpointing_enable()`` does it for every block of a model) and, in
+    training, each integration step is recomputed in the backward pass instead of
+    keeping its activations; ``_gradient_checkpointing_func`` is the checkpoint
+    function (non-reentrant ``torch.utils.checkpoint.checkpoint`` by default).
     """
 
     def __init__(
@@ -120,8 +133,7 @@ class OdeBlock(nn.Module):
         # Kept outside the module tree, on the meta device: every tensor it uses comes
         # from the block's coefficients through functional_call.
         self.__dict__["template"] = template.to("meta")
-        # Activation checkpointing per integration step; transformers'
-        # ``gradient_checkpointing_enable()`` sets both attributes on every module that has them.
+        # transformers' gradient_checkpointing_enable() sets both on every module that has them.
         self.gradient_checkpointing = False
         self._gradient_checkpointing_func = partial(checkpoint, use_reentrant=False)
         self._refresh_schedule()

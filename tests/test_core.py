@@ -232,7 +232,7 @@ def test_checkpointed_steps_give_the_same_values_and_gradients():
 def test_combine_stages_is_combine_for_every_stage_and_tensor(copy):
     generator = torch.Generator().manual_seed(0)
     coefficients = {"a": torch.randn(5, 3, generator=generator), "b": torch.randn(5, 2, 2, generator=generator)}
-    stage_terms = [[(1, 1.0)], [(0, 0.25), (1, 0.75)], [(2, 0.5)], [(1, 1.0)], [(0, 0.2), (3, 0.3), (4, 0.5)]]
+    stage_terms = [[(1, 1.0)], [(0, 0.25), (1, 0.75)], [(2, 0.5)], [(3, 0.25), (4, 0.75)], [(0, 0.2), (3, 0.3), (4, 0.5)]]
     mixed = combine_stages(coefficients, stage_terms, copy=copy)
     for terms, stage in zip(stage_terms, mixed):
         for name, value in coefficients.items():

@@ -354,20 +354,11 @@ def synthetic_eval_set(source: SourceModel) -> EvalSet:
 
 
 # --- measuring -------------------------------------------------------------------------
-def parameter_counts(model: torch.nn.Module) -> dict[str, int]:
-    """``embedding``, ``non_embedding`` and ``total`` parameter counts of ``model``."""
-    if hasattr(model, "num_parameters_split"):
-        return model.num_parameters_split()
-    total = model.num_parameters()
-    non_embedding = model.num_parameters(exclude_embeddings=True)
-    return {"embedding": total - non_embedding, "non_embedding": non_embedding, "total": total}
-
-
 def model_stats(
     model: torch.nn.Module, accuracy: float | None, seconds: float | None
 ) -> ModelStats:
     """The :class:`ModelStats` of ``model`` (basis, K, N_T, parameter counts) with its scores."""
-    counts = parameter_counts(model)
+    counts = model.num_parameters_split()
     config = model.config
     return ModelStats(
         basis=config.basis,
