@@ -4,6 +4,11 @@ Stem conv, then per stage a discrete :class:`StitchBlock` (changes width and
 resolution) and an :class:`~cont_transformer.OdeBlock` that integrates the
 pre-activation :class:`RateUnit` with continuous-in-depth weights and BatchNorm
 statistics, then BN → ReLU → global average pool → Linear.
+
+Every import of this package's own modules is a relative ``from .module import name``:
+``save_pretrained`` copies exactly the files found that way (the image processor
+included), so a saved folder loads with ``trust_remote_code=True`` where this package
+is not installed.
 """
 
 from __future__ import annotations
