@@ -5,8 +5,10 @@ continuous transformer (``model_type="cont_transformer"``) with ``AutoConfig``,
 ``AutoModel`` and ``AutoModelForTokenClassification``, the ODE-ResNet
 (``model_type="ode_resnet"``) with ``AutoConfig``, ``AutoModel``,
 ``AutoModelForImageClassification`` and ``AutoImageProcessor``. It also marks them for
-remote code, so ``save_pretrained`` folders get an ``auto_map`` and the model files, and
-load with ``trust_remote_code=True`` where this package is not installed.
+remote code: a ``save_pretrained`` folder gets the model files and, in ``config.json``,
+an ``auto_map`` for the config, ``AutoModel``, the task class and (ODE-ResNet) the image
+processor, so it loads with ``trust_remote_code=True`` where this package is not
+installed (see :mod:`cont_transformer.pretrained`).
 """
 
 from transformers import (
@@ -58,7 +60,6 @@ AutoImageProcessor.register(
 OdeResNetConfig.register_for_auto_class()
 OdeResNetModel.register_for_auto_class("AutoModel")
 OdeResNetForImageClassification.register_for_auto_class("AutoModelForImageClassification")
-OdeResNetImageProcessor.register_for_auto_class("AutoImageProcessor")
 
 __all__ = [
     "BASES",

@@ -17,7 +17,7 @@ Bases are looked up by name in :data:`BASES` (the strings the config and CLI use
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -147,6 +147,76 @@ def combine(coefficients: torch.Tensor | Sequence[torch.Tensor], terms: Sequence
     for k, w in rest:
         out = torch.add(out, coefficients[k], alpha=w)
     return out
+
+
+def combine_stages(
+    coefficients: Mapping[str, torch.Tensor | Sequence[torch.Tensor]],
+    stage_terms: Sequence[Sequence[tuple[int, float]]],
+    copy: bool = False,
+) -> list[dict[str, torch.Tensor]]:
+    """:func:`combine` for several term lists (stages) over several coefficient tensors at once.
+
+    ``coefficients`` maps names to ``[K, *shape]`` tensors (or sequences of K tensors);
+    returns, for each term list, ``{name: Σ w·c_k}``. The work is done by multi-tensor
+    (``torch._foreach_*``) kernels over every tensor of a stage, so mixing costs a few
+    launches whatever the number of tensors:
+
+    * a single term of weight one is the coefficient itself (a view, no kernel) unless
+      ``copy``;
+    * two terms of weights 1 − w and w (piecewise linear bases) are one ``_foreach_lerp``
+      for all the stages that share w;
+    * anything else takes one ``_foreach_mul`` per term position and one ``_foreach_add``
+      per further term, for all such stages together.
+    """
+    names = list(coefficients)
+    out: list[dict[str, torch.Tensor]] = [{} for _ in stage_terms]
+    lerps: dict[float, list[int]] = {}
+    general = []
+    for s, terms in enumerate(stage_terms):
+        (k, w), *rest = terms
+        if w == 1.0 and not rest and not copy:
+            out[s] = {name: coefficients[name][k] for name in names}
+        elif len(rest) == 1 and abs(w + rest[0][1] - 1.0) < 1e-12:
+            lerps.setdefault(rest[0][1], []).append(s)
+        else:
+            general.append(s)
+    if not names:
+        return out
+    for weight, stages in lerps.items():
+        starts = [coefficients[name][stage_terms[s][0][0]] for s in stages for name in names]
+        ends = [coefficients[name][stage_terms[s][1][0]] for s in stages for name in names]
+        _scatter(out, stages, names, torch._foreach_lerp(starts, ends, weight))
+    if general:
+        _scatter(out, general, names, _weighted_sums(coefficients, [stage_terms[s] for s in general]))
+    return out
+
+
+def _weighted_sums(
+    coefficients: Mapping[str, torch.Tensor | Sequence[torch.Tensor]],
+    stage_terms: Sequence[Sequence[tuple[int, float]]],
+) -> list[torch.Tensor]:
+    """Σ w·c_k for every (stage, name) pair, stage-major, with foreach kernels."""
+    names = list(coefficients)
+    width = len(names)
+    sums: list[torch.Tensor] = []
+    for j in range(max(len(terms) for terms in stage_terms)):
+        rows = [i for i, terms in enumerate(stage_terms) if len(terms) > j]
+        tensors = [coefficients[name][stage_terms[i][j][0]] for i in rows for name in names]
+        weights = [stage_terms[i][j][1] for i in rows for _ in names]
+        products = torch._foreach_mul(tensors, weights)
+        if j == 0:  # every stage has a first term
+            sums = list(products)
+            continue
+        positions = [i * width + p for i in rows for p in range(width)]
+        for position, total in zip(positions, torch._foreach_add([sums[q] for q in positions], products)):
+            sums[position] = total
+    return sums
+
+
+def _scatter(out: list[dict], stages: list[int], names: list[str], tensors: Sequence[torch.Tensor]) -> None:
+    width = len(names)
+    for i, s in enumerate(stages):
+        out[s] = dict(zip(names, tensors[i * width : (i + 1) * width]))
 
 
 class PiecewiseConstant(Basis):

@@ -1,4 +1,4 @@
-"""Configuration of the continuous-in-depth transformer encoder (DESIGN §6).
+"""Configuration of the continuous-in-depth transformer encoder (docs/design.md §6).
 
 Every continuous choice (basis, K, N_T, scheme, T) lives here, so a model that was
 refined, projected onto another basis or shortened saves and reloads as what it is.
@@ -54,6 +54,10 @@ class ContTransformerConfig(PreTrainedConfig):
         time_horizon: T, the end of depth-time. With Euler, piecewise constant and
             K = N_T = T the model is exactly a pre-LayerNorm encoder of K layers.
         pad_token_id: id of ``[PAD]``; its embedding is kept at zero.
+        bos_token_id: id of the root token ``[ROOT]`` the tokenizer puts before every
+            sentence (its ``bos_token``). Set both ids from the tokenizer
+            (``tokenizer.pad_token_id``, ``tokenizer.bos_token_id``): transformers'
+            ``Trainer`` compares them with the tokenizer's (the tagger has no EOS token).
 
     Tags go in ``id2label`` / ``label2id`` (their size sets ``num_labels``).
 
@@ -85,6 +89,7 @@ class ContTransformerConfig(PreTrainedConfig):
     scheme: str = "euler"
     time_horizon: float | int = 1.0
     pad_token_id: int | None = 0
+    bos_token_id: int | None = None
 
     def __post_init__(self, **kwargs):
         if self.num_steps is None:
@@ -124,8 +129,10 @@ class ContTransformerConfig(PreTrainedConfig):
             raise ValueError(f"layer_norm_eps: must be positive, got {self.layer_norm_eps}")
         if not self.initializer_range > 0:
             raise ValueError(f"initializer_range: must be positive, got {self.initializer_range}")
-        if self.pad_token_id is not None and not 0 <= self.pad_token_id < self.vocab_size:
-            raise ValueError(f"pad_token_id: must lie in [0, vocab_size), got {self.pad_token_id}")
+        for name in ("pad_token_id", "bos_token_id"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value < self.vocab_size:
+                raise ValueError(f"{name}: must lie in [0, vocab_size), got {value}")
 
 
 __all__ = ["ContTransformerConfig"]

@@ -33,6 +33,7 @@ class EvalSet:
     accuracy: Callable[[torch.nn.Module], float | None]
     forward: Callable[[torch.nn.Module], object]
     description: str
+    split: str | None = None  # "dev", "test", ... when known (for the model card)
 
 
 @dataclass(frozen=True)

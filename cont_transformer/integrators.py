@@ -1,7 +1,10 @@
 """Explicit Runge–Kutta integrators: Butcher tableaux as data, one fixed-step stepper.
 
 A scheme is looked up by name in :data:`SCHEMES`. :func:`odeint` integrates
-``dx/dt = f(t, x, side)`` from 0 to T in ``num_steps`` equal steps with any tableau.
+``dx/dt = f(t, x, side)`` from 0 to T in ``num_steps`` equal steps with any tableau;
+it can return the whole trajectory at the step boundaries and checkpoint each step
+(activation checkpointing). :func:`odeint_stepwise` is the same stepper for a rate
+built once per step.
 
 ``side`` tells ``f`` from which side a stage time is seen: a stage at the end of its
 step (``c_i = 1``) reads ``"left"`` (the limit from inside the step), every other
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 
@@ -85,11 +89,15 @@ def check_num_steps(num_steps: int) -> int:
 def stage_times(num_steps: int, time_horizon: float, scheme: str | ButcherTableau) -> list[tuple[float, str]]:
     """Every ``(t, side)`` at which :func:`odeint` evaluates ``f``, in order."""
     tableau = get_scheme(scheme) if isinstance(scheme, str) else scheme
-    return [
-        _stage_time(n, c, num_steps, time_horizon)
-        for n in range(num_steps)
-        for c in tableau.c
-    ]
+    return [stage for n in range(num_steps) for stage in step_stage_times(n, num_steps, time_horizon, tableau)]
+
+
+def step_stage_times(
+    n: int, num_steps: int, time_horizon: float, scheme: str | ButcherTableau
+) -> list[tuple[float, str]]:
+    """The ``(t, side)`` of the stages of step ``n``, in order."""
+    tableau = get_scheme(scheme) if isinstance(scheme, str) else scheme
+    return [_stage_time(n, c, num_steps, time_horizon) for c in tableau.c]
 
 
 def _stage_time(n: int, c: float, num_steps: int, time_horizon: float) -> tuple[float, str]:
@@ -105,29 +113,74 @@ def _axpy(x: torch.Tensor, terms: list[tuple[float, torch.Tensor]]) -> torch.Ten
     return x
 
 
+Rate = Callable[[float, torch.Tensor, str], torch.Tensor]
+
+
 def odeint(
-    f: Callable[[float, torch.Tensor, str], torch.Tensor],
+    f: Rate,
     x0: torch.Tensor,
     *,
     num_steps: int,
     time_horizon: float = 1.0,
     scheme: str | ButcherTableau = "euler",
-) -> torch.Tensor:
+    checkpoint: Callable | None = None,
+    return_trajectory: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, ...]:
     """Integrate ``dx/dt = f(t, x, side)`` from ``t = 0`` to ``time_horizon``.
 
-    ``x0``: the state at t = 0, any shape; returns the state at t = T, same shape.
+    ``x0``: the state at t = 0, any shape; returns the state at t = T, same shape, or
+    with ``return_trajectory`` the states at the step boundaries
+    ``(x(t_0), x(t_1), ..., x(t_{N_T}))``, ``t_n = n·T/N_T`` (N_T + 1 tensors, ``x0`` first).
+    ``checkpoint`` (e.g. ``torch.utils.checkpoint.checkpoint`` with ``use_reentrant=False``)
+    wraps every step, ``x_{n+1} = checkpoint(step, x_n)``: the backward pass recomputes a
+    step's stages instead of keeping their activations. See :func:`odeint_stepwise`.
+    """
+    return odeint_stepwise(
+        lambda n: f,
+        x0,
+        num_steps=num_steps,
+        time_horizon=time_horizon,
+        scheme=scheme,
+        checkpoint=checkpoint,
+        return_trajectory=return_trajectory,
+    )
+
+
+def odeint_stepwise(
+    step_rate: Callable[[int], Rate],
+    x0: torch.Tensor,
+    *,
+    num_steps: int,
+    time_horizon: float = 1.0,
+    scheme: str | ButcherTableau = "euler",
+    checkpoint: Callable | None = None,
+    return_trajectory: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, ...]:
+    """:func:`odeint` with a rate made once per step: ``step_rate(n)`` returns the
+    ``f(t, x, side)`` of step ``n`` (from ``t_n`` to ``t_{n+1}``).
+
+    What ``f`` needs for all the stages of a step (the weights θ(t) at each stage time)
+    is then computed once, at the start of the step, and inside the step's checkpoint,
+    so that the backward pass recomputes it rather than keeping it.
     """
     tableau = get_scheme(scheme) if isinstance(scheme, str) else scheme
     check_num_steps(num_steps)
     if not time_horizon > 0:
         raise ValueError(f"time_horizon must be positive, got {time_horizon!r}")
     dt = time_horizon / num_steps
-    x = x0
-    for n in range(num_steps):
+
+    def step(n: int, x: torch.Tensor) -> torch.Tensor:
+        f = step_rate(n)
         slopes: list[torch.Tensor] = []
         for i, c in enumerate(tableau.c):
             stage_x = _axpy(x, [(dt * a, k) for a, k in zip(tableau.a[i], slopes)])
             t, side = _stage_time(n, c, num_steps, time_horizon)
             slopes.append(f(t, stage_x, side))
-        x = _axpy(x, [(dt * b, k) for b, k in zip(tableau.b, slopes)])
-    return x
+        return _axpy(x, [(dt * b, k) for b, k in zip(tableau.b, slopes)])
+
+    x, trajectory = x0, [x0]
+    for n in range(num_steps):
+        x = step(n, x) if checkpoint is None else checkpoint(partial(step, n), x)
+        if return_trajectory:
+            trajectory.append(x)
+    return tuple(trajectory) if return_trajectory else x

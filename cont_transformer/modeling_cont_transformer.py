@@ -1,4 +1,4 @@
-"""The continuous-in-depth transformer encoder (DESIGN §6) as a Hugging Face model.
+"""The continuous-in-depth transformer encoder (docs/design.md §6) as a Hugging Face model.
 
 Word embeddings plus a position encoding feed one :class:`OdeBlock` whose rate is a
 pre-LayerNorm encoder unit, ``dx/dt = a + MLP(LayerNorm(x + a))`` with
@@ -13,18 +13,17 @@ with ``trust_remote_code=True`` where this package is not installed.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import PreTrainedModel
 from transformers.activations import ACT2FN
 from transformers.modeling_outputs import BaseModelOutput, TokenClassifierOutput
+from transformers.utils import can_return_tuple
 
 from .configuration_cont_transformer import ContTransformerConfig
-from .model_card import write_model_card
 from .ode_block import Coefficients, OdeBlock
+from .pretrained import ContinuousPreTrainedModel
 
 
 def sinusoidal_positions(seq_len: int, dim: int, device=None, dtype=None) -> torch.Tensor:
@@ -130,8 +129,9 @@ class ContTransformerRate(nn.Module):
         return a + self.dropout(self.mlp(self.mlp_norm(x + a)))
 
 
-class ContTransformerPreTrainedModel(PreTrainedModel):
-    """Weight initialisation, parameter counts and a model card on ``save_pretrained``."""
+class ContTransformerPreTrainedModel(ContinuousPreTrainedModel):
+    """Weight initialisation; parameter counts, complete save folders with a model card and
+    activation checkpointing come from :class:`ContinuousPreTrainedModel`."""
 
     config_class = ContTransformerConfig
     base_model_prefix = "cont_transformer"
@@ -157,48 +157,6 @@ class ContTransformerPreTrainedModel(PreTrainedModel):
             if module.padding_idx is not None and not getattr(module.weight, "_is_hf_initialized", False):
                 module.weight[module.padding_idx].zero_()
 
-    def num_parameters_split(self) -> dict[str, int]:
-        """Parameter counts: ``embedding`` (word and learned position embeddings),
-        ``non_embedding`` (the ODE block's coefficients, LayerNorms, classifier: the
-        part compression acts on) and ``total``."""
-        total = self.num_parameters()
-        non_embedding = self.num_parameters(exclude_embeddings=True)
-        return {"embedding": total - non_embedding, "non_embedding": non_embedding, "total": total}
-
-    @classmethod
-    def _finalize_model_loading(cls, model, load_config, loading_info):
-        """Refuse a checkpoint whose coefficient shapes disagree with its config.
-
-        transformers would re-draw mismatched tensors (with ``ignore_mismatched_sizes``)
-        or fail with a generic message; a K-mismatch means the config does not describe
-        the saved basis, so say that. This is transformers' step between reading the
-        weights and initialising the missing or mismatched ones.
-        """
-        blocks = [name for name, m in model.named_modules() if isinstance(m, OdeBlock)]
-        mismatched = sorted(
-            (key, tuple(saved), tuple(expected))
-            for key, saved, expected in loading_info.mismatched_keys
-            if any(key.startswith(f"{block}.rate.") for block in blocks)
-        )
-        if mismatched:
-            key, saved, expected = mismatched[0]
-            config = model.config
-            raise ValueError(
-                f"checkpoint {load_config.pretrained_model_name_or_path!s} disagrees with its config: "
-                f"coefficients {key} have shape {list(saved)}, but the config (basis={config.basis!r}, "
-                f"num_basis={config.num_basis}) gives {list(expected)} ({len(mismatched)} tensors "
-                "differ). The config must describe the saved basis: after change_basis / refine, "
-                "save the model with save_pretrained, which writes the updated config."
-            )
-        return super()._finalize_model_loading(model, load_config, loading_info)
-
-    def save_pretrained(self, save_directory: str | Path, *args, **kwargs) -> None:
-        """``PreTrainedModel.save_pretrained``, plus a model card ``README.md`` stating the
-        basis, K, N_T, scheme and parameter counts (see :func:`write_model_card`)."""
-        super().save_pretrained(save_directory, *args, **kwargs)
-        if kwargs.get("is_main_process", True):
-            write_model_card(self, save_directory)
-
 
 class ContTransformerModel(ContTransformerPreTrainedModel):
     """Embeddings -> one OdeBlock over :class:`ContTransformerRate` -> final LayerNorm."""
@@ -223,17 +181,36 @@ class ContTransformerModel(ContTransformerPreTrainedModel):
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.embeddings.word_embeddings = value
 
+    @can_return_tuple
     def forward(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        output_hidden_states: bool | None = None,
     ) -> BaseModelOutput:
         """``input_ids`` ``(batch, seq)``; ``attention_mask`` ``(batch, seq)``, 1 at real tokens
         and 0 at padding (padded keys get no attention). Returns ``last_hidden_state``
-        ``(batch, seq, hidden)``."""
+        ``(batch, seq, hidden)``, the encoder's final LayerNorm of x(T).
+
+        Hidden states of a continuous model: there are no layers, but a trajectory. With
+        ``output_hidden_states`` (default ``config.output_hidden_states``),
+        ``hidden_states`` is the state x(t) of the ODE at the N_T step boundaries
+        t_n = n·T/N_T: N_T + 1 tensors ``(batch, seq, hidden)``, the embedding output
+        x(0) first and x(T) last (before the final LayerNorm). It follows N_T, not K: a
+        model shortened with ``set_num_steps`` returns fewer. ``return_dict=False``
+        (or ``config.return_dict``) returns the plain tuple.
+        """
+        if output_hidden_states is None:
+            output_hidden_states = self.config.output_hidden_states
         x = self.embeddings(input_ids)  # (batch, seq, hidden)
         if attention_mask is not None:
             attention_mask = attention_mask.bool()[:, None, None, :]  # (batch, 1, 1, seq)
-        x = self.encoder(x, attention_mask=attention_mask)  # (batch, seq, hidden)
-        return BaseModelOutput(last_hidden_state=self.final_norm(x))
+        states = self.encoder(x, attention_mask=attention_mask, return_trajectory=output_hidden_states)
+        x = states[-1] if output_hidden_states else states  # (batch, seq, hidden)
+        return BaseModelOutput(
+            last_hidden_state=self.final_norm(x),
+            hidden_states=states if output_hidden_states else None,
+        )
 
 
 class ContTransformerForTokenClassification(ContTransformerPreTrainedModel):
@@ -247,22 +224,25 @@ class ContTransformerForTokenClassification(ContTransformerPreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
+        output_hidden_states: bool | None = None,
     ) -> TokenClassifierOutput:
         """``input_ids``, ``attention_mask`` ``(batch, seq)`` as in :class:`ContTransformerModel`;
         ``labels`` ``(batch, seq)`` tag ids, -100 where no tag is scored (padding, the
         root token). Returns ``logits`` ``(batch, seq, num_labels)`` and, with labels,
-        the mean cross-entropy ``loss`` over the scored tokens."""
-        hidden = self.cont_transformer(input_ids, attention_mask).last_hidden_state  # (batch, seq, hidden)
-        logits = self.classifier(self.dropout(hidden))  # (batch, seq, num_labels)
+        the mean cross-entropy ``loss`` over the scored tokens; ``hidden_states`` (the
+        depth trajectory) and ``return_dict`` as in :class:`ContTransformerModel`."""
+        encoded = self.cont_transformer(input_ids, attention_mask, output_hidden_states, return_dict=True)
+        logits = self.classifier(self.dropout(encoded.last_hidden_state))  # (batch, seq, num_labels)
         loss = None
         if labels is not None:
             loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
-        return TokenClassifierOutput(loss=loss, logits=logits)
+        return TokenClassifierOutput(loss=loss, logits=logits, hidden_states=encoded.hidden_states)
 
 
 __all__ = [

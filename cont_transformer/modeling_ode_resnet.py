@@ -4,6 +4,11 @@ Stem conv, then per stage a discrete :class:`StitchBlock` (changes width and
 resolution) and an :class:`~cont_transformer.OdeBlock` that integrates the
 pre-activation :class:`RateUnit` with continuous-in-depth weights and BatchNorm
 statistics, then BN → ReLU → global average pool → Linear.
+
+Every import of this package's own modules is a relative ``from .module import name``:
+``save_pretrained`` copies exactly the files found that way (the image processor
+included), so a saved folder loads with ``trust_remote_code=True`` where this package
+is not installed.
 """
 
 from __future__ import annotations
@@ -13,15 +18,17 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import PreTrainedModel
 from transformers import initialization as init
 from transformers.modeling_outputs import (
     BaseModelOutputWithPoolingAndNoAttention,
     ImageClassifierOutput,
 )
+from transformers.utils import can_return_tuple
 
 from .configuration_ode_resnet import OdeResNetConfig
+from .image_processing_ode_resnet import OdeResNetImageProcessor
 from .ode_block import Coefficients, OdeBlock
+from .pretrained import ContinuousPreTrainedModel
 
 
 def _norm(channels: int, use_normalization: bool) -> nn.Module:
@@ -91,16 +98,23 @@ class Stage(nn.Module):
             state_num_basis=config.state_num_basis,
         )
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.ode(self.stitch(x))
+    def forward(
+        self, x: torch.Tensor, return_trajectory: bool = False
+    ) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        """(batch, C_in, H, W) → (batch, C, H', W'), or with ``return_trajectory`` the ODE
+        block's states at its step boundaries (N_T + 1 tensors, the stitch output first)."""
+        return self.ode(self.stitch(x), return_trajectory=return_trajectory)
 
 
-class OdeResNetPreTrainedModel(PreTrainedModel):
-    """Config class, weight initialisation and input name shared by the ODE-ResNet models."""
+class OdeResNetPreTrainedModel(ContinuousPreTrainedModel):
+    """Config class, weight initialisation and input name shared by the ODE-ResNet models;
+    parameter counts, complete save folders (image processor included) with a model card
+    and activation checkpointing come from :class:`ContinuousPreTrainedModel`."""
 
     config_class = OdeResNetConfig
     base_model_prefix = "ode_resnet"
     main_input_name = "pixel_values"
+    image_processor_class = OdeResNetImageProcessor
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
@@ -142,17 +156,39 @@ class OdeResNetModel(OdeResNetPreTrainedModel):
         self.norm = _norm(widths[-1], config.use_normalization)
         self.post_init()
 
-    def forward(self, pixel_values: torch.Tensor, **kwargs) -> BaseModelOutputWithPoolingAndNoAttention:
+    @can_return_tuple
+    def forward(
+        self, pixel_values: torch.Tensor, output_hidden_states: bool | None = None, **kwargs
+    ) -> BaseModelOutputWithPoolingAndNoAttention:
+        """Hidden states of a continuous model are the depth trajectory: with
+        ``output_hidden_states`` (default ``config.output_hidden_states``),
+        ``hidden_states`` holds the stem output, then, stage by stage, the state of the
+        stage's ODE at its N_T step boundaries (N_T + 1 tensors each, x(0) = the stitch
+        block's output first, x(T) last): 1 + stages·(N_T + 1) tensors
+        (batch, C_s, H_s, W_s). ``return_dict=False`` (or ``config.return_dict``) returns
+        the plain tuple."""
+        if output_hidden_states is None:
+            output_hidden_states = self.config.output_hidden_states
         x = self.stem(pixel_values)  # (batch, C0, H, W)
+        hidden_states = [x]
         for stage in self.stages:
-            x = stage(x)
+            if output_hidden_states:
+                hidden_states += stage(x, return_trajectory=True)
+                x = hidden_states[-1]
+            else:
+                x = stage(x)
         x = F.relu(self.norm(x))  # (batch, C, H', W')
-        return BaseModelOutputWithPoolingAndNoAttention(last_hidden_state=x, pooler_output=x.mean((2, 3)))
+        return BaseModelOutputWithPoolingAndNoAttention(
+            last_hidden_state=x,
+            pooler_output=x.mean((2, 3)),
+            hidden_states=tuple(hidden_states) if output_hidden_states else None,
+        )
 
 
 class OdeResNetForImageClassification(OdeResNetPreTrainedModel):
     """ODE-ResNet with a Linear head: ``pixel_values`` (batch, num_channels, H, W) →
-    ``logits`` (batch, num_labels); cross-entropy ``loss`` when ``labels`` (batch,) are given."""
+    ``logits`` (batch, num_labels); cross-entropy ``loss`` when ``labels`` (batch,) are given;
+    ``hidden_states`` (the depth trajectory) and ``return_dict`` as in :class:`OdeResNetModel`."""
 
     def __init__(self, config: OdeResNetConfig):
         super().__init__(config)
@@ -160,13 +196,18 @@ class OdeResNetForImageClassification(OdeResNetPreTrainedModel):
         self.classifier = nn.Linear(config.stage_channels[-1], config.num_labels)
         self.post_init()
 
+    @can_return_tuple
     def forward(
-        self, pixel_values: torch.Tensor, labels: torch.Tensor | None = None, **kwargs
+        self,
+        pixel_values: torch.Tensor,
+        labels: torch.Tensor | None = None,
+        output_hidden_states: bool | None = None,
+        **kwargs,
     ) -> ImageClassifierOutput:
-        pooled = self.ode_resnet(pixel_values).pooler_output  # (batch, C)
-        logits = self.classifier(pooled)  # (batch, num_labels)
+        features = self.ode_resnet(pixel_values, output_hidden_states, return_dict=True)
+        logits = self.classifier(features.pooler_output)  # (batch, num_labels)
         loss = F.cross_entropy(logits, labels) if labels is not None else None
-        return ImageClassifierOutput(loss=loss, logits=logits)
+        return ImageClassifierOutput(loss=loss, logits=logits, hidden_states=features.hidden_states)
 
 
 __all__ = [

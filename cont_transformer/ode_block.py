@@ -9,26 +9,34 @@ Runge–Kutta stage and calling the template with those tensors through
 ``torch.func.functional_call``. Stateful layers get continuous running statistics
 (paper Algorithm 1): in training, each stage updates its buffers as usual, and the
 cloud of updated stage states is fitted back onto the basis after the integration.
+
+Each integration step mixes the weights of all its stages at once, in a few
+multi-tensor kernels, and can run under activation checkpointing. The forward pass
+reads only Python constants and tensors made per schedule (no host synchronisation,
+no data-dependent branching), so ``torch.compile`` captures it whole and compiles it
+once per input shape, K and N_T (docs/design.md).
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 
 import torch
 from torch import nn
 from torch.func import functional_call
+from torch.utils.checkpoint import checkpoint
 
 from .basis import (
     Basis,
     apply_matrix,
     change_of_basis_matrix,
-    combine,
+    combine_stages,
     get_basis,
     point_fit_operators,
 )
-from .integrators import check_num_steps, get_scheme, odeint, stage_times
+from .integrators import check_num_steps, get_scheme, odeint_stepwise, stage_times, step_stage_times
 
 # State buffers that must stay positive after a change of basis.
 POSITIVE_STATES = ("running_var",)
@@ -91,9 +99,16 @@ class OdeBlock(nn.Module):
             after a compression costs no parameters, and the statistics of a state
             x(t) often vary with depth faster than the weights do.
 
-    Shapes: ``forward(x, *args, **kwargs)`` takes ``x`` of any shape the template
-    accepts and returns the same shape; extra arguments (an attention mask) pass
-    through to every template call.
+    Shapes: ``forward(x, *args, return_trajectory=False, **kwargs)`` takes ``x`` of
+    any shape the template accepts and returns the same shape (with
+    ``return_trajectory``, the N_T + 1 states at the step boundaries); extra arguments
+    (an attention mask) pass through to every template call.
+
+    Activation checkpointing: set ``gradient_checkpointing = True`` (transformers'
+    ``gradient_checkpointing_enable()`` does it for every block of a model) and, in
+    training, each integration step is recomputed in the backward pass instead of
+    keeping its activations; ``_gradient_checkpointing_func`` is the checkpoint
+    function (non-reentrant ``torch.utils.checkpoint.checkpoint`` by default).
     """
 
     def __init__(
@@ -118,6 +133,9 @@ class OdeBlock(nn.Module):
         # Kept outside the module tree, on the meta device: every tensor it uses comes
         # from the block's coefficients through functional_call.
         self.__dict__["template"] = template.to("meta")
+        # transformers' gradient_checkpointing_enable() sets both on every module that has them.
+        self.gradient_checkpointing = False
+        self._gradient_checkpointing_func = partial(checkpoint, use_reentrant=False)
         self._refresh_schedule()
 
     def _init_coefficients(self, template: nn.Module) -> None:
@@ -189,9 +207,18 @@ class OdeBlock(nn.Module):
     def _refresh_schedule(self) -> None:
         """Precompute, for every stage, its basis terms, and the state-fitting operators.
 
-        The forward pass then only looks up Python constants (friendly to torch.compile).
+        The forward pass then only looks up Python constants (friendly to torch.compile:
+        a compiled block is specialised to its K and N_T, and recompiles once when
+        they change).
         """
         stages = stage_times(self._num_steps, self.time_horizon, self.scheme)
+        # Per step: the (t, side) of each stage call, and the distinct ones (RK4 reads
+        # its midpoint twice; the weights there are mixed once).
+        self._step_stages = [
+            tuple(step_stage_times(n, self._num_steps, self.time_horizon, self.scheme))
+            for n in range(self._num_steps)
+        ]
+        self._step_keys = [tuple(dict.fromkeys(keys)) for keys in self._step_stages]
         self._stage_terms = {(t, side): self._basis.terms(t, side) for t, side in stages}
         self._state_terms = (
             self._stage_terms
@@ -200,16 +227,42 @@ class OdeBlock(nn.Module):
         )
         # Graph shortening (N_T < K) leaves coefficients unused; see _coefficient_views.
         used = sorted({k for terms in self._stage_terms.values() for k, _ in terms})
-        self._used_coefficients = None if len(used) == self.num_basis else used
+        self._used_index = None if len(used) == self.num_basis else torch.tensor(used, device="cpu")
         position = {k: i for i, k in enumerate(used)}
         self._param_terms = {
             key: [(position[k], w) for k, w in terms] for key, terms in self._stage_terms.items()
         }
-        self._index_cache: dict[torch.device, torch.Tensor] = {}
-        self._fit_cache: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._fit_operators = None
         if self._has_states():
             times, sides = zip(*stages)
-            self._fit_operators = point_fit_operators(times, sides, self._state_basis)
+            self._fit_operators = point_fit_operators(times, sides, self._state_basis)  # float64
+        self._place_schedule(self._device())
+
+    def _device(self) -> torch.device:
+        """Where the coefficients live (the CPU while they are still on the meta device)."""
+        for p in self.parameters():
+            return torch.device("cpu") if p.device.type == "meta" else p.device
+        return torch.device("cpu")
+
+    def _place_schedule(self, device: torch.device) -> None:
+        """Put the index of the used coefficients and the fitting operators on ``device``.
+
+        They are tensors the forward pass reads: made once per schedule and moved with the
+        module (``_apply``), never in the forward pass, where a host-to-device copy would
+        stall a GPU and a cache filled on the first call would make torch.compile compile
+        twice.
+        """
+        if self._used_index is not None:
+            self._used_index = self._used_index.to(device)
+        if self._fit_operators is not None:
+            self._fit_operators = tuple(m.to(device) for m in self._fit_operators)
+
+    def _apply(self, fn, recurse: bool = True):
+        # .to(), .cuda(), .half(), …: the schedule's tensors follow the coefficients' device
+        # (the fitting operators stay float64).
+        super()._apply(fn, recurse)
+        self._place_schedule(self._device())
+        return self
 
     def _has_states(self) -> bool:
         return any(True for _ in self.named_states())
@@ -232,35 +285,73 @@ class OdeBlock(nn.Module):
         return super().train(mode)
 
     # --- forward -----------------------------------------------------------------
-    def forward(self, x: torch.Tensor, *args, **kwargs) -> torch.Tensor:
-        params, param_terms = self._coefficient_views()
+    def forward(
+        self, x: torch.Tensor, *args, return_trajectory: bool = False, **kwargs
+    ) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        """Integrate from ``x`` = x(0) to x(T); with ``return_trajectory``, return the
+        states at the N_T step boundaries, ``(x(t_0), ..., x(t_{N_T}))`` (N_T + 1
+        tensors, ``x`` first, x(T) last).
+
+        Each step mixes the weights of all its stages at its start, in a few multi-tensor
+        kernels (:func:`~cont_transformer.basis.combine_stages`). With
+        ``gradient_checkpointing`` set and in training, each step runs under
+        ``_gradient_checkpointing_func`` (default: non-reentrant
+        ``torch.utils.checkpoint.checkpoint``): the backward pass recomputes a step's
+        stages, weights mixing included, instead of keeping their activations.
+        """
+        views, param_terms = self._coefficient_views()
         states = dict(self.named_states())
         counters = dict(self._named_counters())
         update_states = self.training and bool(states)
-        records: list[dict[str, torch.Tensor]] = []
+        # The stage states for the fit (paper Algorithm 1), made when the integration
+        # ends. A recomputation in the backward pass (activation checkpointing) comes
+        # after the fit and updates copies only; `records = None` stops it recording too.
+        records: list[dict[str, torch.Tensor]] | None = [] if update_states else None
         stage_counters: dict[str, torch.Tensor] = counters
 
-        def rate(t: float, x: torch.Tensor, side: str) -> torch.Tensor:
-            nonlocal stage_counters
-            terms = self._state_terms[(t, side)]
-            tensors = {name: combine(views, param_terms[(t, side)]) for name, views in params.items()}
-            stage_states = {name: combine(s, terms) for name, s in states.items()}
-            if update_states:
-                # The template updates these in place; keep the coefficients untouched.
-                stage_states = {name: s.clone() for name, s in stage_states.items()}
-                stage_counters = {name: c.clone() for name, c in counters.items()}
-                records.append(stage_states)
-            return functional_call(
-                self.template, {**tensors, **stage_states, **stage_counters}, (x, *args), kwargs
+        def step_rate(n: int) -> Callable[[float, torch.Tensor, str], torch.Tensor]:
+            keys = self._step_keys[n]
+            tensors = dict(zip(keys, combine_stages(views, [param_terms[key] for key in keys])))
+            # The template updates states in place in training: on copies, never on the coefficients.
+            step_states = iter(
+                combine_stages(
+                    states, [self._state_terms[key] for key in self._step_stages[n]], copy=update_states
+                )
             )
 
-        y = odeint(rate, x, num_steps=self._num_steps, time_horizon=self.time_horizon, scheme=self.scheme)
+            def rate(t: float, x: torch.Tensor, side: str) -> torch.Tensor:
+                nonlocal stage_counters
+                buffers = {**next(step_states), **counters}
+                if update_states:
+                    buffers.update({name: c.clone() for name, c in counters.items()})
+                    if records is not None:
+                        records.append(buffers)
+                        stage_counters = buffers
+                return functional_call(self.template, {**tensors[(t, side)], **buffers}, (x, *args), kwargs)
+
+            return rate
+
+        step_checkpoint = (
+            self._gradient_checkpointing_func
+            if self.gradient_checkpointing and self.training and torch.is_grad_enabled()
+            else None
+        )
+        out = odeint_stepwise(
+            step_rate,
+            x,
+            num_steps=self._num_steps,
+            time_horizon=self.time_horizon,
+            scheme=self.scheme,
+            checkpoint=step_checkpoint,
+            return_trajectory=return_trajectory,
+        )
         if update_states:
             self._store_states(records)
+            records = None
             with torch.no_grad():
                 for name, counter in counters.items():
                     counter.copy_(stage_counters[name])
-        return y
+        return out
 
     def _coefficient_views(self) -> tuple[dict, dict]:
         """What the stages read coefficients from, and the terms that address it.
@@ -275,29 +366,21 @@ class OdeBlock(nn.Module):
         coefficients = dict(self.named_coefficients())
         if not torch.is_grad_enabled():
             return coefficients, self._stage_terms
-        if self._used_coefficients is None:
+        if self._used_index is None:
             return {name: p.unbind(0) for name, p in coefficients.items()}, self._stage_terms
-        return {
-            name: p.index_select(0, self._index_on(p.device)).unbind(0) for name, p in coefficients.items()
-        }, self._param_terms
-
-    def _index_on(self, device: torch.device) -> torch.Tensor:
-        # Made once per device: a host-to-device copy in every forward would stall a GPU.
-        if device not in self._index_cache:
-            self._index_cache[device] = torch.tensor(self._used_coefficients, device=device)
-        return self._index_cache[device]
-
-    def _fit_operators_on(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        # Moved once per device, for the same reason as _index_on.
-        if device not in self._fit_cache:
-            self._fit_cache[device] = tuple(m.to(device) for m in self._fit_operators)
-        return self._fit_cache[device]
+        if self._used_index.device != self._device():  # weights loaded straight onto another device
+            self._place_schedule(self._device())
+        return {name: p.index_select(0, self._used_index).unbind(0) for name, p in coefficients.items()}, (
+            self._param_terms
+        )
 
     @torch.no_grad()
     def _store_states(self, records: list[dict[str, torch.Tensor]]) -> None:
         """Fit the recorded stage states back onto the basis (paper Algorithm 1)."""
+        if self._fit_operators[0].device != self._device():
+            self._place_schedule(self._device())
+        fit, keep = self._fit_operators
         for name, state in self.named_states():
-            fit, keep = self._fit_operators_on(state.device)
             values = torch.stack([record[name] for record in records])
             state.copy_(apply_matrix(fit, values) + apply_matrix(keep, state))
 

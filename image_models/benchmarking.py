@@ -1,8 +1,8 @@
 """The image measures of the benchmark (see :mod:`cont_transformer.tools.benchmarking`).
 
 Measure 6: a training step of the stateful ODE-ResNet (``cifar10-small`` shape, Euler,
-piecewise constant, K = N_T = 8) against :class:`DiscreteResNet` of the same depth;
-measure 7: the peak memory of that step.
+piecewise constant, K = N_T = 8) against :class:`DiscreteResNet` of the same depth, eager
+and with both compiled; measure 7: the peak memory of that step.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import torch.nn.functional as F
 
 from cont_transformer.configuration_ode_resnet import OdeResNetConfig
 from cont_transformer.modeling_ode_resnet import OdeResNetForImageClassification
-from cont_transformer.tools.benchmarking import Case, Workload, training_step
+from cont_transformer.tools.benchmarking import Case, Workload, compiled, training_step, warmed
 
 from .baselines import DiscreteResNet
 
-# The CIFAR recipe's batch (DESIGN §7) in full mode; quick mode shrinks batch and images.
+# The CIFAR recipe's batch (docs/design.md §7) in full mode; quick mode shrinks batch and images.
 RESNET_SIZES = {
     "quick": {"batch_size": 4, "image_size": 8},
     "full": {"batch_size": 128, "image_size": 32},
@@ -33,50 +33,77 @@ def _batch(config: OdeResNetConfig, sizes: dict, device: torch.device) -> dict[s
 
 
 def _optimizer(model: torch.nn.Module) -> torch.optim.Optimizer:
-    """The CIFAR recipe's SGD (DESIGN §7)."""
+    """The CIFAR recipe's SGD (docs/design.md §7)."""
     return torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
 
 
-def resnet_training(config: OdeResNetConfig, sizes: dict, device: torch.device) -> tuple[Workload, Workload]:
-    """Training steps of the ODE-ResNet and of the discrete ResNet with N_T layers per stage."""
+def resnet_training(
+    config: OdeResNetConfig, sizes: dict, device: torch.device, compile_mode: str | None = None
+) -> tuple[Workload, Workload]:
+    """Training steps of the ODE-ResNet and of the discrete ResNet with N_T layers per stage,
+    both compiled with ``torch.compile(mode=compile_mode)`` unless it is None."""
     batch = _batch(config, sizes, device)
     torch.manual_seed(0)
     model = OdeResNetForImageClassification(config).to(device)
+    forward = compiled(model, compile_mode)
+    suffix = "" if compile_mode is None else f", compiled ({compile_mode})"
     candidate = training_step(
-        f"ODE-ResNet {config.scheme}/{config.basis} K=N_T={config.num_basis}",
-        model, lambda: model(**batch).loss, _optimizer(model), batch,
-    )
+        f"ODE-ResNet {config.scheme}/{config.basis} K=N_T={config.num_basis}{suffix}",
+        model, lambda: forward(**batch).loss, _optimizer(model), batch,
+    )  # fmt: skip
     torch.manual_seed(0)
     discrete = DiscreteResNet(config, config.num_steps).to(device)
+    discrete_forward = compiled(discrete, compile_mode)
     baseline = training_step(
-        f"discrete pre-activation ResNet, {config.num_steps} layers/stage",
+        f"discrete pre-activation ResNet, {config.num_steps} layers/stage{suffix}",
         discrete,
-        lambda: F.cross_entropy(discrete(batch["pixel_values"]), batch["labels"]),
+        lambda: F.cross_entropy(discrete_forward(batch["pixel_values"]), batch["labels"]),
         _optimizer(discrete),
         batch,
     )
     return candidate, baseline
 
 
+def _config() -> OdeResNetConfig:
+    # T = K makes Euler + piecewise constant exactly the discrete ResNet (docs/design.md §5).
+    return OdeResNetConfig.from_preset(
+        "cifar10-small", scheme="euler", num_basis=NUM_LAYERS, time_horizon=NUM_LAYERS
+    )
+
+
+DESCRIPTION = f"stateful ODE-ResNet (cifar10-small, Euler, K=N_T={NUM_LAYERS}) vs discrete ResNet"
+
+
 def resnet_cases(mode: str, device: torch.device) -> list[Case]:
     """Measure 6 and the ODE-ResNet's part of measure 7; ``mode``: a key of :data:`RESNET_SIZES`."""
     sizes = RESNET_SIZES[mode]
-    # T = K makes Euler + piecewise constant exactly the discrete ResNet (DESIGN §5).
-    config = OdeResNetConfig.from_preset(
-        "cifar10-small", scheme="euler", num_basis=NUM_LAYERS, time_horizon=NUM_LAYERS
-    )
-    description = f"stateful ODE-ResNet (cifar10-small, Euler, K=N_T={NUM_LAYERS}) vs discrete ResNet"
+    config = _config()
     return [
         Case(
-            f"train_ode_resnet_K{NUM_LAYERS}", 6, f"training step, {description}",
+            f"train_ode_resnet_K{NUM_LAYERS}", 6, f"training step, {DESCRIPTION}",
             lambda: resnet_training(config, sizes, device), 1.15, "ratio <= 1.15", sizes=sizes,
         ),
         Case(
-            f"memory_train_ode_resnet_K{NUM_LAYERS}", 7, f"peak memory, training step (measure 6), {description}",
+            f"memory_train_ode_resnet_K{NUM_LAYERS}", 7, f"peak memory, training step (measure 6), {DESCRIPTION}",
             lambda: resnet_training(config, sizes, device), 1.10, "ratio <= 1.10", metric="memory",
             sizes=sizes,
         ),
     ]
 
 
-__all__ = ["resnet_cases", "resnet_training"]
+def compiled_resnet_cases(mode: str, device: torch.device, compile_mode: str) -> list[Case]:
+    """Measure 6 with the ODE-ResNet and the discrete ResNet both compiled with
+    ``torch.compile(mode=compile_mode)``."""
+    sizes = RESNET_SIZES[mode]
+    config = _config()
+    return [
+        Case(
+            f"compiled_train_ode_resnet_K{NUM_LAYERS}", 6,
+            f"training step, {DESCRIPTION}, both compiled ({compile_mode})",
+            lambda: warmed(resnet_training(config, sizes, device, compile_mode)), 1.15, "ratio <= 1.15",
+            sizes=sizes,
+        )
+    ]  # fmt: skip
+
+
+__all__ = ["compiled_resnet_cases", "resnet_cases", "resnet_training"]

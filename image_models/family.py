@@ -33,7 +33,7 @@ def eval_set(model, processor, folder: Path, path: Path, batch_size: int) -> Eva
         labels = torch.tensor([label2id.get(name, UNKNOWN_CLASS) for name in names])[labels]
     # Scoring is preprocessing, a forward pass and an argmax per batch: it is also the timed pass.
     run = partial(evaluate, images=images, labels=labels, processor=processor, batch_size=batch_size)
-    return EvalSet(run, run, f"{path.name} (test split, {len(labels):,} images)")
+    return EvalSet(run, run, f"{path.name} (test split, {len(labels):,} images)", "test")
 
 
 def synthetic_inputs(config, count: int, size: int) -> tuple[dict, str]:

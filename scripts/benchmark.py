@@ -1,6 +1,7 @@
 """Benchmark continuous models against their discrete baselines, in one process.
 
     python scripts/benchmark.py [--quick] [--output-dir DIR] [--num-threads N] [--only NAME ...]
+                                [--compile-mode MODE]
 
 Measures (each a ratio to a baseline run in the same process; targets in brackets):
 1. training step, Euler, piecewise constant, K = N_T = L, against a plain pre-LayerNorm
@@ -11,7 +12,12 @@ Measures (each a ratio to a baseline run in the same process; targets in bracket
 5. change_basis of a K = 64 model to K = 16 by projection [<= 0.25 s];
 6. stateful ODE-ResNet (cifar10-small, Euler, K = N_T = 8) training step against a
    discrete pre-activation ResNet [<= 1.15];
-7. peak memory of the training steps of 1, 3 and 6, and of the inference of 4 [<= 1.10].
+7. peak memory of the training steps of 1, 3 and 6, and of the inference of 4 [<= 1.10];
+8. activation checkpointing at K = N_T = 64: training step time [<= 1.4] and peak memory
+   [<= 0.5] against the same step without.
+Measures 1 (L = 8), 2 (L = 8), 4 and 6 also run with candidate and baseline both compiled
+(torch.compile, --compile-mode; "none" skips them). Compiling takes minutes per model
+on a CPU.
 
 Writes benchmark.json and benchmark.md into --output-dir and prints the table. The
 logic lives in cont_transformer.tools.benchmarking and image_models.benchmarking.
@@ -27,6 +33,9 @@ import torch
 from cont_transformer.tools.benchmarking import (
     FULL,
     QUICK,
+    checkpointing_cases,
+    compiled_transformer_cases,
+    default_compile_mode,
     machine_info,
     machine_line,
     markdown_table,
@@ -34,7 +43,7 @@ from cont_transformer.tools.benchmarking import (
     transformer_cases,
     write_report,
 )
-from image_models.benchmarking import resnet_cases
+from image_models.benchmarking import compiled_resnet_cases, resnet_cases
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -44,6 +53,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--num-threads", type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run only cases whose name contains one of these")
+    parser.add_argument(
+        "--compile-mode",
+        help="torch.compile mode of the compiled cases, or none to skip them "
+        "(default: reduce-overhead on CUDA, default on CPU)",
+    )
     return parser.parse_args(argv)
 
 
@@ -54,7 +68,11 @@ def main(argv: list[str] | None = None) -> None:
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     mode = "quick" if args.quick else "full"
     settings = QUICK if args.quick else FULL
-    cases = transformer_cases(mode, device) + resnet_cases(mode, device)
+    compile_mode = args.compile_mode or default_compile_mode(device)
+    cases = transformer_cases(mode, device) + resnet_cases(mode, device) + checkpointing_cases(mode, device)
+    if compile_mode != "none":
+        cases += compiled_transformer_cases(mode, device, compile_mode)
+        cases += compiled_resnet_cases(mode, device, compile_mode)
     if args.only:
         cases = [case for case in cases if any(name in case.name for name in args.only)]
     machine = machine_info(device)
@@ -67,6 +85,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{case.name}: ratio {r['ratio']:.3f} ({r['target']}: {'pass' if r['pass'] else 'FAIL'})", flush=True)
     report = {
         "mode": mode,
+        "compile_mode": compile_mode,
         "settings": {"warmup": settings.warmup, "repeats": settings.repeats},
         "machine": machine,
         "seconds": time.perf_counter() - start,

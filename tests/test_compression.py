@@ -9,6 +9,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,7 @@ from cont_transformer import (
     OdeResNetForImageClassification,
     OdeResNetImageProcessor,
     build_tokenizer,
+    write_model_card,
 )
 from cont_transformer.tagging.trainer import evaluate_saved_model
 from cont_transformer.tools.compression import (
@@ -182,6 +184,25 @@ def logits(model, tokenizer, sentence="the cat sat on a mat ."):
 
 
 # --- compress --------------------------------------------------------------------------
+def test_compressed_card_records_its_lineage_and_measured_accuracy(tagger, data, tmp_path):
+    source = tmp_path / "source"
+    shutil.copytree(tagger, source)
+    model = load_model(source).model
+    write_model_card(model, source, language="en", license="cc-by-sa-4.0", datasets="universal_dependencies")
+    result = compress(
+        source, tmp_path / "out", num_basis=2, eval_file=data, repeats=1, base_model="me/gum-tagger"
+    )
+    card = ModelCard.load(tmp_path / "out" / "README.md")
+    data_ = card.data
+    assert (data_.base_model, data_.base_model_relation) == ("me/gum-tagger", "quantized")
+    assert (data_.language, data_.license, data_.datasets) == ("en", "cc-by-sa-4.0", ["universal_dependencies"])
+    assert "compressed" in data_.tags and data_.compression["source_model"] == "me/gum-tagger"
+    [evaluation] = data_.eval_results
+    assert (evaluation.dataset_split, evaluation.metric_type) == ("dev", "accuracy")
+    assert evaluation.metric_value == result.compressed.accuracy
+    assert data_.model_name == "out"
+
+
 def test_compress_then_reload_gives_the_reported_accuracy(tagger, data, tmp_path):
     before = tree_hashes(tagger)
     result = compress(tagger, tmp_path / "out", num_basis=2, num_steps=2, eval_file=data, repeats=1)

@@ -1,11 +1,14 @@
 """The core: bases, change of basis, integrators, OdeBlock and model transforms."""
 
+import copy
 import math
+from functools import partial
 
 import numpy as np
 import pytest
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint as torch_checkpoint
 
 from cont_transformer import (
     OdeBlock,
@@ -18,7 +21,7 @@ from cont_transformer import (
     refine,
     set_num_steps,
 )
-from cont_transformer.basis import apply_matrix
+from cont_transformer.basis import apply_matrix, combine, combine_stages
 from cont_transformer.basis import refine as refine_basis
 from cont_transformer.integrators import SCHEMES, stage_times
 
@@ -192,6 +195,53 @@ def test_stage_times_read_the_end_of_a_step_from_inside():
     assert stage_times(2, 1.0, "heun") == [(0.0, "right"), (0.5, "left"), (0.5, "right"), (1.0, "left")]
 
 
+def test_trajectory_holds_the_state_at_every_step_boundary():
+    # dx/dt = x with Euler: x_n = (1 + Δt)^n exactly.
+    x0 = torch.tensor([1.0], dtype=torch.float64)
+    trajectory = odeint(lambda t, x, side: x, x0, num_steps=4, time_horizon=2.0, return_trajectory=True)
+    assert len(trajectory) == 5 and trajectory[0] is x0
+    torch.testing.assert_close(torch.cat(trajectory), 1.5 ** torch.arange(5, dtype=torch.float64))
+    end = odeint(lambda t, x, side: x, x0, num_steps=4, time_horizon=2.0)
+    assert torch.equal(end, trajectory[-1])
+
+
+def test_checkpointed_steps_give_the_same_values_and_gradients():
+    # A non-autonomous rate; every step is recomputed in the backward pass.
+    weight = torch.randn(3, 3, dtype=torch.float64, requires_grad=True)
+    x0 = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
+    calls = []
+
+    def f(t, x, side):
+        calls.append(t)
+        return torch.tanh(x @ weight) * math.cos(t)
+
+    def run(checkpoint):
+        calls.clear()
+        out = odeint(f, x0, num_steps=3, scheme="rk4", checkpoint=checkpoint)
+        grads = torch.autograd.grad(out.square().sum(), (weight, x0))
+        return out, grads, len(calls)
+
+    out, grads, evaluations = run(None)
+    checkpointed, checkpointed_grads, recomputed = run(partial(torch_checkpoint, use_reentrant=False))
+    torch.testing.assert_close(checkpointed, out, atol=0, rtol=0)
+    torch.testing.assert_close(checkpointed_grads, grads, atol=1e-14, rtol=0)
+    assert evaluations == 12 and recomputed == 24  # 3 steps x 4 stages, then again in the backward
+
+
+@pytest.mark.parametrize("copy", [False, True])
+def test_combine_stages_is_combine_for_every_stage_and_tensor(copy):
+    generator = torch.Generator().manual_seed(0)
+    coefficients = {"a": torch.randn(5, 3, generator=generator), "b": torch.randn(5, 2, 2, generator=generator)}
+    stage_terms = [[(1, 1.0)], [(0, 0.25), (1, 0.75)], [(2, 0.5)], [(3, 0.25), (4, 0.75)], [(0, 0.2), (3, 0.3), (4, 0.5)]]
+    mixed = combine_stages(coefficients, stage_terms, copy=copy)
+    for terms, stage in zip(stage_terms, mixed):
+        for name, value in coefficients.items():
+            torch.testing.assert_close(stage[name], combine(value, terms), atol=1e-6, rtol=0)
+    # A single term of weight one is the coefficient itself, unless copied.
+    assert (mixed[0]["a"].data_ptr() == coefficients["a"][1].data_ptr()) is not copy
+    assert mixed[1]["a"].data_ptr() != coefficients["a"][1].data_ptr()
+
+
 # --- OdeBlock --------------------------------------------------------------------
 
 
@@ -330,6 +380,52 @@ def test_gradient_reaches_only_used_slices():
     block(torch.randn(4, 6)).sum().backward()
     used = block.rate.linear.weight.grad.abs().sum((1, 2)) > 0
     assert used.tolist() == [True, False, False, False, True, False, False, False]
+
+
+@pytest.mark.parametrize("basis, num_basis, num_steps", [("piecewise_linear", 3, 3), ("piecewise_constant", 6, 2)])
+def test_checkpointed_block_matches_and_counts_running_statistics_once(basis, num_basis, num_steps):
+    torch.manual_seed(0)
+    block = OdeBlock(Unit(), basis, num_basis, num_steps, "rk4").train()
+    checkpointed = copy.deepcopy(block)
+    checkpointed.gradient_checkpointing = True
+    template_calls = []
+    checkpointed.template.register_forward_pre_hook(lambda *_: template_calls.append(1))
+    x = torch.randn(16, 6) + 1.0
+    outputs = []
+    for model in (block, checkpointed):
+        out = model(x)
+        out.square().sum().backward()
+        outputs.append(out)
+    assert len(template_calls) == 2 * 4 * num_steps  # every stage recomputed once
+    torch.testing.assert_close(outputs[1], outputs[0], atol=0, rtol=0)
+    for (name, p), q in zip(block.named_parameters(), checkpointed.parameters()):
+        torch.testing.assert_close(q.grad, p.grad, atol=1e-6, rtol=0, msg=name)
+    # The recomputation in the backward pass does not feed the running statistics again.
+    for (name, b), c in zip(block.rate.named_buffers(), checkpointed.rate.buffers()):
+        torch.testing.assert_close(c, b, atol=0, rtol=0, msg=name)
+    assert checkpointed.rate.norm.num_batches_tracked.item() == 1
+
+
+def test_checkpointing_keeps_only_the_step_boundaries():
+    saved = []
+
+    def saved_elements(block):
+        saved.clear()
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t.numel()) or t, lambda t: t):
+            block(torch.randn(64, 6, requires_grad=True)).sum().backward()
+        return sum(saved)
+
+    block = OdeBlock(Unit(norm=False), "piecewise_linear", 8, 8, "rk4").train()
+    plain = saved_elements(block)
+    block.gradient_checkpointing = True
+    assert saved_elements(block) <= 8 * 64 * 6 < plain / 5  # one state per step, nothing inside
+
+
+def test_schedule_tensors_follow_the_module():
+    block = OdeBlock(Unit(), "piecewise_constant", 6, 2, "euler").double().train()  # N_T < K
+    assert block._used_index.dtype == torch.long and block._fit_operators[0].dtype == torch.float64
+    out = copy.deepcopy(block)(torch.randn(8, 6, dtype=torch.float64))
+    assert out.dtype == torch.float64 and block.to("meta")._used_index.device.type == "cpu"
 
 
 def test_stateful_block_with_fewer_steps_than_basis_functions():

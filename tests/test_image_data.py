@@ -17,6 +17,7 @@ import torch
 from PIL import Image
 from transformers import AutoImageProcessor
 
+from cont_transformer import OdeResNetConfig
 from cont_transformer.image_processing_ode_resnet import (
     NORMALIZATION_STATS,
     OdeResNetImageProcessor,
@@ -440,11 +441,32 @@ def test_processor_round_trips_through_save_pretrained(tmp_path):
     loaded = OdeResNetImageProcessor.from_pretrained(tmp_path)
     assert loaded.to_dict() == processor.to_dict()
     assert tuple(loaded.image_std) == NORMALIZATION_STATS["cifar100"][1]
-    auto = AutoImageProcessor.from_pretrained(tmp_path, trust_remote_code=True)
+    # AutoImageProcessor finds the class through the model's config, saved beside it.
+    OdeResNetConfig.from_preset("cifar10-small", num_labels=100).save_pretrained(tmp_path)
+    auto = AutoImageProcessor.from_pretrained(tmp_path)
     batch = torch.randint(0, 256, (2, 3, 4, 4), dtype=torch.uint8)
     torch.testing.assert_close(
         auto(batch, return_tensors="pt")["pixel_values"], processor.preprocess_tensor(batch)
     )
+
+
+def test_processor_converts_images_to_the_model_channels():
+    rng = np.random.default_rng(0)
+    colour = Image.fromarray(rng.integers(0, 256, (5, 6, 3), dtype=np.uint8))
+    grey = colour.convert("L")
+    mnist = OdeResNetImageProcessor.for_dataset("mnist")
+    assert mnist.num_channels == 1 and OdeResNetImageProcessor().num_channels is None
+
+    def pixels(processor, image):
+        return processor(image, return_tensors="pt")["pixel_values"]
+
+    # What the image pipeline does: every image to RGB. A grey image survives it exactly.
+    torch.testing.assert_close(pixels(mnist, grey.convert("RGB")), pixels(mnist, grey), atol=0, rtol=0)
+    assert pixels(mnist, colour).shape == (1, 1, 5, 6)
+    torch.testing.assert_close(pixels(mnist, colour), pixels(mnist, grey), atol=0, rtol=0)  # luma, as PIL
+    cifar = OdeResNetImageProcessor.for_dataset("cifar10")
+    torch.testing.assert_close(pixels(cifar, grey), pixels(cifar, grey.convert("RGB")), atol=0, rtol=0)
+    torch.testing.assert_close(pixels(cifar, colour.convert("RGBA")), pixels(cifar, colour), atol=0, rtol=0)
 
 
 # --- real MNIST (only when present) ------------------------------------------------------

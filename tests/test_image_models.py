@@ -207,6 +207,41 @@ def test_statistics_on_their_own_basis_save_and_reload(tmp_path):
         tiny_config(state_num_basis=0)
 
 
+def test_hidden_states_are_each_stage_trajectory():
+    torch.manual_seed(0)
+    model = OdeResNetForImageClassification(tiny_config(num_basis=3, num_steps=2)).eval()
+    pixels = torch.randn(2, 1, 8, 8)
+    out = model(pixels, output_hidden_states=True)
+    hidden = out.hidden_states
+    assert len(hidden) == 1 + 2 * (2 + 1)  # stem, then N_T + 1 states per stage
+    assert [h.shape[1:] for h in hidden] == [(4, 8, 8)] * 4 + [(6, 4, 4)] * 3
+    base = model.ode_resnet
+    torch.testing.assert_close(hidden[0], base.stem(pixels))
+    torch.testing.assert_close(hidden[1], base.stages[0].stitch(hidden[0]))
+    torch.testing.assert_close(hidden[3], base.stages[0](hidden[0]))
+    torch.testing.assert_close(hidden[4], base.stages[1].stitch(hidden[3]))
+    torch.testing.assert_close(out.logits, model(pixels).logits)
+    logits, states = model(pixels, output_hidden_states=True, return_dict=False)
+    assert torch.equal(logits, out.logits) and len(states) == len(hidden)
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # transformers 5 says activation_checkpointing_*
+def test_gradient_checkpointing_keeps_gradients_and_running_statistics():
+    torch.manual_seed(0)
+    model = OdeResNetForImageClassification(tiny_config(num_basis=4, scheme="rk4", basis="piecewise_linear"))
+    randomize(model)
+    checkpointed = copy.deepcopy(model)
+    checkpointed.gradient_checkpointing_enable()
+    pixels, labels = torch.randn(6, 1, 8, 8), torch.tensor([0, 1, 2, 0, 1, 2])
+    for m in (model, checkpointed):
+        m.train()
+        m(pixels, labels=labels).loss.backward()
+    for (name, p), q in zip(model.named_parameters(), checkpointed.parameters()):
+        torch.testing.assert_close(q.grad, p.grad, atol=1e-6, rtol=0, msg=name)
+    for (name, b), c in zip(model.named_buffers(), checkpointed.buffers()):
+        torch.testing.assert_close(c, b, atol=0, rtol=0, msg=name)
+
+
 def write_idx(path, array: np.ndarray) -> None:
     header = bytes([0, 0, 0x08, array.ndim]) + b"".join(int(d).to_bytes(4, "big") for d in array.shape)
     with gzip.open(path, "wb") as handle:

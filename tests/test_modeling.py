@@ -2,10 +2,6 @@
 
 import json
 import math
-import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 import torch
@@ -18,6 +14,7 @@ from transformers import (
     AutoModelForTokenClassification,
     AutoTokenizer,
     pipeline,
+    trainer_utils,
 )
 
 from cont_transformer import (
@@ -156,6 +153,84 @@ def test_euler_piecewise_constant_is_a_discrete_pre_layernorm_encoder(num_layers
     torch.testing.assert_close(actual, expected, atol=1e-5, rtol=0)
 
 
+# --- hidden states, checkpointing, special tokens ---------------------------------
+
+
+def test_hidden_states_are_the_depth_trajectory():
+    # Euler + piecewise constant + K = N_T = T: x(t_n) is the encoder after n layers.
+    model = tiny_model(num_basis=3, num_steps=3, time_horizon=3.0)
+    input_ids = batch()
+    out = model(input_ids, output_hidden_states=True)
+    hidden = out.hidden_states
+    assert len(hidden) == 4 and all(h.shape == (*input_ids.shape, 16) for h in hidden)
+    base = model.cont_transformer
+    torch.testing.assert_close(hidden[0], base.embeddings(input_ids))
+    # x(t_1) is the output of the first layer alone: a one-layer model with slice 0.
+    one_layer = tiny_model(num_basis=1, num_steps=1, time_horizon=1.0)
+    one_layer.load_state_dict(
+        {k: v[:1] if ".encoder.rate." in k else v for k, v in model.state_dict().items()}
+    )
+    first = one_layer(input_ids, output_hidden_states=True).hidden_states
+    torch.testing.assert_close(hidden[1], first[1], atol=1e-6, rtol=0)
+    encoded = base(input_ids, output_hidden_states=True)
+    torch.testing.assert_close(base.final_norm(hidden[-1]), encoded.last_hidden_state)
+    torch.testing.assert_close(model(input_ids).logits, out.logits)
+    assert model(input_ids).hidden_states is None
+
+    as_tuple = model(input_ids, output_hidden_states=True, return_dict=False)
+    assert isinstance(as_tuple, tuple) and len(as_tuple) == 2
+    torch.testing.assert_close(as_tuple[0], out.logits)
+    assert all(torch.equal(a, b) for a, b in zip(as_tuple[1], hidden))
+    labels = torch.zeros_like(input_ids)
+    loss, logits = model(input_ids, labels=labels, return_dict=False)
+    torch.testing.assert_close(logits, out.logits)
+    torch.testing.assert_close(loss, model(input_ids, labels=labels).loss)
+
+    set_num_steps(model, 1)  # the trajectory follows N_T
+    assert len(model(input_ids, output_hidden_states=True).hidden_states) == 2
+    model.config.output_hidden_states = True
+    assert len(model(input_ids).hidden_states) == 2
+
+
+def _loss_and_gradients(model, input_ids, labels):
+    torch.manual_seed(1)  # the same dropout masks in every run
+    model.zero_grad()
+    loss = model(input_ids, labels=labels).loss
+    loss.backward()
+    return loss, {name: p.grad.clone() for name, p in model.named_parameters()}
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # transformers 5 says activation_checkpointing_*
+def test_gradient_checkpointing_gives_the_same_gradients():
+    # Dropout on, RK4, piecewise linear, and N_T < K (the used slices selected first).
+    model = tiny_model(num_basis=5, num_steps=3, scheme="rk4", basis="piecewise_linear").train()
+    input_ids, labels = batch(), batch(seed=1) % len(TAGS)
+    loss, gradients = _loss_and_gradients(model, input_ids, labels)
+    model.gradient_checkpointing_enable()
+    assert model.is_gradient_checkpointing and model.cont_transformer.encoder.gradient_checkpointing
+    checkpointed_loss, checkpointed = _loss_and_gradients(model, input_ids, labels)
+    torch.testing.assert_close(checkpointed_loss, loss, atol=0, rtol=0)
+    for name, grad in gradients.items():
+        torch.testing.assert_close(checkpointed[name], grad, atol=1e-7, rtol=0, msg=name)
+    model.gradient_checkpointing_disable()
+    assert not model.cont_transformer.encoder.gradient_checkpointing
+
+
+def test_config_carries_the_tokenizer_special_tokens(monkeypatch):
+    tokenizer = build_tokenizer(WORDS)
+    warned = []
+    monkeypatch.setattr(trainer_utils.logger, "warning", warned.append)
+    # What transformers' Trainer runs first: without the root token's id it warns.
+    trainer_utils.align_special_tokens(ContTransformerForTokenClassification(tiny_config()), tokenizer)
+    assert len(warned) == 1 and "bos_token_id" in warned[0]
+    config = tiny_config(pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id)
+    assert (config.pad_token_id, config.bos_token_id) == (0, 2)
+    trainer_utils.align_special_tokens(ContTransformerForTokenClassification(config), tokenizer)
+    assert len(warned) == 1
+    with pytest.raises(ValueError, match="bos_token_id"):
+        tiny_config(bos_token_id=100)
+
+
 # --- padding and loss -------------------------------------------------------------
 
 
@@ -231,41 +306,6 @@ def test_checkpoint_whose_coefficients_disagree_with_its_config_fails(tmp_path):
     for ignore in (False, True):
         with pytest.raises(ValueError, match="disagrees with its config.*num_basis=5"):
             AutoModelForTokenClassification.from_pretrained(tmp_path, ignore_mismatched_sizes=ignore)
-
-
-REMOTE_LOAD = textwrap.dedent(
-    """
-    import json, sys
-    sys.modules["cont_transformer"] = None  # importing the project now fails
-    import torch
-    from transformers import AutoModelForTokenClassification
-
-    model = AutoModelForTokenClassification.from_pretrained(sys.argv[1], trust_remote_code=True)
-    input_ids = torch.tensor(json.loads(sys.argv[2]))
-    print(json.dumps({"module": type(model).__module__, "logits": model(input_ids).logits.tolist()}))
-    """
-)
-
-
-def test_saved_folder_loads_as_remote_code_without_the_package(tmp_path):
-    model = tiny_model()
-    change_basis(model, "piecewise_linear", 2)
-    folder = tmp_path / "model"
-    model.save_pretrained(folder)
-    for name in ("configuration_cont_transformer.py", "modeling_cont_transformer.py", "ode_block.py",
-                 "basis.py", "integrators.py", "model_card.py"):
-        assert (folder / name).is_file(), name
-    input_ids = batch()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf_home")}
-    env.pop("PYTHONPATH", None)
-    result = subprocess.run(
-        [sys.executable, "-I", "-c", REMOTE_LOAD, str(folder), json.dumps(input_ids.tolist())],
-        check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = json.loads(result.stdout.strip().splitlines()[-1])
-    assert out["module"].startswith("transformers_modules.")
-    torch.testing.assert_close(torch.tensor(out["logits"]), model(input_ids).logits, atol=1e-6, rtol=0)
 
 
 # --- parameters -----------------------------------------------------------------

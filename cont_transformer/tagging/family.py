@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import partial
 from pathlib import Path
 
@@ -44,7 +45,13 @@ def eval_set(model, tokenizer, folder: Path, path: Path, batch_size: int) -> Eva
     inputs = [{"input_ids": b["input_ids"], "attention_mask": b["attention_mask"]} for b in batches]
     num_words = sum(map(len, dataset[column]))
     description = f"{path.name} ({column.upper()}, {num_words:,} words)"
-    return EvalSet(accuracy, partial(forward_batches, batches=inputs), description)
+    return EvalSet(accuracy, partial(forward_batches, batches=inputs), description, ud_split(path))
+
+
+def ud_split(path: Path) -> str | None:
+    """The split a CoNLL-U file's name gives (UD's ``*-ud-dev.conllu``, or ``dev.conllu``)."""
+    match = re.search(r"(?:^|[-_.])(train|dev|test)\.conllu$", path.name)
+    return match.group(1) if match else None
 
 
 def synthetic_inputs(config, count: int, size: int) -> tuple[dict, str]:

@@ -24,7 +24,10 @@ run must not free resident tensors: a training step's ``zero_grad`` (to None) ru
 in ``prepare``, outside the measurement.
 
 The cases of the continuous transformer are built by :func:`transformer_cases`
-(the image models add theirs from ``image_models.benchmarking``); :func:`run_case`
+(the image models add theirs from ``image_models.benchmarking``), those of activation
+checkpointing by :func:`checkpointing_cases`, and the compiled variants of measures 1,
+2 and 4 (candidate and baseline compiled with the same ``torch.compile`` mode, warmed
+up before any timing) by :func:`compiled_transformer_cases`; :func:`run_case`
 measures one, and :func:`write_report` writes ``benchmark.json`` and
 ``benchmark.md``.
 """
@@ -32,6 +35,7 @@ measures one, and :func:`write_report` writes ``benchmark.json`` and
 from __future__ import annotations
 
 import copy
+import functools
 import gc
 import json
 import os
@@ -290,7 +294,7 @@ def machine_info(device: torch.device) -> dict:
 
 # --- the continuous transformer's cases ------------------------------------------
 
-# Widths of the paper's tagger (DESIGN §6); a small vocabulary keeps the embedding,
+# Widths of the paper's tagger (docs/design.md §6); a small vocabulary keeps the embedding,
 # which both models share, from diluting the encoder's cost. ``layers``: the depths L of
 # measures 1 and 2; ``fine_basis`` / ``coarse_basis``: the K of measures 3 to 5.
 TRANSFORMER_SIZES = {
@@ -333,7 +337,7 @@ def _tagger_batch(sizes: dict, device: torch.device) -> dict[str, torch.Tensor]:
 
 
 def _optimizer(model: nn.Module) -> torch.optim.Optimizer:
-    """The tagger recipe's optimiser, as training builds it (DESIGN §6)."""
+    """The tagger recipe's optimiser, as training builds it (docs/design.md §6)."""
     return build_optimizer(model, learning_rate=1e-4, weight_decay=0.1)
 
 
@@ -370,49 +374,90 @@ def _grid(config: ContTransformerConfig) -> str:
     return f"K=N_T={k}" if k == n else f"K={k} N_T={n}"
 
 
-def continuous_training(config: ContTransformerConfig, sizes: dict, device: torch.device) -> Workload:
-    """A training step of :class:`ContTransformerForTokenClassification`."""
+def compiled(model: nn.Module, compile_mode: str | None) -> nn.Module:
+    """``model`` through ``torch.compile(mode=compile_mode)``, or itself for None."""
+    return model if compile_mode is None else torch.compile(model, mode=compile_mode)
+
+
+def _compiled_name(name: str, compile_mode: str | None) -> str:
+    return name if compile_mode is None else f"{name}, compiled ({compile_mode})"
+
+
+def continuous_training(
+    config: ContTransformerConfig,
+    sizes: dict,
+    device: torch.device,
+    *,
+    checkpointing: bool = False,
+    compile_mode: str | None = None,
+) -> Workload:
+    """A training step of :class:`ContTransformerForTokenClassification`, optionally with
+    activation checkpointing or compiled with ``torch.compile(mode=compile_mode)``."""
     torch.manual_seed(0)
     model = ContTransformerForTokenClassification(config).to(device)
-    batch = _tagger_batch(sizes, device)
     name = f"continuous {config.scheme}/{config.basis} {_grid(config)}"
-    return training_step(name, model, lambda: model(**batch).loss, _optimizer(model), batch)
+    if checkpointing:
+        # transformers 5 calls it activation_checkpointing_enable (the old name warns).
+        getattr(model, "activation_checkpointing_enable", model.gradient_checkpointing_enable)()
+        name += ", activation checkpointing"
+    forward = compiled(model, compile_mode)
+    batch = _tagger_batch(sizes, device)
+    return training_step(
+        _compiled_name(name, compile_mode), model, lambda: forward(**batch).loss, _optimizer(model), batch
+    )
 
 
-def baseline_training(config: ContTransformerConfig, num_layers: int, sizes: dict, device: torch.device) -> Workload:
+def baseline_training(
+    config: ContTransformerConfig,
+    num_layers: int,
+    sizes: dict,
+    device: torch.device,
+    *,
+    compile_mode: str | None = None,
+) -> Workload:
     """A training step of the plain pre-LayerNorm tagger with ``num_layers`` layers."""
     torch.manual_seed(0)
     model = PreLayerNormTagger(config, num_layers).to(device)
+    forward = compiled(model, compile_mode)
     batch = _tagger_batch(sizes, device)
 
     def loss() -> torch.Tensor:
-        logits = model(batch["input_ids"], batch["attention_mask"])  # (batch, seq, num_labels)
+        logits = forward(batch["input_ids"], batch["attention_mask"])  # (batch, seq, num_labels)
         return F.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100)
 
-    return training_step(f"discrete pre-LN encoder L={num_layers}", model, loss, _optimizer(model), batch)
+    name = _compiled_name(f"discrete pre-LN encoder L={num_layers}", compile_mode)
+    return training_step(name, model, loss, _optimizer(model), batch)
 
 
-def inference(model: ContTransformerForTokenClassification, batch: dict) -> Workload:
+def inference(
+    model: ContTransformerForTokenClassification, batch: dict, compile_mode: str | None = None
+) -> Workload:
     """A forward pass in eval mode without autograd."""
     model.eval()
+    forward = compiled(model, compile_mode)
     inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
 
     def run() -> None:
         with torch.inference_mode():
-            model(**inputs)
+            forward(**inputs)
 
-    return Workload(f"inference {_grid(model.config)}", run, resident=lambda: _resident(model, None, inputs))
+    name = _compiled_name(f"inference {_grid(model.config)}", compile_mode)
+    return Workload(name, run, resident=lambda: _resident(model, None, inputs))
 
 
 def shortened_inference(
-    config: ContTransformerConfig, num_steps: int, sizes: dict, device: torch.device
+    config: ContTransformerConfig,
+    num_steps: int,
+    sizes: dict,
+    device: torch.device,
+    compile_mode: str | None = None,
 ) -> tuple[Workload, Workload]:
     """Inference of a model after ``set_num_steps(num_steps)``, and of the model as built."""
     torch.manual_seed(0)
     model = ContTransformerForTokenClassification(config).to(device)
     batch = _tagger_batch(sizes, device)
     short = set_num_steps(copy.deepcopy(model), num_steps)
-    return inference(short, batch), inference(model, batch)
+    return inference(short, batch, compile_mode), inference(model, batch, compile_mode)
 
 
 def compression(
@@ -430,6 +475,30 @@ def compression(
     name = f"change_basis K={config.num_basis}->{num_basis}"
     transform = Workload(name, run, prepare=lambda: copies.append(copy.deepcopy(source)))
     return transform, continuous_training(config, sizes, device)
+
+
+def shortening_cases(
+    fine: int,
+    build: Callable[[int], tuple[Workload, Workload]],
+    sizes: dict,
+    compiled_as: str | None = None,
+) -> list[Case]:
+    """Measure 4: inference at N_T = ``fine`` / 2, / 4, / 8 against N_T = ``fine``;
+    ``build(num_steps)`` makes the pair. ``compiled_as`` names a compiled variant."""
+    cases = []
+    for speedup in (2, 4, 8):
+        num_steps = fine // speedup
+        limit = 1 / (0.9 * speedup)
+        cases.append(
+            Case(
+                f"{'compiled_' if compiled_as else ''}inference_NT{num_steps}_vs_NT{fine}", 4,
+                f"inference after set_num_steps({num_steps}) vs N_T={fine} (K={fine}), ideal speed-up {speedup}x"
+                + (f", both {compiled_as}" if compiled_as else ""),
+                lambda n=num_steps: build(n), limit, f"speed-up >= 0.9 x {speedup} (ratio <= {limit:.3f})",
+                sizes=sizes,
+            )
+        )  # fmt: skip
+    return cases
 
 
 def transformer_cases(mode: str, device: torch.device) -> list[Case]:
@@ -484,17 +553,7 @@ def transformer_cases(mode: str, device: torch.device) -> list[Case]:
     )
 
     full_depth = _tagger_config(sizes, num_basis=fine)
-    for speedup in (2, 4, 8):
-        num_steps = fine // speedup
-        limit = 1 / (0.9 * speedup)
-        cases.append(
-            Case(
-                f"inference_NT{num_steps}_vs_NT{fine}", 4,
-                f"inference after set_num_steps({num_steps}) vs N_T={fine} (K={fine}), ideal speed-up {speedup}x",
-                lambda n=num_steps: shortened_inference(full_depth, n, sizes, device), limit,
-                f"speed-up >= 0.9 x {speedup} (ratio <= {limit:.3f})", sizes=sizes,
-            )
-        )
+    cases += shortening_cases(fine, lambda n: shortened_inference(full_depth, n, sizes, device), sizes)
 
     cases.append(
         Case(
@@ -528,6 +587,99 @@ def transformer_cases(mode: str, device: torch.device) -> list[Case]:
         ),
     ]
     return cases
+
+
+# --- activation checkpointing (measure 8) ------------------------------------------
+
+
+def checkpointing_cases(mode: str, device: torch.device) -> list[Case]:
+    """Measure 8: a training step with activation checkpointing (each integration step
+    recomputed in the backward pass) against the same step without, at K = N_T =
+    ``fine_basis`` (64 in full mode): time [<= 1.4] and peak memory [<= 0.5]."""
+    sizes = TRANSFORMER_SIZES[mode]
+    depth = sizes["fine_basis"]
+    config = _tagger_config(sizes, num_basis=depth)
+
+    def build() -> tuple[Workload, Workload]:
+        return (
+            continuous_training(config, sizes, device, checkpointing=True),
+            continuous_training(config, sizes, device),
+        )
+
+    what = f"Euler, piecewise constant, K=N_T={depth}: activation checkpointing vs none"
+    return [
+        Case(
+            f"train_checkpointing_NT{depth}", 8, f"training step, {what}", build, 1.4, "ratio <= 1.4",
+            sizes=sizes,
+        ),
+        Case(
+            f"memory_train_checkpointing_NT{depth}", 8, f"peak memory, training step, {what}", build, 0.5,
+            "ratio <= 0.5", metric="memory", sizes=sizes,
+        ),
+    ]
+
+
+# --- compiled models (measures 1, 2 and 4 compiled) ------------------------------------
+
+
+def default_compile_mode(device: torch.device) -> str:
+    """CUDA graphs where they exist (launch-bound small models), Inductor's default elsewhere."""
+    return "reduce-overhead" if device.type == "cuda" else "default"
+
+
+def warmed(workloads: tuple[Workload, ...], runs: int = 3) -> tuple[Workload, ...]:
+    """Run each workload ``runs`` times, so that compiling (and recording CUDA graphs)
+    happens before any measurement."""
+    for workload in workloads:
+        for _ in range(runs):
+            workload.prepare()
+            workload.run()
+    return workloads
+
+
+def compiled_transformer_cases(mode: str, device: torch.device, compile_mode: str) -> list[Case]:
+    """Measures 1, 2 and 4 with candidate and baseline both compiled with
+    ``torch.compile(mode=compile_mode)``, at the first depth of ``sizes["layers"]``
+    (compiling a 64-step training graph takes minutes per model on a CPU) and, for
+    measure 4, K = ``fine_basis`` (the N_T = K model compiled once for the three)."""
+    sizes = TRANSFORMER_SIZES[mode]
+    depth, fine = sizes["layers"][0], sizes["fine_basis"]
+    compiled_as = f"compiled ({compile_mode})"
+
+    def against_encoder(basis: str) -> Callable[[], tuple[Workload, Workload]]:
+        config = _tagger_config(sizes, basis=basis, num_basis=depth, time_horizon=depth)
+        return lambda: warmed(
+            (
+                continuous_training(config, sizes, device, compile_mode=compile_mode),
+                baseline_training(config, depth, sizes, device, compile_mode=compile_mode),
+            )
+        )
+
+    @functools.cache
+    def full_depth() -> tuple[nn.Module, dict, Workload]:
+        torch.manual_seed(0)
+        model = ContTransformerForTokenClassification(_tagger_config(sizes, num_basis=fine)).to(device)
+        batch = _tagger_batch(sizes, device)
+        return model, batch, warmed((inference(model, batch, compile_mode),))[0]
+
+    def shortened(num_steps: int) -> tuple[Workload, Workload]:
+        model, batch, baseline = full_depth()
+        short = set_num_steps(copy.deepcopy(model), num_steps)
+        return warmed((inference(short, batch, compile_mode),))[0], baseline
+
+    cases = [
+        Case(
+            f"compiled_train_euler_constant_L{depth}", 1,
+            f"training step, Euler, piecewise constant, K=N_T={depth} vs {depth}-layer encoder, both {compiled_as}",
+            against_encoder("piecewise_constant"), 1.10, "ratio <= 1.10", sizes=sizes,
+        ),
+        Case(
+            f"compiled_train_euler_linear_L{depth}", 2,
+            f"training step, Euler, piecewise linear, K=N_T={depth} vs {depth}-layer encoder, both {compiled_as}",
+            against_encoder("piecewise_linear"), 1.10, "ratio <= 1.10", sizes=sizes,
+        ),
+    ]  # fmt: skip
+    return cases + shortening_cases(fine, shortened, sizes, compiled_as)
 
 
 # --- the report ------------------------------------------------------------------
@@ -586,6 +738,10 @@ __all__ = [
     "Case",
     "Settings",
     "Workload",
+    "checkpointing_cases",
+    "compiled",
+    "compiled_transformer_cases",
+    "default_compile_mode",
     "machine_info",
     "machine_line",
     "markdown_table",
@@ -594,5 +750,6 @@ __all__ = [
     "time_interleaved",
     "training_step",
     "transformer_cases",
+    "warmed",
     "write_report",
 ]

@@ -26,7 +26,7 @@ from functools import partial
 from pathlib import Path
 
 import torch
-from huggingface_hub import EvalResult, ModelCard
+from huggingface_hub import ModelCard
 from transformers import (
     AutoConfig,
     AutoModel,
@@ -38,6 +38,7 @@ from transformers import (
 from ..basis import CHANGE_OF_BASIS_METHODS, get_basis
 from ..choices import check_basis_name, check_count
 from ..families import EvalSet, ModelFamily, forward_batches, get_family
+from ..model_card import CARD_NAME, Evaluation, write_model_card
 from ..training.outputs import resolve_model_dir, staged_directory
 from ..transform import change_basis, set_num_steps
 from .benchmarking import Workload, time_interleaved
@@ -97,6 +98,7 @@ class CompressionResult:
     compressed: ModelStats
     speedup: float  # median over repeats of (source seconds / compressed seconds)
     eval_description: str
+    eval_split: str | None = None
 
 
 # --- loading -------------------------------------------------------------------------
@@ -227,20 +229,11 @@ def synthetic_eval_set(source: SourceModel) -> EvalSet:
 
 
 # --- measuring -------------------------------------------------------------------------
-def parameter_counts(model: torch.nn.Module) -> dict[str, int]:
-    """``embedding``, ``non_embedding`` and ``total`` parameter counts of ``model``."""
-    if hasattr(model, "num_parameters_split"):
-        return model.num_parameters_split()
-    total = model.num_parameters()
-    non_embedding = model.num_parameters(exclude_embeddings=True)
-    return {"embedding": total - non_embedding, "non_embedding": non_embedding, "total": total}
-
-
 def model_stats(
     model: torch.nn.Module, accuracy: float | None, seconds: float | None
 ) -> ModelStats:
     """The :class:`ModelStats` of ``model`` (basis, K, N_T, parameter counts) with its scores."""
-    counts = parameter_counts(model)
+    counts = model.num_parameters_split()
     config = model.config
     return ModelStats(
         basis=config.basis,
@@ -330,22 +323,22 @@ def write_compression_card(
     model: torch.nn.Module,
     result: CompressionResult,
     extra: Mapping[str, object] | None = None,
+    base_model: str | None = None,
 ) -> Path:
-    """Add a "Compression" section and Hub metadata to ``folder/README.md``.
+    """Write ``folder/README.md`` for a compressed model with the shared card builder
+    (:func:`~cont_transformer.model_card.write_model_card`).
 
-    The card ``save_pretrained`` wrote (if any) is kept; the section compares the source
-    and the compressed model, and the metadata records the same facts under
-    ``compression``, plus the accuracy as a ``model-index`` result named after
-    ``result.output_dir`` (``folder`` may be a staging folder). ``extra`` facts are listed
-    after the table.
+    The card holds the architecture, a "Compression" section comparing the source and
+    the compressed model, the same facts as ``compression`` metadata, and the accuracy
+    as a ``model-index`` result (the model named after ``result.output_dir``; ``folder``
+    may be a staging folder). The data the source was trained on (``language``,
+    ``license``, ``datasets`` of its card) carries over. ``base_model``: the source's
+    Hub id, recorded as ``base_model`` with ``base_model_relation: quantized`` (the
+    Hub's relation for a model compressed without training; its others are adapter,
+    merge and finetune); without it the card names the source folder only. ``extra``
+    facts are listed after the table.
     """
     before, after, method = result.source, result.compressed, result.method
-    path = folder / "README.md"
-    if path.is_file():
-        card = ModelCard.load(path)
-    else:
-        card = ModelCard(f"---\nlibrary_name: transformers\n---\n\n# {type(model).__name__}\n")
-        card.data.pipeline_tag = _head(model.config)[1]
     ratio = before.non_embedding_parameters / after.non_embedding_parameters
     rows = [
         ("basis", before.basis, after.basis),
@@ -378,7 +371,7 @@ def write_compression_card(
         ]
     )
     notes = [
-        f"- source model: `{result.source_dir}`",
+        f"- source model: `{base_model or result.source_dir}`",
         f"- method: {method} (no retraining, no data)",
         f"- compression ratio (non-embedding parameters): {ratio:.2f}x",
         f"- inference speed-up: {result.speedup:.2f}x",
@@ -388,20 +381,15 @@ def write_compression_card(
         ),
         *(f"- {key}: {value}" for key, value in (extra or {}).items()),
     ]
-    card.text = (
-        card.text.rstrip()
-        + "\n\n## Compression\n\n"
-        + "Derived from a trained model by a change of basis of its depth-dependent weights"
-        + " and/or fewer integration steps (Stateful ODE-Nets, §5).\n\n"
+    section = (
+        "Derived from a trained model by a change of basis of its depth-dependent weights"
+        " and/or fewer integration steps (Stateful ODE-Nets, §5).\n\n"
         + table
         + "\n\n"
         + "\n".join(notes)
-        + "\n"
     )
-    data = card.data
-    data.tags = sorted({*(data.tags or []), "compressed"})
-    data.compression = {
-        "source_model": str(result.source_dir),
+    compression = {
+        "source_model": base_model or str(result.source_dir),
         "method": method,
         "basis": after.basis,
         "num_basis": after.num_basis,
@@ -419,19 +407,34 @@ def write_compression_card(
         "speedup": round(result.speedup, 4),
         "eval_data": result.eval_description,
     }
-    if after.accuracy is not None:
-        data.model_name = result.output_dir.name
-        data.eval_results = [
-            EvalResult(
-                task_type=data.pipeline_tag,
-                dataset_type="local",
-                dataset_name=result.eval_description,
-                metric_type="accuracy",
-                metric_value=after.accuracy,
-            )
-        ]
-    card.save(path)
+    results = (
+        [Evaluation(result.eval_description, result.eval_split, after.accuracy)]
+        if after.accuracy is not None
+        else []
+    )
+    path = write_model_card(
+        model,
+        folder,
+        **_training_data(result.source_dir),
+        results=results,
+        model_name=result.output_dir.name,
+        base_model=base_model,
+        base_model_relation="quantized" if base_model else None,
+        tags=["compressed"],
+        sections={"Compression": section},
+        metadata={"compression": compression},
+        overwrite=True,
+    )
     return path
+
+
+def _training_data(source_dir: Path) -> dict[str, object]:
+    """``language``, ``license`` and ``datasets`` of the source's card, where it has them."""
+    card = source_dir / CARD_NAME
+    if not card.is_file():
+        return {}
+    data = ModelCard.load(card).data
+    return {key: getattr(data, key) for key in ("language", "license", "datasets") if getattr(data, key, None)}
 
 
 def save_compressed(
@@ -440,10 +443,12 @@ def save_compressed(
     folder: Path,
     result: CompressionResult,
     extra: Mapping[str, object] | None = None,
+    base_model: str | None = None,
 ) -> None:
     """Write ``model`` with ``save_pretrained``, the source's tokenizer or image processor,
     the family's record (a tagger's metrics.json: tag column and accuracy) and the
-    compression model card into ``folder``."""
+    compression model card (``base_model``: the source's Hub id, see
+    :func:`write_compression_card`) into ``folder``."""
     model.save_pretrained(folder)
     if source.preprocessor is not None:
         source.preprocessor.save_pretrained(folder)
@@ -451,7 +456,7 @@ def save_compressed(
         source.family.write_record(
             source.folder, folder, result.compressed.accuracy, result.eval_description
         )
-    write_compression_card(folder, model, result, extra)
+    write_compression_card(folder, model, result, extra, base_model)
 
 
 def compress(
@@ -466,12 +471,14 @@ def compress(
     repeats: int = 3,
     overwrite: bool = False,
     state_num_basis: int | None = None,
+    base_model: str | None = None,
 ) -> CompressionResult:
     """Compress the model in ``model_dir`` and write it to ``output_dir``.
 
     ``basis`` / ``num_basis`` / ``num_steps`` (``None``: keep the source's) choose the
     target; ``method`` is ``"projection"`` or ``"interpolation"``; ``state_num_basis``
-    gives the running statistics of an image model their own K (default: the new K).
+    gives the running statistics of an image model their own K (default: the new K);
+    ``base_model``: the source's Hub id, for the card's ``base_model`` lineage.
     With ``eval_file``
     both models are scored on it and timed on it, otherwise timed on random input.
     The folder is written atomically; bad arguments raise ``ValueError`` before
@@ -493,8 +500,8 @@ def compress(
     )
     result = CompressionResult(
         source.folder, output, method, before, comparison.stats, comparison.speedup,
-        eval_set.description,
+        eval_set.description, eval_set.split,
     )  # fmt: skip
     with staged_directory(output) as staging:
-        save_compressed(source, model, staging, result)
+        save_compressed(source, model, staging, result, base_model=base_model)
     return result

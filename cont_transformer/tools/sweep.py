@@ -368,7 +368,7 @@ def sweep(
             )  # fmt: skip
             result = CompressionResult(
                 source.folder, output, method, source_stats, stats, comparison.speedup,
-                eval_set.description,
+                eval_set.description, eval_set.split,
             )  # fmt: skip
             rule = (
                 f"the smallest model of the sweep ({CSV_NAME}) within {max_accuracy_drop} "

@@ -1,0 +1,239 @@
+"""Hub folders of every saved kind: model cards, auto_map, remote code, pipelines."""
+
+import builtins
+import inspect
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+from huggingface_hub import ModelCard
+from PIL import Image
+from transformers import AutoModel, pipeline
+
+from cont_transformer import (
+    ContTransformerConfig,
+    ContTransformerForTokenClassification,
+    OdeResNetConfig,
+    OdeResNetForImageClassification,
+    OdeResNetImageProcessor,
+    build_tokenizer,
+    change_basis,
+    set_num_steps,
+    write_model_card,
+)
+from cont_transformer.model_card import Evaluation, is_generated_card
+
+WORDS = ["the", "cat", "dog", "sat", "ran", "on", "a", "mat", "."]
+TAGS = ["DT", "NN", "VB", "IN", "."]
+SENTENCE = "the dog sat on a mat ."
+
+
+def tagger(num_basis=4) -> ContTransformerForTokenClassification:
+    torch.manual_seed(0)
+    config = ContTransformerConfig(
+        vocab_size=len(WORDS) + 3, hidden_size=16, num_attention_heads=2, intermediate_size=24,
+        num_basis=num_basis, pad_token_id=0, bos_token_id=2,
+        id2label=dict(enumerate(TAGS)), label2id={t: i for i, t in enumerate(TAGS)},
+    )  # fmt: skip
+    return ContTransformerForTokenClassification(config).eval()
+
+
+def image_classifier() -> OdeResNetForImageClassification:
+    torch.manual_seed(0)
+    config = OdeResNetConfig.from_preset(
+        "mnist-small", stage_channels=[4], num_basis=2, num_labels=3,
+        id2label={0: "zero", 1: "one", 2: "two"}, label2id={"zero": 0, "one": 1, "two": 2},
+    )  # fmt: skip
+    return OdeResNetForImageClassification(config).eval()
+
+
+# --- model cards ---------------------------------------------------------------------
+
+
+def test_card_metadata_parses_and_its_results_are_what_was_passed(tmp_path):
+    model = tagger()
+    results = [
+        Evaluation("UD English-GUM (XPOS)", "dev", 0.9296, "universal_dependencies", "en_gum"),
+        Evaluation("UD English-GUM (XPOS)", "test", 0.9311, "universal_dependencies", "en_gum"),
+    ]
+    path = write_model_card(
+        model, tmp_path, {"training steps": 7000}, language="en", license="cc-by-sa-4.0",
+        datasets="universal_dependencies", results=results, model_name="gum-k4",
+    )  # fmt: skip
+    card = ModelCard.load(path)
+    data = card.data
+    assert (data.language, data.license, data.datasets) == ("en", "cc-by-sa-4.0", ["universal_dependencies"])
+    assert data.library_name == "transformers" and data.pipeline_tag == "token-classification"
+    assert data.model_name == "gum-k4" and "cont-transformer" in data.tags
+    measured = [
+        (r.task_type, r.dataset_type, r.dataset_name, r.dataset_config, r.dataset_split, r.metric_type, r.metric_value)
+        for r in data.eval_results
+    ]
+    assert measured == [
+        ("token-classification", r.dataset_id, r.dataset_name, r.dataset_config, r.split, "accuracy", r.accuracy)
+        for r in results
+    ]
+    assert "| training steps | 7,000 |" in card.text and "| UD English-GUM (XPOS) | test | 93.11% |" in card.text
+    assert is_generated_card(path)
+    with pytest.raises(ValueError, match="base_model_relation"):
+        write_model_card(model, tmp_path, base_model="me/source", base_model_relation="distilled")
+
+
+def test_a_card_the_user_wrote_or_edited_is_kept(tmp_path):
+    model = tagger()
+    readme = tmp_path / "README.md"
+    model.save_pretrained(tmp_path)
+    assert "K = 4" in readme.read_text()
+    change_basis(model, num_basis=2)
+    model.save_pretrained(tmp_path)  # our own card, untouched: rewritten for the new K
+    assert "K = 2" in readme.read_text() and is_generated_card(readme)
+
+    readme.write_text(readme.read_text().replace("K = 2", "K = 2, my notes"))  # edited: theirs now
+    assert not is_generated_card(readme)
+    edited = readme.read_text()
+    model.save_pretrained(tmp_path)
+    assert write_model_card(model, tmp_path) is None and readme.read_text() == edited
+    readme.write_text("# My tagger\n")
+    model.save_pretrained(tmp_path)
+    assert readme.read_text() == "# My tagger\n"
+    model.save_pretrained(tmp_path, regenerate_model_card=True)
+    assert is_generated_card(readme) and "K = 2" in readme.read_text()
+
+
+def test_image_classifier_folder_has_code_auto_map_and_card(tmp_path):
+    model = image_classifier()
+    model.save_pretrained(tmp_path)
+    OdeResNetImageProcessor.for_dataset("mnist").save_pretrained(tmp_path)
+    auto_map = json.loads((tmp_path / "config.json").read_text())["auto_map"]
+    assert auto_map == {
+        "AutoConfig": "configuration_ode_resnet.OdeResNetConfig",
+        "AutoModel": "modeling_ode_resnet.OdeResNetModel",
+        "AutoModelForImageClassification": "modeling_ode_resnet.OdeResNetForImageClassification",
+        "AutoImageProcessor": "image_processing_ode_resnet.OdeResNetImageProcessor",
+    }
+    for name in ("modeling_ode_resnet.py", "configuration_ode_resnet.py", "image_processing_ode_resnet.py",
+                 "ode_block.py", "basis.py", "integrators.py", "pretrained.py", "model_card.py"):
+        assert (tmp_path / name).is_file(), name
+    processor_config = json.loads((tmp_path / "preprocessor_config.json").read_text())
+    assert "auto_map" not in processor_config and processor_config["num_channels"] == 1
+    card = ModelCard.load(tmp_path / "README.md")
+    assert card.data.pipeline_tag == "image-classification"
+    assert "| K (num_basis) | 2 |" in card.text and "| input channels | 1 |" in card.text
+
+
+# --- loading everywhere ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def saved_kinds(tmp_path_factory):
+    """A tagger, a compressed tagger and an image classifier, each saved with its
+    tokenizer or processor, and what each computes (here, with the package)."""
+    root = tmp_path_factory.mktemp("kinds")
+    tokenizer = build_tokenizer(WORDS)
+    model = tagger()
+    compressed = tagger()
+    change_basis(compressed, "piecewise_linear", 3)
+    set_num_steps(compressed, 2)
+    for name, m in (("tagger", model), ("compressed", compressed)):
+        m.save_pretrained(root / name)
+        tokenizer.save_pretrained(root / name)
+    image_model = image_classifier()
+    image_model.save_pretrained(root / "image")
+    OdeResNetImageProcessor.for_dataset("mnist").save_pretrained(root / "image")
+    rng = np.random.default_rng(0)
+    Image.fromarray(rng.integers(0, 256, (10, 10), dtype=np.uint8)).save(root / "digit.png")
+    expected = {}
+    with torch.no_grad():
+        for name, m in (("tagger", model), ("compressed", compressed)):
+            input_ids = tokenizer(SENTENCE.split(), is_split_into_words=True, return_tensors="pt")["input_ids"]
+            expected[name] = {
+                "input": input_ids.tolist(),
+                "hidden": m.cont_transformer(input_ids).last_hidden_state.tolist(),
+                "logits": m(input_ids).logits.tolist(),
+            }
+        pixels = OdeResNetImageProcessor.for_dataset("mnist")(Image.open(root / "digit.png"), return_tensors="pt")
+        expected["image"] = {
+            "input": pixels["pixel_values"].tolist(),
+            "hidden": image_model.ode_resnet(pixels["pixel_values"]).pooler_output.tolist(),
+            "logits": image_model(pixels["pixel_values"]).logits.tolist(),
+        }
+    return root, expected
+
+
+def _pipeline_outputs(root, **kwargs) -> dict:
+    tagged = pipeline("token-classification", model=str(root / "tagger"), **kwargs)(SENTENCE)
+    shortened = pipeline("token-classification", model=str(root / "compressed"), **kwargs)(SENTENCE)
+    classified = pipeline("image-classification", model=str(root / "image"), **kwargs)(str(root / "digit.png"))
+    return {
+        "tagger": [e["entity"] for e in tagged],
+        "compressed": [e["entity"] for e in shortened],
+        "image": [[c["label"], round(c["score"], 5)] for c in classified],
+    }
+
+
+# Run in a fresh process where the package cannot be imported; the pipelines are
+# called by the same function as above.
+REMOTE = textwrap.dedent(
+    """
+    import json, sys
+    from pathlib import Path
+    sys.modules["cont_transformer"] = None  # importing the project now fails
+    sys.modules["image_models"] = None
+    import torch
+    from transformers import (AutoModel, AutoModelForImageClassification,
+                              AutoModelForTokenClassification, pipeline)
+
+    root = sys.argv[1]
+    SENTENCE = sys.argv[2]
+    expected = json.load(open(f"{root}/expected.json"))
+    out = {"pipelines": _pipeline_outputs(Path(root), trust_remote_code=True)}
+    for name, task in (("tagger", AutoModelForTokenClassification), ("compressed", AutoModelForTokenClassification),
+                       ("image", AutoModelForImageClassification)):
+        inputs = torch.tensor(expected[name]["input"])
+        base = AutoModel.from_pretrained(f"{root}/{name}", trust_remote_code=True)
+        head = task.from_pretrained(f"{root}/{name}", trust_remote_code=True)
+        with torch.no_grad():
+            features = base(inputs)
+            hidden = features.pooler_output if name == "image" else features.last_hidden_state
+            out[name] = {"modules": [type(base).__module__, type(head).__module__],
+                         "hidden": hidden.tolist(), "logits": head(inputs).logits.tolist()}
+    print(json.dumps(out))
+    """
+).replace("\n\nroot = ", "\n\n" + inspect.getsource(_pipeline_outputs) + "\n\nroot = ", 1)
+
+
+def test_every_kind_loads_as_remote_code_without_the_package(saved_kinds, monkeypatch):
+    root, expected = saved_kinds
+    # With the package imported, no pipeline asks whether to run the folder's code.
+    asked = []
+    monkeypatch.setattr(builtins, "input", lambda prompt="": asked.append(prompt) or "n")
+    local = _pipeline_outputs(root)
+    assert asked == []
+    assert type(AutoModel.from_pretrained(root / "image")).__module__ == "cont_transformer.modeling_ode_resnet"
+
+    assert json.loads((root / "compressed" / "config.json").read_text())["auto_map"] == {
+        "AutoConfig": "configuration_cont_transformer.ContTransformerConfig",
+        "AutoModel": "modeling_cont_transformer.ContTransformerModel",
+        "AutoModelForTokenClassification": "modeling_cont_transformer.ContTransformerForTokenClassification",
+    }
+    (root / "expected.json").write_text(json.dumps(expected))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(root / "hf_home")}
+    env.pop("PYTHONPATH", None)
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", REMOTE, str(root), SENTENCE],
+        check=False, cwd=root, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    remote = json.loads(result.stdout.strip().splitlines()[-1])
+    assert remote["pipelines"] == local
+    for name in ("tagger", "compressed", "image"):
+        assert all(m.startswith("transformers_modules.") for m in remote[name]["modules"]), name
+        for key in ("hidden", "logits"):
+            torch.testing.assert_close(
+                torch.tensor(remote[name][key]), torch.tensor(expected[name][key]), atol=1e-6, rtol=0
+            )
