@@ -89,6 +89,22 @@ class ConlluDocument:
                 lines[index] = "\t".join(fields)
         return "\n".join(lines)
 
+    def text(self, one_sentence_per_line: bool = False) -> str:
+        """The raw text of the document from its ``# text`` comments: sentences joined by
+        a space, a blank line before each ``# newdoc`` / ``# newpar`` (or one sentence per
+        line). Raises ``ValueError`` naming the line of a sentence without ``# text``."""
+        pieces = []
+        for block in self.blocks:
+            comments = [self.lines[i].rstrip("\r") for i in block if self.lines[i].startswith("#")]
+            text = next((c[len("# text = "):] for c in comments if c.startswith("# text = ")), None)
+            if text is None:
+                raise ValueError(f"{self.name}:{block.start + 1}: sentence has no '# text = ' comment")
+            if pieces:
+                new_paragraph = any(c.startswith(("# newdoc", "# newpar")) for c in comments)
+                pieces.append("\n" if one_sentence_per_line else "\n\n" if new_paragraph else " ")
+            pieces.append(text)
+        return "".join(pieces) + "\n" if pieces else ""
+
 
 def escape_spaces(spaces: str) -> str:
     """Whitespace as a MISC value: ``"\\n  "`` -> ``"\\\\n\\\\s\\\\s"`` (see the module docstring)."""

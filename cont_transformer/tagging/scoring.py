@@ -141,11 +141,13 @@ def _f1(correct: int, gold: int, system: int) -> dict[str, float]:
     return {"precision": precision, "recall": recall, "f1": f1, "gold": gold, "system": system}
 
 
-def score(gold: ConlluDocument, system: ConlluDocument) -> dict[str, dict[str, float]]:
-    """Tokens, sentences, words, UPOS and XPOS of ``system`` against ``gold``.
+def score(
+    gold: ConlluDocument, system: ConlluDocument, columns: tuple[str, ...] = TAG_COLUMNS
+) -> dict[str, dict[str, float]]:
+    """Tokens, sentences, words and the tag ``columns`` of ``system`` against ``gold``.
 
-    Returns ``{"tokens" | "sentences" | "words" | "upos" | "xpos": {"precision",
-    "recall", "f1", "gold", "system"}}``, the tag entries with ``aligned_accuracy``.
+    Returns ``{"tokens" | "sentences" | "words" | column: {"precision", "recall", "f1",
+    "gold", "system"}}``, the tag entries with ``aligned_accuracy``.
     Raises ``ValueError`` naming both files when their texts differ.
     """
     g, s = _units(gold), _units(system)
@@ -164,10 +166,23 @@ def score(gold: ConlluDocument, system: ConlluDocument) -> dict[str, dict[str, f
         "sentences": _f1(len(g.sentences & s.sentences), len(g.sentences), len(s.sentences)),
         "words": _f1(len(pairs), len(g.words), len(s.words)),
     }
-    for position, column in enumerate(TAG_COLUMNS):
+    for column in columns:
+        position = TAG_COLUMNS.index(column)
         correct = sum(gw.tags[position] == sw.tags[position] for gw, sw in pairs)
         result[column] = {
             **_f1(correct, len(g.words), len(s.words)),
             "aligned_accuracy": correct / len(pairs) if pairs else 0.0,
         }
     return result
+
+
+def format_scores(result: dict[str, dict[str, float]]) -> str:
+    """A small table of :func:`score`'s result (percentages)."""
+    lines = [f"{'':10} {'precision':>9} {'recall':>7} {'F1':>7} {'aligned acc.':>12}"]
+    for unit, values in result.items():
+        aligned = values.get("aligned_accuracy")
+        lines.append(
+            f"{unit:10} {100 * values['precision']:9.2f} {100 * values['recall']:7.2f} "
+            f"{100 * values['f1']:7.2f} {'' if aligned is None else f'{100 * aligned:12.2f}'}"
+        )
+    return "\n".join(lines)

@@ -29,7 +29,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
+from itertools import pairwise
 
 LANGUAGES = ("en", "de")
 
@@ -63,8 +64,8 @@ def check_language(language: str) -> str:
     return language
 
 
-@lru_cache(maxsize=None)
-def _pipeline(language: str):
+@cache
+def spacy_pipeline(language: str):
     """spaCy's blank pipeline for ``language`` with the rule-based sentence splitter."""
     import spacy  # imported here: loading spaCy takes a second, and only raw text needs it
 
@@ -118,7 +119,7 @@ def _opener(token) -> bool:
 def _sentences(doc, offset: int) -> Iterator[Sentence]:
     """The sentences of a spaCy doc, with openers moved to the sentence they open."""
     bounds = [[span.start, span.end] for span in doc.sents]
-    for current, following in zip(bounds, bounds[1:]):
+    for current, following in pairwise(bounds):
         while current[1] - 1 > current[0] and _opener(doc[current[1] - 1]):
             current[1] -= 1
             following[0] -= 1
@@ -136,7 +137,7 @@ def split_text(text: str, language: str = "en") -> Iterator[Sentence]:
         [s.words(text) for s in split_text(text := "I don't know. He left.")]
         # [['I', 'do', "n't", 'know', '.'], ['He', 'left', '.']]
     """
-    nlp = _pipeline(language)
+    nlp = spacy_pipeline(language)
     paragraphs = list(_paragraphs(text))
     docs = nlp.pipe(paragraph for _, paragraph in paragraphs)
     for (offset, _), doc in zip(paragraphs, docs):
@@ -153,7 +154,7 @@ def tokenize_sentences(
     ``offsets`` gives where each string starts in a larger text (default 0), for spans
     into that text.
     """
-    nlp = _pipeline(language)
+    nlp = spacy_pipeline(language)
     sentences = list(sentences)
     offsets = [0] * len(sentences) if offsets is None else list(offsets)
     for offset, doc in zip(offsets, nlp.tokenizer.pipe(sentences)):

@@ -538,9 +538,7 @@ class PosTrainer:
                     f"treebank {args.treebank!r} has no {split!r} split (found {sorted(data)})"
                 )
         train_split, dev_split = data["train"], data["validation"]
-        self.tokenizer = tokenizer = build_tokenizer(
-            _vocabulary(train_split), model_max_length=args.max_length
-        )
+        self.tokenizer = tokenizer = build_tokenizer(_vocabulary(train_split))
         train_rows, num_cut = encode_for_training(
             tokenizer, train_split["tokens"], train_split[args.tag_column], args.max_length
         )
