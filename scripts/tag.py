@@ -16,6 +16,7 @@ import argparse
 import sys
 
 import torch
+from transformers.utils import logging as transformers_logging
 
 from cont_transformer.tagging.conllu_document import ConlluDocument
 from cont_transformer.tagging.scoring import format_scores, score
@@ -58,6 +59,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def run(args: argparse.Namespace) -> None:
+    transformers_logging.disable_progress_bar()  # stderr is for errors, progress and speed
     if args.num_threads:
         torch.set_num_threads(args.num_threads)
     tagger = Tagger.from_pretrained(

@@ -89,31 +89,34 @@ def _paragraphs(text: str) -> Iterator[tuple[int, str]]:
 def _group_multiword(tokens, offset: int) -> Sentence:
     """A sentence from spaCy tokens (whitespace tokens skipped), clitic runs grouped."""
     spans, multiword, run_start = [], {}, None
-    previous = None
+    clitic = False  # the previous word could be part of a clitic run
     for token in tokens:
         if token.is_space:
             continue
-        spans.append((offset + token.idx, offset + token.idx + len(token.text)))
-        joins = (
-            previous is not None
-            and not previous.whitespace_
-            and _CLITIC_PIECE.fullmatch(token.text) is not None
-            and _CLITIC_PIECE.fullmatch(previous.text) is not None
-        )
+        start = offset + token.idx
+        joins = clitic and spans[-1][1] == start
+        clitic = _CLITIC_PIECE.fullmatch(token.text) is not None
+        joins = joins and clitic
+        spans.append((start, start + len(token.text)))
         if joins:
             run_start = len(spans) - 2 if run_start is None else run_start
             multiword[run_start] = len(spans)
         else:
             run_start = None
-        previous = token
     return Sentence(spans, multiword)
 
 
 def _opener(token) -> bool:
-    """A punctuation token written like an opening quote or bracket."""
-    if not token.is_punct or token.i == 0 or token.whitespace_:
-        return False
-    return bool(token.doc[token.i - 1].whitespace_)
+    """A punctuation token written like an opening quote or bracket: whitespace before
+    it, a visible character right after it."""
+    text, start, end = token.doc.text, token.idx, token.idx + len(token.text)
+    return (
+        token.is_punct
+        and start > 0
+        and text[start - 1].isspace()
+        and end < len(text)
+        and not text[end].isspace()
+    )
 
 
 def _sentences(doc, offset: int) -> Iterator[Sentence]:
