@@ -35,11 +35,11 @@ GUM_DEV = REPO.parent / "shared/data/ud/UD_English-GUM/en_gum-ud-dev.conllu"
 
 
 def tiny_model(vocab_size, seed=0, **overrides):
-    options = dict(
-        vocab_size=vocab_size, hidden_size=16, num_attention_heads=2, intermediate_size=24,
-        num_basis=2, max_position_embeddings=32, id2label=dict(enumerate(TAGS)),
-        label2id={t: i for i, t in enumerate(TAGS)},
-    )
+    options = {
+        "vocab_size": vocab_size, "hidden_size": 16, "num_attention_heads": 2,
+        "intermediate_size": 24, "num_basis": 2, "max_position_embeddings": 32,
+        "id2label": dict(enumerate(TAGS)), "label2id": {t: i for i, t in enumerate(TAGS)},
+    }
     torch.manual_seed(seed)
     return ContTransformerForTokenClassification(ContTransformerConfig(**{**options, **overrides})).eval()
 
@@ -154,7 +154,7 @@ def test_tag_takes_text_sentences_or_words(tagger):
         assert [s.words for s in result] == words
         assert [s.tags for s in result] == [expected_tags(tagger, w) for w in words]
     assert [text[a:b] for a, b in from_text[1].spans] == words[1]
-    assert list(from_words[0])[0] == ("The", from_words[0].tags[0]) and len(from_words[0]) == 6
+    assert next(iter(from_words[0])) == ("The", from_words[0].tags[0]) and len(from_words[0]) == 6
     assert from_words[0].spans is None
     assert tag("", tagger.model, tagger.tokenizer) == []
     assert tag([], tagger.model, tagger.tokenizer) == []
@@ -176,7 +176,7 @@ def test_order_is_kept_under_length_sorting(tagger):
     assert batched == [expected_tags(tagger, words) for words in sentences]
     assert [len(t) for t in batched] == [len(s) for s in sentences]
     batches = list(token_batches([3, 9, 5, 9, 1], batch_size=18))
-    assert batches == [[1, 3], [2, 0, 4]] and sorted(sum(batches, [])) == [0, 1, 2, 3, 4]
+    assert batches == [[1, 3], [2, 0, 4]]
 
 
 def test_words_of_several_tokens_are_tagged_by_their_first():
@@ -361,7 +361,7 @@ def test_script_stdin_to_stdout(model_dir):
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     result = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "tag.py"), str(model_dir), "--format", "tsv"],
-        input="I don't know. He left.".encode(), capture_output=True, env=env, timeout=300,
+        input=b"I don't know. He left.", capture_output=True, env=env, timeout=300, check=False,
     )
     assert result.returncode == 0, result.stderr.decode()
     rows = [line.split("\t")[0] for line in result.stdout.decode().splitlines()]
