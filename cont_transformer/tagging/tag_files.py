@@ -34,7 +34,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import BinaryIO
@@ -52,29 +52,45 @@ CHUNK_SENTENCES = 4096  # sentences sorted and tagged together
 _SPACES = re.compile(r"\s*")
 
 
+STAGES = ("setup", "tokenizer", "model", "output")
+
+
 @dataclass
 class TaggingStats:
-    """What :func:`tag_file` did and where the time went (seconds)."""
+    """What :func:`tag_file` did and where the time went.
+
+    ``wall`` and ``cpu`` map each stage (``setup``: reading the input and loading the
+    text tokenizer; ``tokenizer``; ``model``; ``output``: formatting and writing) to
+    seconds of wall-clock and of this process's CPU time (on a busy machine the CPU
+    time says what the work costs).
+    """
 
     sentences: int = 0
     words: int = 0
-    setup_seconds: float = 0.0  # reading the input, loading the text tokenizer
-    tokenizer_seconds: float = 0.0
-    model_seconds: float = 0.0
-    output_seconds: float = 0.0
+    wall: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+    cpu: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
 
-    @property
-    def seconds(self) -> float:
-        """Time spent on sentences: tokenizing, tagging, formatting and writing."""
-        return self.tokenizer_seconds + self.model_seconds + self.output_seconds
+    @contextmanager
+    def timing(self, stage: str) -> Iterator[None]:
+        """Add the time spent inside the ``with`` block to ``stage``."""
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            yield
+        finally:
+            self.wall[stage] += time.perf_counter() - wall
+            self.cpu[stage] += time.process_time() - cpu
+
+    def words_per_second(self, clock: str = "wall") -> float:
+        """Words over the time spent on sentences (all stages but setup)."""
+        seconds = sum(v for k, v in getattr(self, clock).items() if k != "setup")
+        return self.words / seconds if seconds else 0.0
 
     def summary(self) -> str:
-        rate = self.words / self.seconds if self.seconds else 0.0
+        split = ", ".join(f"{stage} {self.wall[stage]:.2f} s" for stage in STAGES[1:])
         return (
-            f"tagged {self.words:,} words in {self.sentences:,} sentences in {self.seconds:.2f} s: "
-            f"{rate:,.0f} words/s (tokenizer {self.tokenizer_seconds:.2f} s, model "
-            f"{self.model_seconds:.2f} s, output {self.output_seconds:.2f} s; setup "
-            f"{self.setup_seconds:.2f} s)"
+            f"tagged {self.words:,} words in {self.sentences:,} sentences: "
+            f"{self.words_per_second():,.0f} words/s ({split}; setup {self.wall['setup']:.2f} s; "
+            f"{self.words_per_second('cpu'):,.0f} words per CPU second)"
         )
 
 
@@ -203,27 +219,28 @@ def tag_file(
     if output_format not in OUTPUT_FORMATS:
         raise ValueError(f"output_format: {output_format!r}; choose one of {OUTPUT_FORMATS}")
     stats = TaggingStats()
-    start = time.perf_counter()
-    if text is None:
-        text, name = _read(input)
-    else:
-        name = "<text>" if input is None else str(input)
-    document = None
-    if input_format == "conllu":
-        document = ConlluDocument(text, name)
-        _check_forms(document)
-        units: Iterator = ((words, None) for words in document.words())
-        total = sum(map(len, document.sentences))
-        formatter = _Formatter(output_format, tagger.column, None, None)
-    else:
-        if input_format != "tokens" and text.strip():
-            spacy_pipeline(tagger.language)  # load spaCy now, outside the tokenizer's time
-        units = (
-            (s.words(text), s) for s in _raw_sentences(text, input_format, tagger.language) if s.spans
-        )
-        total = None
-        formatter = _Formatter(output_format, tagger.column, text, input_format)
-    stats.setup_seconds = time.perf_counter() - start
+    with stats.timing("setup"):
+        if text is None:
+            text, name = _read(input)
+        else:
+            name = "<text>" if input is None else str(input)
+        document = None
+        if input_format == "conllu":
+            document = ConlluDocument(text, name)
+            _check_forms(document)
+            units: Iterator = ((words, None) for words in document.words())
+            total = sum(map(len, document.sentences))
+            formatter = _Formatter(output_format, tagger.column, None, None)
+        else:
+            if input_format != "tokens" and text.strip():
+                spacy_pipeline(tagger.language)  # load spaCy now, outside the tokenizer's time
+            units = (
+                (s.words(text), s)
+                for s in _raw_sentences(text, input_format, tagger.language)
+                if s.spans
+            )
+            total = None
+            formatter = _Formatter(output_format, tagger.column, text, input_format)
     retag = document is not None and output_format == "conllu"
     all_tags: list[list[str]] = []
     # tqdm: disable=None hides the bar when stderr is not a terminal.
@@ -231,33 +248,23 @@ def tag_file(
     bar = tqdm(total=total, unit="word", file=sys.stderr, delay=1.0, disable=disable)
     with _output_stream(output) as stream, bar:
         while True:
-            clock = time.perf_counter()
-            chunk = list(islice(units, CHUNK_SENTENCES))
-            stats.tokenizer_seconds += _lap(clock)
+            with stats.timing("tokenizer"):
+                chunk = list(islice(units, CHUNK_SENTENCES))
             if not chunk:
                 break
-            clock = time.perf_counter()
-            tags = tagger.predict([words for words, _ in chunk])
-            stats.model_seconds += _lap(clock)
-            clock = time.perf_counter()
-            if retag:
-                all_tags.extend(tags)
-            else:
-                stream.write(
-                    "".join(formatter(w, t, s) for (w, s), t in zip(chunk, tags)).encode("utf-8")
-                )
-            stats.output_seconds += _lap(clock)
+            with stats.timing("model"):
+                tags = tagger.predict([words for words, _ in chunk])
+            with stats.timing("output"):
+                if retag:
+                    all_tags.extend(tags)
+                else:
+                    blocks = (formatter(w, t, s) for (w, s), t in zip(chunk, tags))
+                    stream.write("".join(blocks).encode("utf-8"))
             stats.sentences += len(chunk)
             words = sum(len(words) for words, _ in chunk)
             stats.words += words
             bar.update(words)
         if retag:
-            clock = time.perf_counter()
-            stream.write(document.retagged(tagger.column, all_tags).encode("utf-8"))
-            stats.output_seconds += _lap(clock)
+            with stats.timing("output"):
+                stream.write(document.retagged(tagger.column, all_tags).encode("utf-8"))
     return stats
-
-
-def _lap(clock: float) -> float:
-    """Seconds since ``clock`` (a ``time.perf_counter()`` reading)."""
-    return time.perf_counter() - clock

@@ -86,50 +86,49 @@ def _paragraphs(text: str) -> Iterator[tuple[int, str]]:
         yield start, text[start:]
 
 
-def _group_multiword(tokens, offset: int) -> Sentence:
-    """A sentence from spaCy tokens (whitespace tokens skipped), clitic runs grouped."""
-    spans, multiword, run_start = [], {}, None
-    clitic = False  # the previous word could be part of a clitic run
-    for token in tokens:
-        if token.is_space:
-            continue
-        start = offset + token.idx
-        joins = clitic and spans[-1][1] == start
-        clitic = _CLITIC_PIECE.fullmatch(token.text) is not None
-        joins = joins and clitic
-        spans.append((start, start + len(token.text)))
-        if joins:
-            run_start = len(spans) - 2 if run_start is None else run_start
-            multiword[run_start] = len(spans)
-        else:
-            run_start = None
-    return Sentence(spans, multiword)
+def _sentences(doc, offset: int, split: bool = True) -> Iterator[Sentence]:
+    """The sentences of a spaCy doc (one unless ``split``), openers moved to the sentence
+    they open, clitic runs grouped, whitespace tokens dropped; spans shifted by ``offset``.
 
+    Reads the doc's arrays rather than its ``Token`` objects, which cost more than the
+    tokenizing itself.
+    """
+    from spacy.attrs import IDX, IS_PUNCT, IS_SPACE, LENGTH, SENT_START
 
-def _opener(token) -> bool:
-    """A punctuation token written like an opening quote or bracket: whitespace before
-    it, a visible character right after it."""
-    text, start, end = token.doc.text, token.idx, token.idx + len(token.text)
-    return (
-        token.is_punct
-        and start > 0
-        and text[start - 1].isspace()
-        and end < len(text)
-        and not text[end].isspace()
-    )
+    if not len(doc):
+        return
+    columns = doc.to_array([IDX, LENGTH, IS_SPACE, IS_PUNCT, SENT_START]).astype("int64")
+    starts, lengths, space, punct, sent_start = columns.T.tolist()
+    text = doc.text
+    ends = [start + length for start, length in zip(starts, lengths)]
 
+    def opener(i: int) -> bool:
+        """Punctuation written like an opening quote or bracket: whitespace before it, a
+        visible character right after it."""
+        return bool(
+            punct[i] and starts[i] > 0 and text[starts[i] - 1].isspace()
+            and ends[i] < len(text) and not text[ends[i]].isspace()
+        )
 
-def _sentences(doc, offset: int) -> Iterator[Sentence]:
-    """The sentences of a spaCy doc, with openers moved to the sentence they open."""
-    bounds = [[span.start, span.end] for span in doc.sents]
-    for current, following in pairwise(bounds):
-        while current[1] - 1 > current[0] and _opener(doc[current[1] - 1]):
-            current[1] -= 1
-            following[0] -= 1
-    for start, end in bounds:
-        sentence = _group_multiword(doc[start:end], offset)
-        if sentence.spans:
-            yield sentence
+    bounds = [0, *(i for i in range(1, len(starts)) if split and sent_start[i] == 1), len(starts)]
+    for k in range(1, len(bounds) - 1):
+        while bounds[k] - 1 > bounds[k - 1] and (space[bounds[k] - 1] or opener(bounds[k] - 1)):
+            bounds[k] -= 1
+    for begin, end in pairwise(bounds):
+        spans, multiword, run_start, clitic = [], {}, None, False
+        for i in range(begin, end):
+            if space[i]:
+                continue
+            joins = clitic and spans[-1][1] == offset + starts[i]
+            clitic = _CLITIC_PIECE.fullmatch(text, starts[i], ends[i]) is not None
+            spans.append((offset + starts[i], offset + ends[i]))
+            if joins and clitic:
+                run_start = len(spans) - 2 if run_start is None else run_start
+                multiword[run_start] = len(spans)
+            else:
+                run_start = None
+        if spans:
+            yield Sentence(spans, multiword)
 
 
 def split_text(text: str, language: str = "en") -> Iterator[Sentence]:
@@ -161,7 +160,7 @@ def tokenize_sentences(
     sentences = list(sentences)
     offsets = [0] * len(sentences) if offsets is None else list(offsets)
     for offset, doc in zip(offsets, nlp.tokenizer.pipe(sentences)):
-        yield _group_multiword(doc, offset)
+        yield next(_sentences(doc, offset, split=False), Sentence([]))
 
 
 def whitespace_sentences(lines: Iterable[str], offsets: Iterable[int] | None = None) -> Iterator[Sentence]:
