@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,16 +122,22 @@ class Tagger:
         ``device`` (default: CUDA when available), in ``dtype`` (default as saved;
         ``torch.bfloat16`` is faster on CPUs with bfloat16 instructions)."""
         from transformers import AutoModelForTokenClassification, AutoTokenizer
+        from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         model = AutoModelForTokenClassification.from_pretrained(folder).to(device, dtype)
-        tokenizer = AutoTokenizer.from_pretrained(folder)
+        # No length limit: the tagger windows long sentences itself (older folders saved
+        # the training length here, and the tokenizer would warn about it).
+        tokenizer = AutoTokenizer.from_pretrained(folder, model_max_length=VERY_LARGE_INTEGER)
         return cls(model, tokenizer, column=options.pop("column", saved_tag_column(folder)), **options)
 
-    def predict(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
+    def predict(
+        self, sentences: Sequence[Sequence[str]], progress: Callable[[int], object] | None = None
+    ) -> list[list[str]]:
         """Tags of ``sentences`` (lists of non-empty words), in their order.
 
-        Returns one list of tags per sentence, one tag per word.
+        Returns one list of tags per sentence, one tag per word. ``progress`` is called
+        with the number of words tagged after each batch.
         """
         if not sentences:
             return []
@@ -156,6 +162,8 @@ class Tagger:
                     tags = logits.argmax(-1).cpu()[scored].split(scored.sum(1).tolist())
                     for i, row_tags in zip(chosen, tags):
                         predicted[i] = row_tags.tolist()
+                    if progress is not None:
+                        progress(int(scored.sum()))
         finally:
             self.model.train(was_training)
         result: list[list[str]] = [[] for _ in sentences]

@@ -245,7 +245,7 @@ def tag_file(
     all_tags: list[list[str]] = []
     # tqdm: disable=None hides the bar when stderr is not a terminal.
     disable = None if progress is None else not progress
-    bar = tqdm(total=total, unit="word", file=sys.stderr, delay=1.0, disable=disable)
+    bar = tqdm(total=total, unit=" words", file=sys.stderr, delay=1.0, disable=disable)
     with _output_stream(output) as stream, bar:
         while True:
             with stats.timing("tokenizer"):
@@ -253,7 +253,7 @@ def tag_file(
             if not chunk:
                 break
             with stats.timing("model"):
-                tags = tagger.predict([words for words, _ in chunk])
+                tags = tagger.predict([words for words, _ in chunk], bar.update)
             with stats.timing("output"):
                 if retag:
                     all_tags.extend(tags)
@@ -261,9 +261,7 @@ def tag_file(
                     blocks = (formatter(w, t, s) for (w, s), t in zip(chunk, tags))
                     stream.write("".join(blocks).encode("utf-8"))
             stats.sentences += len(chunk)
-            words = sum(len(words) for words, _ in chunk)
-            stats.words += words
-            bar.update(words)
+            stats.words += sum(len(words) for words, _ in chunk)
         if retag:
             with stats.timing("output"):
                 stream.write(document.retagged(tagger.column, all_tags).encode("utf-8"))
