@@ -52,11 +52,17 @@ class ContTransformerEmbeddings(nn.Module):
         self.max_positions = config.max_position_embeddings
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """``input_ids`` ``(batch, seq)`` -> embeddings ``(batch, seq, hidden)``."""
+        """``input_ids`` ``(batch, seq)`` -> embeddings ``(batch, seq, hidden)``.
+
+        Sinusoidal positions take any length; learned ones exist only up to
+        ``max_position_embeddings`` (longer text: tag it in windows, as ``tag()`` does).
+        """
         seq_len = input_ids.shape[1]
-        if seq_len > self.max_positions:
+        if hasattr(self, "position_embeddings") and seq_len > self.max_positions:
             raise ValueError(
-                f"sequence of {seq_len} tokens is longer than max_position_embeddings={self.max_positions}"
+                f"sequence of {seq_len} tokens is longer than the {self.max_positions} learned "
+                "positions (max_position_embeddings); tag longer text in windows, e.g. with "
+                "cont_transformer.tag(), or train with sinusoidal positions"
             )
         words = self.word_embeddings(input_ids)  # (batch, seq, hidden)
         if hasattr(self, "position_embeddings"):

@@ -408,12 +408,13 @@ def test_tag_from_a_saved_folder(saved_tagger):
     folder, model, tokenizer = saved_tagger
     loaded = AutoModelForTokenClassification.from_pretrained(folder)
     loaded_tokenizer = AutoTokenizer.from_pretrained(folder)
-    tagged = tag(" ".join(SENTENCE), loaded, loaded_tokenizer)
+    [sentence] = tag(" ".join(SENTENCE), loaded, loaded_tokenizer)  # raw text: one sentence
+    tagged = list(sentence)
     assert [word for word, _ in tagged] == SENTENCE
     input_ids = tokenizer(SENTENCE, is_split_into_words=True, return_tensors="pt")["input_ids"]
     expected = [TAGS[i] for i in model(input_ids).logits[0, 1:].argmax(-1).tolist()]
     assert [t for _, t in tagged] == expected
-    assert tag(SENTENCE, loaded, loaded_tokenizer) == tagged
+    assert [list(s) for s in tag([SENTENCE], loaded, loaded_tokenizer)] == [tagged]
 
     tagger = pipeline("token-classification", model=str(folder))
     entities = tagger(" ".join(SENTENCE))

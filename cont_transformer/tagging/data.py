@@ -149,6 +149,16 @@ def _check_conllu(path: Path, lines: list[str]) -> None:
         fail(1, "no sentences (empty file)")
 
 
+def decode_utf8(data: bytes, path: PathLike) -> str:
+    """``data`` (the contents of ``path``) as text, without a leading byte-order mark (not
+    part of the text); raises ``ValueError("path:line: not valid UTF-8")`` at the first bad byte."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line_number = data[: err.start].count(b"\n") + 1
+        raise ValueError(f"{path}:{line_number}: not valid UTF-8") from err
+
+
 def read_conllu(path: PathLike) -> list[dict[str, list[str]]]:
     """Read a CoNLL-U file into sentences `{"tokens", "upos", "xpos"}` of words.
 
@@ -159,13 +169,7 @@ def read_conllu(path: PathLike) -> list[dict[str, list[str]]]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such CoNLL-U file")
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8-sig")  # a leading byte-order mark is not part of the text
-    except UnicodeDecodeError as err:
-        line_number = data[: err.start].count(b"\n") + 1
-        raise ValueError(f"{path}:{line_number}: not valid UTF-8") from err
-    lines = text.splitlines()
+    lines = decode_utf8(path.read_bytes(), path).splitlines()
     _check_conllu(path, lines)
     sentences = []
     # Comments are dropped before parsing: they are ignored, and checked blocks never

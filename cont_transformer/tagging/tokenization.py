@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast
+from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
 PAD_TOKEN = "[PAD]"
 UNK_TOKEN = "[UNK]"
@@ -19,12 +20,19 @@ ROOT_TOKEN = "[ROOT]"
 SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, ROOT_TOKEN)
 
 
-def build_tokenizer(words: Iterable[str], model_max_length: int = 512) -> PreTrainedTokenizerFast:
+def build_tokenizer(
+    words: Iterable[str], model_max_length: int | None = None
+) -> PreTrainedTokenizerFast:
     """A ``PreTrainedTokenizerFast`` over ``words`` (the training vocabulary).
 
     Ids: ``[PAD]`` = 0, ``[UNK]`` = 1, ``[ROOT]`` = 2, then the distinct words in first-seen
-    order. ``model_max_length`` should match the model's ``max_position_embeddings``.
-    Save it next to the model with ``tokenizer.save_pretrained(folder)``.
+    order. Save it next to the model with ``tokenizer.save_pretrained(folder)``.
+
+    ``model_max_length`` None (the default) sets no limit, and that is what a tagger's
+    tokenizer should have: the ``token-classification`` pipeline truncates every input
+    to ``model_max_length`` without a word of warning. Sinusoidal positions take any
+    length; a model with learned positions refuses a longer input itself, with an error,
+    and ``tag()`` and evaluation cut long sentences into windows.
 
     Example::
 
@@ -46,6 +54,6 @@ def build_tokenizer(words: Iterable[str], model_max_length: int = 512) -> PreTra
         pad_token=PAD_TOKEN,
         unk_token=UNK_TOKEN,
         bos_token=ROOT_TOKEN,
-        model_max_length=model_max_length,
+        model_max_length=VERY_LARGE_INTEGER if model_max_length is None else model_max_length,
         model_input_names=["input_ids", "attention_mask"],
     )

@@ -72,6 +72,7 @@ from .data import (
     most_frequent_tag_baseline,
 )
 from .metrics import load_token_accuracy
+from .tag import saved_tag_column
 from .tokenization import build_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -395,7 +396,7 @@ class PosTrainer(Trainer):
             )  # fmt: skip
             train_split = data["train"]
         else:
-            self.tokenizer = build_tokenizer(_vocabulary(train_split), model_max_length=args.max_length)
+            self.tokenizer = build_tokenizer(_vocabulary(train_split))
         self.label_names = list(label_names)
         dev_split = data["validation"]
         tokenizer = self.tokenizer
@@ -538,14 +539,6 @@ def load_tagger(model_dir: str | os.PathLike):
             f"{folder} holds a {config.model_type!r} model, not a {MODEL_TYPE!r} tagger"
         )
     return ContTransformerForTokenClassification.from_pretrained(folder), folder
-
-
-def saved_tag_column(folder: Path) -> str:
-    """The CoNLL-U column a saved tagger tags, from its ``metrics.json`` (``xpos`` if absent)."""
-    metrics = Path(folder) / METRICS_FILE
-    return (
-        json.loads(metrics.read_text()).get("tag_column", "xpos") if metrics.is_file() else "xpos"
-    )
 
 
 def evaluate_saved_model(

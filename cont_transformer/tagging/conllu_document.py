@@ -1,0 +1,179 @@
+"""CoNLL-U line for line: read a file's words, replace one column, write tagged raw text.
+
+Re-tagging. :class:`ConlluDocument` keeps a file's lines as they are (line ends
+included) after validating them with the reader's checker (``data._check_conllu``, so a
+malformed line fails with ``file:line``). :meth:`ConlluDocument.retagged` replaces one
+column of the word lines (integer ids) and nothing else: comments, multiword-token
+lines, empty nodes and every other column come back byte for byte.
+
+Writing. :func:`format_sentence` writes one tagged sentence of raw text as a CoNLL-U
+block: ``# sent_id``, ``# text``, ID, FORM, the tag column filled, the others ``_``.
+MISC records the whitespace that followed each token, so the input can be rebuilt
+character for character: ``SpaceAfter=No`` where none did, nothing for one space,
+``SpacesAfter=`` for anything else (and ``SpacesBefore=`` on a document's first token),
+escaped as UDPipe does (``\\s`` space, ``\\t``, ``\\r``, ``\\n``, ``\\p`` for ``|``,
+``\\\\`` for ``\\``; other whitespace as ``\\uXXXX``). ``# text`` follows UD: the forms
+joined by one space except where ``SpaceAfter=No``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .data import PathLike, _check_conllu, decode_utf8
+
+COLUMNS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")
+_ESCAPES = {" ": "\\s", "\t": "\\t", "\r": "\\r", "\n": "\\n", "|": "\\p", "\\": "\\\\"}
+
+
+class ConlluDocument:
+    """A validated CoNLL-U text kept as its lines.
+
+    Attributes:
+        lines: the text split at ``\\n`` (a ``\\r`` before it stays on its line), so
+            ``"\\n".join(lines)`` is the text.
+        blocks: per sentence, the range of indices in ``lines`` of its block (comments,
+            word lines, multiword-token lines, empty nodes).
+        sentences: per sentence, the indices in ``lines`` of its word lines (integer ids).
+        name: the file name used in error messages.
+
+    An empty (or all-whitespace) text is a document with no sentences.
+    """
+
+    def __init__(self, text: str, name: PathLike = "<input>"):
+        self.name = str(name)
+        self.lines = text.split("\n")
+        self.blocks: list[range] = []
+        if text.strip():
+            _check_conllu(Path(self.name), [line.rstrip("\r") for line in self.lines])
+        start = None
+        for index, line in enumerate([*self.lines, ""]):
+            if line.strip() and start is None:
+                start = index
+            elif not line.strip() and start is not None:
+                self.blocks.append(range(start, index))
+                start = None
+        self.sentences = [
+            [i for i in block if self.lines[i].partition("\t")[0].isdigit()]
+            for block in self.blocks
+        ]
+
+    @classmethod
+    def read(cls, path: PathLike) -> ConlluDocument:
+        """Read and validate ``path``; ``ValueError("path:line: ...")`` for bad UTF-8 or
+        a malformed line, ``FileNotFoundError`` for a missing file."""
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such CoNLL-U file")
+        return cls(decode_utf8(path.read_bytes(), path), path)
+
+    def words(self) -> list[list[str]]:
+        """The FORM of every word line, per sentence (multiword tokens and empty nodes
+        are not words)."""
+        return [[self.lines[i].split("\t", 2)[1] for i in sentence] for sentence in self.sentences]
+
+    def retagged(self, column: str, tags: Sequence[Sequence[str]]) -> str:
+        """The text with ``column`` (e.g. ``"xpos"``) of each word line replaced by
+        ``tags[sentence][word]``; every other byte is unchanged."""
+        if len(tags) != len(self.sentences):
+            raise ValueError(f"{len(tags)} tagged sentences for {len(self.sentences)} in {self.name}")
+        position = COLUMNS.index(column)
+        lines = list(self.lines)
+        for sentence, sentence_tags in zip(self.sentences, tags):
+            if len(sentence_tags) != len(sentence):
+                raise ValueError(f"{len(sentence_tags)} tags for a sentence of {len(sentence)} words")
+            for index, tag in zip(sentence, sentence_tags):
+                fields = lines[index].split("\t")
+                fields[position] = tag
+                lines[index] = "\t".join(fields)
+        return "\n".join(lines)
+
+    def text(self, one_sentence_per_line: bool = False) -> str:
+        """The raw text of the document from its ``# text`` comments: sentences joined by
+        a space, a blank line before each ``# newdoc`` / ``# newpar`` (or one sentence per
+        line). Raises ``ValueError`` naming the line of a sentence without ``# text``."""
+        pieces = []
+        for block in self.blocks:
+            comments = [self.lines[i].rstrip("\r") for i in block if self.lines[i].startswith("#")]
+            text = next((c[len("# text = "):] for c in comments if c.startswith("# text = ")), None)
+            if text is None:
+                raise ValueError(f"{self.name}:{block.start + 1}: sentence has no '# text = ' comment")
+            if pieces:
+                new_paragraph = any(c.startswith(("# newdoc", "# newpar")) for c in comments)
+                pieces.append("\n" if one_sentence_per_line else "\n\n" if new_paragraph else " ")
+            pieces.append(text)
+        return "".join(pieces) + "\n" if pieces else ""
+
+
+def escape_spaces(spaces: str) -> str:
+    """Whitespace as a MISC value: ``"\\n  "`` -> ``"\\\\n\\\\s\\\\s"`` (see the module docstring)."""
+    return "".join(
+        _ESCAPES.get(c, f"\\u{ord(c):04x}" if c.isspace() else c) for c in spaces
+    )
+
+
+def _misc(spaces_after: str) -> str:
+    if spaces_after == " ":
+        return "_"
+    if not spaces_after:
+        return "SpaceAfter=No"
+    return f"SpacesAfter={escape_spaces(spaces_after)}"
+
+
+def format_sentence(
+    sent_id: str,
+    words: Sequence[str],
+    tags: Sequence[str],
+    column: str,
+    spaces_after: Sequence[str] | None = None,
+    spaces_before: str = "",
+    comments: Sequence[str] = (),
+    multiword: Mapping[int, int] | None = None,
+) -> str:
+    """One sentence as a CoNLL-U block, ending with its blank line.
+
+    Args:
+        sent_id: the ``# sent_id``.
+        words, tags: the FORMs and the tags for ``column`` (``"upos"`` or ``"xpos"``).
+        spaces_after: the whitespace after each word in the input text, or None for
+            pre-split words (then each is taken as followed by one space).
+        spaces_before: whitespace before the first word (a document's start).
+        comments: lines written before ``# sent_id`` (e.g. ``"# newpar"``).
+        multiword: ``first -> end`` word indices (0-based, end exclusive) of multiword
+            tokens; their FORM is their words' concatenation, and their line carries
+            the MISC of the token (the words' MISC is ``_``).
+    """
+    if spaces_after is None:
+        spaces_after = [" "] * len(words)
+    multiword = multiword or {}
+    position = COLUMNS.index(column)
+    text = "".join(
+        word + (" " if spaces and index < len(words) - 1 else "")
+        for index, (word, spaces) in enumerate(zip(words, spaces_after))
+    )
+    rows = [*comments, f"# sent_id = {sent_id}", f"# text = {text}"]
+    token_end = 0  # end of the multiword token being written, 0 outside one
+    for index, (word, tag, spaces) in enumerate(zip(words, tags, spaces_after)):
+        misc = _misc(spaces)
+        if index in multiword:
+            token_end = multiword[index]
+            form = "".join(words[index:token_end])
+            token_misc = _with_spaces_before(_misc(spaces_after[token_end - 1]), index, spaces_before)
+            rows.append(f"{index + 1}-{token_end}\t{form}\t_\t_\t_\t_\t_\t_\t_\t{token_misc}")
+        if index < token_end:
+            misc = "_"
+        else:
+            misc = _with_spaces_before(misc, index, spaces_before)
+        fields = [str(index + 1), word, "_", "_", "_", "_", "_", "_", "_", misc]
+        fields[position] = tag
+        rows.append("\t".join(fields))
+    return "\n".join(rows) + "\n\n"
+
+
+def _with_spaces_before(misc: str, index: int, spaces_before: str) -> str:
+    """``misc`` with ``SpacesBefore=`` first on a document's first token."""
+    if index or not spaces_before:
+        return misc
+    before = f"SpacesBefore={escape_spaces(spaces_before)}"
+    return before if misc == "_" else f"{before}|{misc}"
