@@ -54,6 +54,8 @@ class ContTransformerConfig(PreTrainedConfig):
         time_horizon: T, the end of depth-time. With Euler, piecewise constant and
             K = N_T = T the model is exactly a pre-LayerNorm encoder of K layers.
         pad_token_id: id of ``[PAD]``; its embedding is kept at zero.
+        language: ISO 639-1 code of the training data (``"en"``), or None; tagging raw
+            text splits it into words with that language's rules.
         bos_token_id: id of the root token ``[ROOT]`` the tokenizer puts before every
             sentence (its ``bos_token``). Set both ids from the tokenizer
             (``tokenizer.pad_token_id``, ``tokenizer.bos_token_id``): transformers'
@@ -90,6 +92,7 @@ class ContTransformerConfig(PreTrainedConfig):
     time_horizon: float | int = 1.0
     pad_token_id: int | None = 0
     bos_token_id: int | None = None
+    language: str | None = None
 
     def __post_init__(self, **kwargs):
         if self.num_steps is None:

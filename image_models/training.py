@@ -30,6 +30,7 @@ from torch import nn
 from cont_transformer.choices import check_count
 from cont_transformer.configuration_ode_resnet import PRESETS, OdeResNetConfig
 from cont_transformer.image_processing_ode_resnet import OdeResNetImageProcessor
+from cont_transformer.model_card import Evaluation
 from cont_transformer.modeling_ode_resnet import OdeResNetForImageClassification
 from cont_transformer.training.arguments import RunArguments, _help
 from cont_transformer.training.outputs import BEST_MODEL_DIR, METRICS_FILE
@@ -284,6 +285,18 @@ class ImageTrainer(Trainer):
         self.processor.save_pretrained(folder)
         record = {"dataset": self.args.dataset, "best": entry}
         (folder / METRICS_FILE).write_text(json.dumps(record, indent=2) + "\n")
+
+    def card_facts(self, entry: dict) -> dict:
+        name = Path(self.args.dataset).name or self.args.dataset
+        results = [Evaluation(name, "validation", entry["accuracy"])]
+        if "test" in self.extra_metrics:
+            results.append(Evaluation(name, "test", self.extra_metrics["test"]["accuracy"]))
+        return {
+            "extra": {"training data": f"{name}, {len(self.train_split[1]):,} images "
+                      f"({len(self.validation[1]):,} held out for validation)",
+                      "best epoch": entry["epoch"]},
+            "results": results,
+        }  # fmt: skip
 
     def load_best(self) -> nn.Module:
         model = OdeResNetForImageClassification.from_pretrained(self.output_dir / BEST_MODEL_DIR)

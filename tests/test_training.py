@@ -36,7 +36,11 @@ from cont_transformer.tagging.batching import (
     word_dropout,
     word_dropout_probabilities,
 )
-from cont_transformer.tagging.data import load_treebank, most_frequent_tag_baseline
+from cont_transformer.tagging.data import (
+    load_treebank,
+    most_frequent_tag_baseline,
+    write_sample_treebank,
+)
 from cont_transformer.tagging.trainer import build_optimizer, resolve_arguments
 from cont_transformer.tools.cli import run_cli
 from cont_transformer.training import scaffold
@@ -56,7 +60,8 @@ SCRIPT = str(ROOT / "scripts" / "train_pos.py")
 RUN = [
     "--treebank", "sample", "--max-steps", "120", "--warmup-steps", "30", "--learning-rate", "1e-2",
     "--num-basis", "4", "--refine-steps", "30,60", "--word-dropout", "0",
-    "--eval-steps", "40", "--save-steps", "40",
+    "--eval-steps", "40", "--save-steps", "40", "--compression-report", "--do-predict",
+    "--report-to", "tensorboard",
 ]  # fmt: skip
 
 
@@ -408,6 +413,53 @@ def test_sample_run_saves_a_model_that_beats_the_baseline(sample_run):
     assert accuracy == pytest.approx(metrics["best"]["accuracy"], abs=2 / total)
     assert accuracy > baseline + 0.02, (accuracy, baseline)
     assert metrics["best"]["num_words"] == total and metrics["best"]["num_sentences"] == len(dev)
+
+
+@pytest.mark.slow
+def test_sample_run_reports_compression_card_predictions_and_logs(sample_run):
+    from huggingface_hub import ModelCard
+
+    metrics = _metrics(sample_run)
+    report = json.loads((sample_run / "compression.json").read_text())
+    assert report == metrics["compression"]
+    assert [(r["model"], r["num_basis"], r["num_steps"]) for r in report] == [
+        ("trained", 4, 4), ("K/2", 2, 4), ("K/4", 1, 4), ("N_T/2", 4, 2), ("N_T/4", 4, 1),
+        ("K/2, N_T/2", 2, 2),
+    ]  # fmt: skip
+    assert report[0]["accuracy"] == pytest.approx(metrics["best"]["accuracy"])
+    # The card: Hub metadata whose model-index is the saved model's own metrics.json.
+    card = ModelCard.load(sample_run / BEST_MODEL_DIR / "README.md")
+    saved = json.loads((sample_run / BEST_MODEL_DIR / METRICS_FILE).read_text())
+    (result,) = card.data.eval_results
+    assert (result.metric_type, result.dataset_split) == ("accuracy", "dev")
+    assert result.metric_value == saved["best"]["accuracy"] == metrics["best"]["accuracy"]
+    assert card.data.language == "en" and "## Compression without retraining" in card.text
+    # --do-predict: the dev file re-tagged, only the XPOS column changed.
+    (predicted,) = metrics["predictions"]
+    lines = Path(predicted).read_text().splitlines()
+    gold = write_sample_treebank(sample_run / "gold")["validation"].read_text().splitlines()
+    assert len(lines) == len(gold)
+    changed = {i for a, b in zip(lines, gold) if a != b
+               for i, (x, y) in enumerate(zip(a.split("\t"), b.split("\t"))) if x != y}  # fmt: skip
+    assert changed == {4}
+    assert list((sample_run / "logs").rglob("events.out.tfevents.*"))
+
+
+@pytest.mark.slow
+def test_fine_tuning_keeps_the_saved_model_sizes_and_tokenizer(sample_run, tmp_path):
+    from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+    output = tmp_path / "tuned"
+    _check(_launch("--model-name-or-path", str(sample_run / BEST_MODEL_DIR), "--treebank", "sample",
+                   "--max-steps", "10", "--warmup-steps", "0", "--eval-steps", "10",
+                   "--save-steps", "10", "--output-dir", str(output)))  # fmt: skip
+    metrics = _metrics(output)
+    assert [(h["num_basis"], h["num_steps"]) for h in metrics["history"]] == [(4, 4)]
+    assert metrics["arguments"]["refine_steps"] == []
+    tuned = AutoTokenizer.from_pretrained(output / BEST_MODEL_DIR)
+    assert tuned.get_vocab() == AutoTokenizer.from_pretrained(sample_run / BEST_MODEL_DIR).get_vocab()
+    model = AutoModelForTokenClassification.from_pretrained(output / BEST_MODEL_DIR)
+    assert model.config.num_basis == 4 and model.config.language == "en"
 
 
 @pytest.mark.slow

@@ -231,6 +231,61 @@ def _release_folder_files(folder: Path) -> dict[str, list[Path]]:
     return files
 
 
+@dataclass(frozen=True)
+class TreebankFacts:
+    """What a model card says about the training data: its name, the Hub id and config of
+    a UD treebank (``universal_dependencies`` / ``en_gum``), its language and licence."""
+
+    name: str
+    language: str | None = None
+    license: str | None = None
+    dataset_id: str | None = None
+    dataset_config: str | None = None
+
+
+_CC_LICENSE = re.compile(r"creativecommons\.org/licenses/([a-z-]+)/(\d\.\d)")
+_UD_FILE = re.compile(r"([a-z]{2,3})_([a-z0-9]+)-ud-")
+
+
+def treebank_facts(files: Sequence[PathLike]) -> TreebankFacts | None:
+    """Facts about the UD treebank of ``files`` (train files), read from UD's file names
+    (``en_gum-ud-train.conllu``), release folder (``UD_English-GUM``) and ``LICENSE.txt``;
+    None when the files do not look like a UD release."""
+    if not files:
+        return None
+    path = Path(files[0])
+    match = _UD_FILE.match(path.name)
+    if match is None:
+        return None
+    license_file = path.parent / "LICENSE.txt"
+    license_match = _CC_LICENSE.search(license_file.read_text()) if license_file.is_file() else None
+    folder = path.parent.name
+    return TreebankFacts(
+        name=folder.replace("_", " ", 1) if folder.startswith("UD_") else f"UD {match[0][:-4]}",
+        language=match[1],
+        license=f"cc-{license_match[1]}-{license_match[2]}" if license_match else None,
+        dataset_id="universal_dependencies",
+        dataset_config=f"{match[1]}_{match[2]}",
+    )
+
+
+def treebank_files(
+    name: str, data_dir: PathLike | None = None, replace: Mapping[str, Sequence[PathLike]] | None = None
+) -> dict[str, list[Path]]:
+    """Split (``train``, ``validation``, ``test``) -> the CoNLL-U files a treebank name
+    resolves to, with the splits in ``replace`` (file paths or globs) replacing its own;
+    no files of its own for the generated sample and Hub data sets."""
+    files: dict[str, list[Path]] = {}
+    if name in TREEBANKS:
+        files = _known_treebank_files(name, data_dir)
+    elif name != "sample" and Path(name).is_dir():
+        files = _release_folder_files(Path(name))
+    for split, spec in (replace or {}).items():
+        if spec:
+            files[SPLIT_ALIASES.get(split, split)] = _expand(split, list(spec))
+    return files
+
+
 def _hub_sentences(name: str) -> dict[str, list[dict[str, list[str]]]]:
     try:
         loaded = datasets.load_dataset(name)

@@ -46,6 +46,7 @@ from huggingface_hub import HfApi
 from torch import nn
 from tqdm.auto import tqdm
 
+from ..model_card import write_model_card
 from ..transform import change_basis, refine, set_num_steps
 from .arguments import RunArguments
 from .checkpoints import (
@@ -302,6 +303,11 @@ class Trainer:
         with it into the empty ``folder``; main process only."""
         raise NotImplementedError
 
+    def card_facts(self, entry: dict) -> dict:
+        """Keyword arguments of :func:`~cont_transformer.model_card.write_model_card` for the
+        best model scored as ``entry`` (data set, language, licence, results)."""
+        return {}
+
     def data_fingerprint(self) -> str:
         return ""
 
@@ -358,6 +364,8 @@ class Trainer:
             self.extra_metrics["compression"] = self.compression_report()
         self.finish()
         metrics = self.write_metrics()
+        if accelerator.is_main_process and state.best is not None:
+            self.write_final_card()
         if args.push_to_hub and accelerator.is_main_process:
             logger.info("pushed to %s", push_folder_to_hub(self.output_dir / BEST_MODEL_DIR, args.push_to_hub))
         end_distributed(accelerator)
@@ -449,7 +457,9 @@ class Trainer:
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
             with staged_directory(self.output_dir / BEST_MODEL_DIR) as staging:
-                self.save_model(accelerator.unwrap_model(self.model), staging, entry)
+                model = accelerator.unwrap_model(self.model)
+                self.save_model(model, staging, entry)
+                write_model_card(model, staging, overwrite=True, **self._card_arguments(entry))
         accelerator.wait_for_everyone()
 
     def save_checkpoint(self) -> None:
@@ -490,6 +500,22 @@ class Trainer:
         return metrics
 
     # --- after training ------------------------------------------------------------
+    def _card_arguments(self, entry: dict) -> dict:
+        return {"model_name": self.output_dir.resolve().name, **self.card_facts(entry)}
+
+    def write_final_card(self) -> None:
+        """The best model's card again, with what was measured after training (the
+        compression table; the subclass's facts may include e.g. a test score)."""
+        sections = {}
+        if "compression" in self.extra_metrics:
+            sections["Compression without retraining"] = compression_table(
+                self.extra_metrics["compression"], self.selection_metric
+            )
+        write_model_card(
+            self.load_best(), self.output_dir / BEST_MODEL_DIR, overwrite=True, sections=sections,
+            **self._card_arguments(self.state.best),
+        )  # fmt: skip
+
     def load_best(self) -> nn.Module:
         """The best model as saved, on this process's device, in eval mode."""
         raise NotImplementedError
@@ -513,6 +539,25 @@ class Trainer:
         if self.accelerator.is_main_process:
             write_json(self.output_dir / COMPRESSION_FILE, rows)
         return rows
+
+
+def compression_table(rows: list[dict], metric: str = "accuracy") -> str:
+    """The compression report as Markdown (what a model card shows)."""
+    lines = [
+        (
+            "The best model compressed after training, without retraining or data (change of "
+            "basis to fewer functions K, fewer integration steps N_T), scored on the dev data:"
+        ),
+        "",
+        f"| model | K | N_T | dev {metric} | drop (points) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['model']} | {row['num_basis']} | {row['num_steps']} | "
+            f"{100 * row[metric]:.2f}% | {row['drop_points']:+.2f} |"
+        )
+    return "\n".join(lines)
 
 
 def _sizes(model: nn.Module) -> tuple[int, int]:
