@@ -1,6 +1,9 @@
 """Train an ODE-ResNet image classifier (MNIST, CIFAR) with Accelerate.
 
-Example, the paper's MNIST recipe (refinement K = 1 → 8):
+The presets' default schedules (``image_models.training.PRESET_SCHEDULES``) refine last,
+after the learning rate decays, so the trained model compresses; for example MNIST on a
+CPU: ``python scripts/train_image.py --dataset ../shared/data/mnist --output-dir runs/mnist``.
+The paper's MNIST recipe (refinement K = 1 → 8):
 
     python scripts/train_image.py --dataset ../shared/data/mnist --preset mnist-small \
         --output-dir runs/mnist --epochs 90 --refine-epochs 20 50 80 --lr-decay-epochs 30 60 85
@@ -18,11 +21,14 @@ from accelerate import PartialState
 
 from cont_transformer.tools.cli import run_cli
 from cont_transformer.training.arguments import parse_arguments
-from image_models.training import ImageTrainingArguments, train
+from image_models.training import ImageTrainingArguments, preset_defaults, train
 
 
 def main(argv: list[str]) -> None:
-    args, _ = parse_arguments(ImageTrainingArguments, argv, description=__doc__.split("\n")[0])
+    args, _ = parse_arguments(
+        ImageTrainingArguments, argv, description=__doc__.split("\n")[0],
+        preset_defaults=preset_defaults,
+    )  # fmt: skip
     metrics = train(args)
     if PartialState().is_main_process:
         print(json.dumps({k: metrics.get(k) for k in ("best", "test", "compression")}))

@@ -91,6 +91,14 @@ class ToyTrainer(Trainer):
         with torch.no_grad():
             return {"accuracy": -((model(self.x) - self.y) ** 2).mean().item()}
 
+    def write_card(self, model, folder, entry, sections=None):
+        pass  # no model card for a toy
+
+    def load_best(self):
+        model = ToyModel(self.state.best["num_basis"], self.state.best["num_steps"])
+        model.load_state_dict(torch.load(self.output_dir / BEST_MODEL_DIR / "model.pt"))
+        return model
+
     def save_model(self, model, folder, entry):
         torch.save(model.state_dict(), folder / "model.pt")
         (folder / "config.json").write_text(json.dumps(vars(model.config)))

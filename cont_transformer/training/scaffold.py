@@ -459,7 +459,7 @@ class Trainer:
             with staged_directory(self.output_dir / BEST_MODEL_DIR) as staging:
                 model = accelerator.unwrap_model(self.model)
                 self.save_model(model, staging, entry)
-                write_model_card(model, staging, overwrite=True, **self._card_arguments(entry))
+                self.write_card(model, staging, entry)
         accelerator.wait_for_everyone()
 
     def save_checkpoint(self) -> None:
@@ -500,8 +500,10 @@ class Trainer:
         return metrics
 
     # --- after training ------------------------------------------------------------
-    def _card_arguments(self, entry: dict) -> dict:
-        return {"model_name": self.output_dir.resolve().name, **self.card_facts(entry)}
+    def write_card(self, model: nn.Module, folder: Path, entry: dict, sections: dict | None = None) -> None:
+        """The model card of ``folder``: the architecture, :meth:`card_facts` and ``sections``."""
+        arguments = {"model_name": self.output_dir.resolve().name, **self.card_facts(entry)}
+        write_model_card(model, folder, overwrite=True, sections=sections, **arguments)
 
     def write_final_card(self) -> None:
         """The best model's card again, with what was measured after training (the
@@ -511,10 +513,7 @@ class Trainer:
             sections["Compression without retraining"] = compression_table(
                 self.extra_metrics["compression"], self.selection_metric
             )
-        write_model_card(
-            self.load_best(), self.output_dir / BEST_MODEL_DIR, overwrite=True, sections=sections,
-            **self._card_arguments(self.state.best),
-        )  # fmt: skip
+        self.write_card(self.load_best(), self.output_dir / BEST_MODEL_DIR, self.state.best, sections)
 
     def load_best(self) -> nn.Module:
         """The best model as saved, on this process's device, in eval mode."""
