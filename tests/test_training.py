@@ -41,7 +41,7 @@ from cont_transformer.tagging.data import (
     most_frequent_tag_baseline,
     write_sample_treebank,
 )
-from cont_transformer.tagging.trainer import build_optimizer, resolve_arguments
+from cont_transformer.tagging.trainer import build_optimizer, resolve_arguments, train
 from cont_transformer.tools.cli import run_cli
 from cont_transformer.training import scaffold
 from cont_transformer.training.checkpoints import TRAINER_STATE
@@ -550,3 +550,24 @@ def test_eval_only_refuses_another_model_type(tmp_path, capsys):
         run_cli(script.main, ["--eval-only", str(bert)])
     assert exit_info.value.code == 2
     assert f"error: {bert} holds a 'bert' model, not a 'cont_transformer' tagger" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_compiled_training_equals_eager_with_a_bounded_number_of_graphs(tmp_path):
+    """--torch-compile (aot_eager here: Inductor takes minutes to warm up on a CPU) gives the
+    eager run's losses and accuracies; batches padded to the data's length buckets keep the
+    compiled graphs to a few per K and N_T, across refinements."""
+    common = {"treebank": "sample", "max_steps": 16, "eval_steps": 8, "save_steps": 16,
+              "num_basis": 2, "refine_steps": "8", "length_buckets": 4}  # fmt: skip
+    train(resolve_arguments({**common, "output_dir": str(tmp_path / "eager")}))
+    train(resolve_arguments({**common, "output_dir": str(tmp_path / "compiled"), "torch_compile": True,
+                             "torch_compile_backend": "aot_eager"}))  # fmt: skip
+    eager, compiled = _metrics(tmp_path / "eager"), _metrics(tmp_path / "compiled")
+    for a, b in zip(eager["history"], compiled["history"], strict=True):
+        assert a["accuracy"] == pytest.approx(b["accuracy"], abs=1e-5)
+        assert a["train_loss"] == pytest.approx(b["train_loss"], abs=1e-5)
+    buckets = compiled["length_buckets"]
+    assert 1 <= len(buckets) <= 4 and compiled["padding_ratio"] < 1.5
+    # Per K (two: 1, 2): a training graph per bucket, evaluation graphs per bucket and the
+    # last, smaller evaluation batch; never one per batch.
+    assert compiled["compiled_graphs"] <= 2 * (2 * len(buckets) + 2)

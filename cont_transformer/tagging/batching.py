@@ -141,14 +141,21 @@ class PaddingCollator:
     """Pads rows to the longest in the batch: ``input_ids`` with ``pad_token_id``,
     ``attention_mask`` with 0, ``labels`` with ``IGNORE_INDEX``; scalar fields are stacked.
 
+    ``lengths`` (sorted bucket lengths, see :func:`bucket_lengths`) pads a batch to the
+    shortest bucket that holds it (shape-stable batches: a compiled model then sees a
+    handful of lengths, one graph each); a longer batch keeps its own length.
+    ``real_tokens`` / ``padded_tokens`` count what it has collated, padding included.
     Returns tensors ``input_ids``, ``attention_mask``, ``labels`` ``(batch, seq)``.
     """
 
-    def __init__(self, pad_token_id: int):
+    def __init__(self, pad_token_id: int, lengths: Sequence[int] = ()):
         self.pad_token_id = pad_token_id
+        self.lengths = sorted(lengths)
+        self.real_tokens = self.padded_tokens = 0
 
     def __call__(self, rows: Sequence[dict]) -> dict[str, torch.Tensor]:
         length = max(len(row["input_ids"]) for row in rows)
+        length = next((bucket for bucket in self.lengths if bucket >= length), length)
         batch = {
             "input_ids": torch.full((len(rows), length), self.pad_token_id, dtype=torch.long),
             "attention_mask": torch.zeros((len(rows), length), dtype=torch.long),
@@ -161,7 +168,35 @@ class PaddingCollator:
             batch["labels"][i, :n] = torch.tensor(row["labels"])
         for key in rows[0].keys() - batch.keys():
             batch[key] = torch.tensor([row[key] for row in rows])
+        self.real_tokens += sum(len(row["input_ids"]) for row in rows)
+        self.padded_tokens += len(rows) * length
         return batch
+
+
+def bucket_lengths(lengths: Sequence[int], num_buckets: int, multiple: int = 8) -> list[int]:
+    """At most ``num_buckets`` padded lengths (multiples of ``multiple``, the last holding
+    the longest row) that minimise the tokens of ``lengths`` padded each to the shortest
+    bucket that holds it (dynamic programming over the candidate lengths)."""
+    if num_buckets < 1 or not lengths:
+        return []
+    rounded = np.array([-(-length // multiple) * multiple for length in lengths])
+    candidates, counts = np.unique(rounded, return_counts=True)
+    n = len(candidates)
+    # cost[i][j]: rows of candidates i..j, all padded to candidates[j].
+    prefix = np.concatenate([[0], np.cumsum(counts)])
+
+    def cost(i: int, j: int) -> int:
+        return int(candidates[j] * (prefix[j + 1] - prefix[i]))
+
+    best = {(0, j): (cost(0, j), [j]) for j in range(n)}  # (buckets used, last index)
+    for used in range(1, min(num_buckets, n)):
+        for j in range(used, n):
+            options = [(best[(used - 1, i)][0] + cost(i + 1, j), best[(used - 1, i)][1] + [j])
+                       for i in range(used - 1, j) if (used - 1, i) in best]  # fmt: skip
+            if options:
+                best[(used, j)] = min(options)
+    _, chosen = min(best[(used, n - 1)] for used in range(min(num_buckets, n)) if (used, n - 1) in best)
+    return [int(candidates[j]) for j in chosen]
 
 
 def epoch_seed(seed: int, epoch: int) -> int:

@@ -58,6 +58,7 @@ from .batching import (
     IGNORE_INDEX,
     LengthGroupedBatchSampler,
     PaddingCollator,
+    bucket_lengths,
     encode_for_evaluation,
     encode_for_training,
     word_dropout,
@@ -88,6 +89,7 @@ ADAM_EPSILON = 1e-9
 MODEL_TYPE = "cont_transformer"
 PAPER_REFINE_STEPS = "1000,2000,3000,4000,5000,6000"
 PREDICTIONS_DIR = "predictions"
+COMPILE_LENGTH_BUCKETS = 8  # with --torch-compile: eight padded lengths
 
 
 @dataclass
@@ -148,6 +150,12 @@ class TrainingArguments(RunArguments):
         **_help("longest training sequence in tokens, root included (longer: truncated; "
                 "evaluation scores long sentences in full, in windows)"),
     )  # fmt: skip
+    length_buckets: int | None = field(
+        default=None,
+        **_help("pad every batch to one of N lengths chosen from the training data, so a "
+                "compiled model sees few shapes (default: 8 with --torch-compile, else 0: "
+                "each batch to its longest row)"),
+    )  # fmt: skip
     do_predict: bool = field(
         default=False,
         **_help("after training, tag the dev (and test) CoNLL-U files with the best model into "
@@ -171,6 +179,8 @@ class TrainingArguments(RunArguments):
             raise ValueError(f"warmup_steps: must be >= 0, got {self.warmup_steps}")
         if self.model_name_or_path is not None:
             self._adopt_saved_sizes()
+        if self.length_buckets is None:
+            self.length_buckets = COMPILE_LENGTH_BUCKETS if self.torch_compile else 0
         super().__post_init__()
         refine_steps = self.refine_steps
         if refine_steps and refine_steps[-1] >= self.max_steps:
@@ -263,13 +273,14 @@ def _vocabulary(train) -> list[str]:
     return [word for word in build_vocab(train) if not any(c.isspace() for c in word)]
 
 
-def eval_loader(rows: list[dict], batch_size: int, pad_token_id: int) -> DataLoader:
+def eval_loader(
+    rows: list[dict], batch_size: int, pad_token_id: int, lengths: Sequence[int] = ()
+) -> DataLoader:
     """Evaluation batches, longest first: similar lengths share a batch, and the largest
     batch comes first."""
     rows = sorted(rows, key=lambda row: -len(row["input_ids"]))
-    return DataLoader(
-        rows, batch_size=batch_size, shuffle=False, collate_fn=PaddingCollator(pad_token_id)
-    )
+    collate = PaddingCollator(pad_token_id, lengths)
+    return DataLoader(rows, batch_size=batch_size, shuffle=False, collate_fn=collate)
 
 
 def _content_fingerprint(*datasets_, column: str) -> str:
@@ -437,10 +448,11 @@ class PosTrainer(Trainer):
         self.sampler = LengthGroupedBatchSampler(
             [len(r["input_ids"]) for r in train_rows], args.batch_size, args.seed
         )
-        collate = PaddingCollator(tokenizer.pad_token_id)
+        self.buckets = bucket_lengths([len(r["input_ids"]) for r in train_rows], args.length_buckets)
+        self.collate = PaddingCollator(tokenizer.pad_token_id, self.buckets)
         self.train_loader, self.eval_loader = accelerator.prepare(
-            DataLoader(train_rows, batch_sampler=self.sampler, collate_fn=collate),
-            eval_loader(dev_rows, args.batch_size, tokenizer.pad_token_id),
+            DataLoader(train_rows, batch_sampler=self.sampler, collate_fn=self.collate),
+            eval_loader(dev_rows, args.batch_size, tokenizer.pad_token_id, self.buckets),
         )
         self.metric = load_metric(accelerator)
         counts = Counter(word for words in train_split["tokens"] for word in words)
@@ -502,6 +514,9 @@ class PosTrainer(Trainer):
             "num_dev_sentences": self.num_sentences[1],
             "baseline_accuracy": self.baseline,
             "num_processes": self.accelerator.num_processes,
+            # Tokens the model processed per real token in this session's training batches.
+            "padding_ratio": self.collate.padded_tokens / max(self.collate.real_tokens, 1),
+            "length_buckets": self.buckets,
             "arguments": {k: v for k, v in vars(args).items()},
         }
 

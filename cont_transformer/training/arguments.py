@@ -30,7 +30,7 @@ RESUMABLE = frozenset(
     {
         "output_dir", "overwrite_output_dir", "resume_from_checkpoint", "max_steps", "eval_steps",
         "save_steps", "save_total_limit", "push_to_hub", "report_to", "logging_steps",
-        "torch_compile", "torch_compile_mode", "compression_report", "do_predict", "data_dir",
+        "torch_compile", "torch_compile_mode", "torch_compile_backend", "length_buckets", "compression_report", "do_predict", "data_dir",
         "train_file", "dev_file", "dataset", "epochs",
     }
 )  # fmt: skip
@@ -104,7 +104,12 @@ class RunArguments:
         default=False, **_help("compile the model with torch.compile (eager where it cannot)")
     )
     torch_compile_mode: str | None = field(
-        default=None, **_help("torch.compile mode (default, reduce-overhead, max-autotune)")
+        default=None,
+        **_help("torch.compile mode: default, reduce-overhead (CUDA graphs), max-autotune "
+                "(default: reduce-overhead on a GPU, default on a CPU)"),
+    )  # fmt: skip
+    torch_compile_backend: str = field(
+        default="inductor", **_help("torch.compile backend (inductor; aot_eager to debug)")
     )
 
     def __post_init__(self):

@@ -58,6 +58,7 @@ from .checkpoints import (
     resume_candidates,
     staging_folder,
 )
+from .compiling import after_refinement, compile_model, compiled_graphs
 from .identity import check_identity, record_identity
 from .outputs import (
     BEST_MODEL_DIR,
@@ -194,6 +195,7 @@ class Trainer:
         self.args = args
         self.started = time.perf_counter()
         self.extra_metrics: dict = {}  # added after training (compression report, test)
+        self.compiled = False
         self.output_dir = Path(args.output_dir)
         resuming = args.resume_from_checkpoint is not None
         tracker = {} if args.report_to == "none" else {
@@ -257,6 +259,10 @@ class Trainer:
             raise CheckpointError(
                 f"{checkpoint} holds K, N_T = {self.state.num_basis}, {self.state.num_steps} but "
                 f"the refinement schedule gives {sizes} at step {self.state.step}"
+            )
+        if args.torch_compile:
+            self.compiled = compile_model(
+                model, accelerator.device, args.torch_compile_backend, args.torch_compile_mode
             )
         self.model, self.optimizer = accelerator.prepare(model, self.build_optimizer(model))
         if checkpoint is not None:
@@ -359,6 +365,8 @@ class Trainer:
                 if state.step >= args.max_steps:
                     break
         progress.close()
+        if self.compiled:
+            self.extra_metrics["compiled_graphs"] = compiled_graphs()
         self.write_metrics()
         if args.compression_report:
             self.extra_metrics["compression"] = self.compression_report()
@@ -414,6 +422,8 @@ class Trainer:
         # Drop Accelerate's references to the old model and optimiser (and to the data
         # loaders, which only stateful loaders would need for save_state; ours are not).
         accelerator.free_memory()
+        if self.compiled:
+            after_refinement()
         self.model, self.optimizer = accelerator.prepare(unwrapped, optimizer)
         self.state.num_basis, self.state.num_steps = _sizes(unwrapped)
 

@@ -1,0 +1,64 @@
+"""``torch.compile`` for training and inference: one graph per input shape, K and N_T.
+
+A continuous model's forward depends on its K and N_T through Python constants (the
+stage terms), so torch.compile specialises on them: a graph per (input shape, K, N_T,
+train/eval). Batches padded to a few lengths (``pad_to_multiple_of``) keep the shapes few;
+after a refinement the old graphs are useless and are dropped (:func:`after_refinement`),
+so the model compiles once per bucket at each K, not once per batch. Where compiling
+cannot work (Inductor on a CPU without a C++ compiler) the model runs eager, with a
+warning.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+
+import torch
+from torch import nn
+
+logger = logging.getLogger(__name__)
+
+# Graphs one compiled forward may hold before Dynamo falls back to eager: shape buckets x
+# train/eval at one K and N_T, with room to spare (Dynamo's default is 8).
+RECOMPILE_LIMIT = 64
+
+
+def compile_problem(device: torch.device, backend: str) -> str | None:
+    """Why ``backend`` cannot compile for ``device`` here, or None if it can."""
+    if backend == "inductor" and device.type == "cpu":
+        compiler = os.environ.get("CXX", "g++")
+        if shutil.which(compiler) is None and shutil.which("c++") is None:
+            return f"Inductor on the CPU needs a C++ compiler ({compiler} not found)"
+    return None
+
+
+def default_mode(device: torch.device) -> str:
+    """CUDA graphs on a GPU (these small models are launch-bound); plain Inductor on a CPU."""
+    return "reduce-overhead" if device.type == "cuda" else "default"
+
+
+def compile_model(
+    model: nn.Module, device: torch.device, backend: str = "inductor", mode: str | None = None
+) -> bool:
+    """Compile ``model``'s forward in place (its parameters, state dict and wrappers stay
+    the same objects); returns False, with a warning, where compiling cannot work."""
+    problem = compile_problem(device, backend)
+    if problem is not None:
+        logger.warning("%s: running eager", problem)
+        return False
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
+    options = {"mode": mode or default_mode(device)} if backend == "inductor" else {}
+    model.compile(backend=backend, dynamic=False, **options)
+    return True
+
+
+def after_refinement() -> None:
+    """Drop the graphs of the old K and N_T (the next batch of each shape compiles anew)."""
+    torch._dynamo.reset()
+
+
+def compiled_graphs() -> int:
+    """Graphs Dynamo has compiled in this process so far."""
+    return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
