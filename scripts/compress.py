@@ -49,6 +49,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--num-threads", type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument("--overwrite", action="store_true", help="replace a non-empty --output-dir")
     parser.add_argument(
+        "--base-model", metavar="REPO_ID",
+        help="the source's Hub id, recorded as the card's base_model (default: its path)",
+    )
+    parser.add_argument(
+        "--torch-compile", action="store_true",
+        help="time source and compressed model compiled with torch.compile (scores are the same)",
+    )
+    parser.add_argument(
         "--push-to-hub", metavar="REPO_ID", help="upload the written folder to the Hub"
     )
     sweep_group = parser.add_argument_group("sweep (paper Fig. 5)")
@@ -112,6 +120,7 @@ def run(args: argparse.Namespace) -> None:
             max_accuracy_drop=args.max_accuracy_drop,
             repeats=args.repeats,
             overwrite=args.overwrite,
+            torch_compile=args.torch_compile,
             progress=lambda r: print(
                 f"{r.grid:>9} {r.basis:>20} K={r.num_basis:<3} N_T={r.num_steps:<3} "
                 + (
@@ -142,7 +151,9 @@ def run(args: argparse.Namespace) -> None:
             eval_file=args.eval_file,
             repeats=args.repeats,
             overwrite=args.overwrite,
+            torch_compile=args.torch_compile,
             state_num_basis=args.state_num_basis,
+            base_model=args.base_model,
         )
         for name, stats in (("source", result.source), ("compressed", result.compressed)):
             accuracy = "–" if stats.accuracy is None else f"{100 * stats.accuracy:.2f}%"

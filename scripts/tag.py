@@ -29,7 +29,7 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("model_dir", help="a save_pretrained folder of a tagger")
+    parser.add_argument("model_dir", help="a save_pretrained folder of a tagger, or a training run's folder")
     parser.add_argument("--input", help="file to tag (default: stdin)")
     parser.add_argument("--input-format", choices=INPUT_FORMATS, default="text",
                         help="text: raw text; lines: a sentence per line; tokens: a sentence "
@@ -44,6 +44,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--device", help="torch device (default: cuda when available)")
     parser.add_argument("--dtype", choices=DTYPES, help="model precision (default: as saved)")
     parser.add_argument("--num-threads", type=int, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--torch-compile", action="store_true", help="compile the model (torch.compile)")
+    parser.add_argument("--torch-compile-mode", help="torch.compile mode (default: reduce-overhead on a GPU)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--evaluate", metavar="GOLD",
                         help="score the output against this CoNLL-U file (needs --output, "
@@ -64,7 +66,8 @@ def run(args: argparse.Namespace) -> None:
         torch.set_num_threads(args.num_threads)
     tagger = Tagger.from_pretrained(
         args.model_dir, device=args.device, dtype=DTYPES.get(args.dtype),
-        language=args.language, batch_size=args.batch_size,
+        language=args.language, batch_size=args.batch_size, torch_compile=args.torch_compile,
+        torch_compile_mode=args.torch_compile_mode,
     )
     gold = ConlluDocument.read(args.evaluate) if args.evaluate else None
     text, name = None, args.input

@@ -179,6 +179,15 @@ def test_order_is_kept_under_length_sorting(tagger):
     assert batches == [[1, 3], [2, 0, 4]]
 
 
+def test_compiled_tagger_tags_like_the_eager_one(tagger):
+    compiled = Tagger(tagger.model, tagger.tokenizer, batch_size=64, torch_compile=True,
+                      torch_compile_backend="aot_eager")  # fmt: skip
+    rng = random.Random(1)
+    sentences = [[rng.choice(WORDS) for _ in range(rng.randint(1, 31))] for _ in range(20)]
+    assert compiled.predict(sentences) == tagger.predict(sentences)
+    assert compiled.forward is not tagger.model
+
+
 def test_words_of_several_tokens_are_tagged_by_their_first():
     vocab = {"[PAD]": 0, "[UNK]": 1, "[ROOT]": 2, "the": 3, "zeb": 4, "##ra": 5, "ran": 6}
     backend = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))

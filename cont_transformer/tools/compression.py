@@ -39,6 +39,7 @@ from ..basis import CHANGE_OF_BASIS_METHODS, get_basis
 from ..choices import check_basis_name, check_count
 from ..families import EvalSet, ModelFamily, forward_batches, get_family
 from ..model_card import CARD_NAME, Evaluation, write_model_card
+from ..training.compiling import compiled
 from ..training.outputs import resolve_model_dir, staged_directory
 from ..transform import change_basis, set_num_steps
 from .benchmarking import Workload, time_interleaved
@@ -264,22 +265,30 @@ class Comparison:
 
 
 def compare(
-    source: torch.nn.Module, model: torch.nn.Module, eval_set: EvalSet, repeats: int = 3
+    source: torch.nn.Module, model: torch.nn.Module, eval_set: EvalSet, repeats: int = 3,
+    torch_compile: bool = False,
 ) -> Comparison:
     """Score ``model`` on ``eval_set``, then time its inference pass against ``source``'s.
 
     The two alternate pass by pass (``benchmarking.time_interleaved``), so load on a
     shared machine hits both alike; the scoring pass is ``model``'s warm-up (the caller
     has run ``source`` before). Timing-only data gets one warm-up pass each.
+    ``torch_compile`` times both compiled (``torch.compile``, after a warm-up pass that
+    compiles every shape); the scores come from the models as they are.
     """
     check_count("repeats", repeats)
     accuracy = eval_set.accuracy(model)
+    device = next(model.parameters()).device
+    timed_model, timed_source = (
+        (compiled(model, device, dynamic=True), compiled(source, device, dynamic=True))
+        if torch_compile else (model, source)
+    )  # fmt: skip
     times, source_times = time_interleaved(
-        Workload("compressed", partial(eval_set.forward, model)),
-        Workload("source", partial(eval_set.forward, source)),
-        warmup=0 if accuracy is not None else 1,
+        Workload("compressed", partial(eval_set.forward, timed_model)),
+        Workload("source", partial(eval_set.forward, timed_source)),
+        warmup=0 if accuracy is not None and not torch_compile else 1,
         repeats=repeats,
-        device=next(model.parameters()).device,
+        device=device,
     )
     speedup = statistics.median(s / t for s, t in zip(source_times, times))
     return Comparison(model_stats(model, accuracy, statistics.median(times)), speedup, source_times)
@@ -471,6 +480,7 @@ def compress(
     repeats: int = 3,
     overwrite: bool = False,
     state_num_basis: int | None = None,
+    torch_compile: bool = False,
     base_model: str | None = None,
 ) -> CompressionResult:
     """Compress the model in ``model_dir`` and write it to ``output_dir``.
@@ -479,8 +489,8 @@ def compress(
     target; ``method`` is ``"projection"`` or ``"interpolation"``; ``state_num_basis``
     gives the running statistics of an image model their own K (default: the new K);
     ``base_model``: the source's Hub id, for the card's ``base_model`` lineage.
-    With ``eval_file``
-    both models are scored on it and timed on it, otherwise timed on random input.
+    With ``eval_file`` both models are scored on it and timed on it, otherwise timed on
+    random input; ``torch_compile`` times them compiled.
     The folder is written atomically; bad arguments raise ``ValueError`` before
     anything is written, and the source folder is never modified.
     """
@@ -494,7 +504,7 @@ def compress(
     )
     source_accuracy = eval_set.accuracy(source.model)
     model = compressed_copy(source.model, basis, num_basis, num_steps, method, state_num_basis)
-    comparison = compare(source.model, model, eval_set, repeats)
+    comparison = compare(source.model, model, eval_set, repeats, torch_compile)
     before = model_stats(
         source.model, source_accuracy, statistics.median(comparison.source_seconds)
     )

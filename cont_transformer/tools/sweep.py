@@ -311,6 +311,7 @@ def sweep(
     repeats: int = 3,
     overwrite: bool = False,
     progress: Callable[[SweepRow], object] | None = None,
+    torch_compile: bool = False,
 ) -> SweepResult:
     """Sweep the model in ``model_dir`` (see :func:`sweep_points`) on ``eval_file``.
 
@@ -347,7 +348,7 @@ def sweep(
     comparisons = []
     for grid, basis, k, n in points:
         model = compressed_copy(source.model, basis, k, n, method, states_for(grid))
-        comparisons.append(compare(source.model, model, eval_set, repeats))
+        comparisons.append(compare(source.model, model, eval_set, repeats, torch_compile))
         if progress is not None:
             progress(SweepRow.from_stats(grid, method, comparisons[-1], source_stats))
     # The source was timed beside every point: its time is the median over the whole run.

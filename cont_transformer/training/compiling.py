@@ -54,6 +54,22 @@ def compile_model(
     return True
 
 
+def compiled(
+    model: nn.Module, device: torch.device, backend: str = "inductor", mode: str | None = None,
+    dynamic: bool | None = None,
+) -> nn.Module:
+    """A compiled wrapper of ``model`` for inference (``model`` itself is untouched), or
+    ``model`` with a warning where compiling cannot work. ``dynamic=True`` suits inputs
+    whose shapes vary from call to call (batches of whole sentences)."""
+    problem = compile_problem(device, backend)
+    if problem is not None:
+        logger.warning("%s: running eager", problem)
+        return model
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
+    options = {"mode": mode or default_mode(device)} if backend == "inductor" else {}
+    return torch.compile(model, backend=backend, dynamic=dynamic, **options)
+
+
 def after_refinement() -> None:
     """Drop the graphs of the old K and N_T (the next batch of each shape compiles anew)."""
     torch._dynamo.reset()
