@@ -1,7 +1,7 @@
 """Benchmark continuous models against their discrete baselines, in one process.
 
     python scripts/benchmark.py [--quick] [--output-dir DIR] [--num-threads N] [--only NAME ...]
-                                [--compile-mode MODE]
+                                [--compile-mode MODE] [--training-steps N --ud-dir DIR]
 
 Measures (each a ratio to a baseline run in the same process; targets in brackets):
 1. training step, Euler, piecewise constant, K = N_T = L, against a plain pre-LayerNorm
@@ -14,7 +14,9 @@ Measures (each a ratio to a baseline run in the same process; targets in bracket
    discrete pre-activation ResNet [<= 1.15];
 7. peak memory of the training steps of 1, 3 and 6, and of the inference of 4 [<= 1.10];
 8. activation checkpointing at K = N_T = 64: training step time [<= 1.4] and peak memory
-   [<= 0.5] against the same step without.
+   [<= 0.5] against the same step without;
+9. with --training-steps N: whole training, the GUM recipe's first N steps (refinements
+   included), compiled against eager [<= 1.00].
 Measures 1 (L = 8), 2 (L = 8), 4 and 6 also run with candidate and baseline both compiled
 (torch.compile, --compile-mode; "none" skips them). Compiling takes minutes per model
 on a CPU.
@@ -43,6 +45,7 @@ from cont_transformer.tools.benchmarking import (
     transformer_cases,
     write_report,
 )
+from cont_transformer.tools.training_benchmark import training_throughput_cases
 from image_models.benchmarking import compiled_resnet_cases, resnet_cases
 
 
@@ -53,6 +56,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--num-threads", type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run only cases whose name contains one of these")
+    parser.add_argument(
+        "--training-steps", type=int, default=0,
+        help="measure 9: train the GUM recipe's first N steps eager and compiled (UD data from "
+        "--ud-dir or $UD_DIR, else the sample treebank); 0 skips it",
+    )
+    parser.add_argument("--ud-dir", help="folder of UD release folders for measure 9")
     parser.add_argument(
         "--compile-mode",
         help="torch.compile mode of the compiled cases, or none to skip them "
@@ -73,6 +82,8 @@ def main(argv: list[str] | None = None) -> None:
     if compile_mode != "none":
         cases += compiled_transformer_cases(mode, device, compile_mode)
         cases += compiled_resnet_cases(mode, device, compile_mode)
+        if args.training_steps:
+            cases += training_throughput_cases(args.training_steps, args.ud_dir, device, compile_mode)
     if args.only:
         cases = [case for case in cases if any(name in case.name for name in args.only)]
     machine = machine_info(device)

@@ -75,6 +75,14 @@ class Workload:
     resident: Callable[[], Iterable[torch.Tensor]] = lambda: ()
 
 
+@dataclass(frozen=True)
+class Settings:
+    """How many unmeasured warm-up runs and measured repeats each timing makes."""
+
+    warmup: int
+    repeats: int
+
+
 @dataclass
 class Case:
     """One comparison: ``build()`` returns ``(candidate, baseline)`` workloads.
@@ -93,14 +101,7 @@ class Case:
     metric: str = "time"
     quantity: str = "ratio"
     sizes: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Settings:
-    """How many unmeasured warm-up runs and measured repeats each timing makes."""
-
-    warmup: int
-    repeats: int
+    settings: Settings | None = None  # instead of the run's (e.g. one run of a long workload)
 
 
 QUICK = Settings(warmup=1, repeats=3)
@@ -218,6 +219,7 @@ def _quartiles(values: list[float]) -> list[float]:
 def run_case(case: Case, settings: Settings, device: torch.device) -> dict:
     """Measure one case; returns its JSON entry (``ratio``, ``target``, ``pass``, …)."""
     candidate, baseline = case.build()
+    settings = case.settings or settings
     if case.metric == "time":
         candidate_times, baseline_times = time_interleaved(
             candidate, baseline, warmup=settings.warmup, repeats=settings.repeats, device=device
