@@ -89,7 +89,7 @@ class ImageTrainingArguments(RunArguments):
         default=None, **_help("an epoch is a fresh random draw of this many training images")
     )
     max_eval_samples: int | None = field(
-        default=None, **_help("score only this many validation / test images")
+        default=None, **_help("score only this many validation images each epoch (the test split is scored in full, once)")
     )
     max_steps: int = field(default=1, **_help("set from --epochs (do not give)"))
 
@@ -185,7 +185,7 @@ def load_split_tensors(args: ImageTrainingArguments):
     train_split, validation = hold_out(train_images, train_labels, args.validation_size)
     train_split = subset(*train_split, args.max_train_samples, args.seed)
     validation = subset(*validation, args.max_eval_samples, VALIDATION_SEED)
-    test = subset(*to_tensors(data["test"]), args.max_eval_samples, VALIDATION_SEED)
+    test = to_tensors(data["test"])  # scored once, in full
     return train_split, validation, test, data["train"].features["label"].names
 
 
