@@ -13,6 +13,9 @@ from .basis import BASES
 from .integrators import SCHEMES
 
 POSITION_ENCODINGS = ("sinusoidal", "learned")
+# See word_representation.py: the paper's word embeddings, word embeddings plus a
+# character CNN over the spelling, and the character CNN alone.
+WORD_REPRESENTATIONS = ("word", "word+chars", "chars")
 ACTIVATIONS = ("gelu", "relu")
 
 
@@ -55,6 +58,20 @@ class ContTransformerConfig(PreTrainedConfig):
         time_horizon: T, the end of depth-time. With Euler, piecewise constant and
             K = N_T = T the model is exactly a pre-LayerNorm encoder of K layers.
         pad_token_id: id of ``[PAD]``; its embedding is kept at zero.
+        unk_token_id: id of ``[UNK]``: the word channel of unknown words and of dropped
+            words (word dropout); needed by the spelling representations and by word
+            dropout.
+        word_representation: how a word becomes a vector (``word_representation.py``):
+            ``"word"`` (the paper: one embedding per vocabulary word, unknown words are
+            ``[UNK]``), ``"word+chars"`` (the word embedding plus a character CNN over the
+            spelling, read from ``input_ids``) or ``"chars"`` (the character CNN alone).
+        char_vocab_size: characters of the character CNN's alphabet, the 3 reserved
+            (padding, word start, word end) included; set it from the tokenizer.
+        char_embedding_size: width of the character embeddings.
+        char_hidden_size: filters of the character convolution.
+        char_kernel_size: width (odd) of the character convolution.
+        max_word_length: characters of a word the CNN reads; a longer word keeps its
+            first and last ones.
 
     Tags go in ``id2label`` / ``label2id`` (their size sets ``num_labels``).
 
@@ -86,6 +103,15 @@ class ContTransformerConfig(PreTrainedConfig):
     scheme: str = "euler"
     time_horizon: float | int = 1.0
     pad_token_id: int | None = 0
+    unk_token_id: int | None = None
+    # "word" here so that configs saved before the field existed load as what they are;
+    # the trainer's default is "word+chars".
+    word_representation: str = "word"
+    char_vocab_size: int = 256
+    char_embedding_size: int = 32
+    char_hidden_size: int = 128
+    char_kernel_size: int = 3
+    max_word_length: int = 20
 
     def __post_init__(self, **kwargs):
         if self.num_steps is None:
@@ -95,6 +121,7 @@ class ContTransformerConfig(PreTrainedConfig):
         # wraps the same checks in huggingface_hub's validation error.
         self.validate_continuous_choices()
         self.validate_encoder()
+        self.validate_word_representation()
 
     def validate_continuous_choices(self):
         """Basis, K, N_T, scheme and T name registered choices with valid sizes."""
@@ -134,8 +161,27 @@ class ContTransformerConfig(PreTrainedConfig):
             raise ValueError(f"layer_norm_eps: must be positive, got {self.layer_norm_eps}")
         if not self.initializer_range > 0:
             raise ValueError(f"initializer_range: must be positive, got {self.initializer_range}")
-        if self.pad_token_id is not None and not 0 <= self.pad_token_id < self.vocab_size:
-            raise ValueError(f"pad_token_id: must lie in [0, vocab_size), got {self.pad_token_id}")
+        for name in ("pad_token_id", "unk_token_id"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value < self.vocab_size:
+                raise ValueError(f"{name}: must lie in [0, vocab_size), got {value}")
+
+    def validate_word_representation(self):
+        """The word representation is known, and the character CNN's sizes are valid."""
+        if self.word_representation not in WORD_REPRESENTATIONS:
+            raise ValueError(
+                f"word_representation: choose one of {WORD_REPRESENTATIONS}, "
+                f"got {self.word_representation!r}"
+            )
+        if self.word_representation == "word":
+            return
+        if self.unk_token_id is None:
+            raise ValueError(f"unk_token_id: needed by word_representation={self.word_representation!r}")
+        for name in ("char_vocab_size", "char_embedding_size", "char_hidden_size",
+                     "char_kernel_size", "max_word_length"):
+            _check_count(name, getattr(self, name))
+        if self.char_kernel_size % 2 == 0:
+            raise ValueError(f"char_kernel_size: must be odd, got {self.char_kernel_size}")
 
 
 def _check_count(name: str, value) -> None:

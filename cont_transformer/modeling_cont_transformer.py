@@ -1,9 +1,12 @@
-"""The continuous-in-depth transformer encoder (DESIGN §6) as a Hugging Face model.
+"""The continuous-in-depth transformer encoder (docs/design.md) as a Hugging Face model.
 
-Word embeddings plus a position encoding feed one :class:`OdeBlock` whose rate is a
-pre-LayerNorm encoder unit, ``dx/dt = a + MLP(LayerNorm(x + a))`` with
-``a = SelfAttention(LayerNorm(x))``; a final LayerNorm closes the encoder, and a
-Linear layer over the tags makes the token classifier.
+One vector per word (the word embedding, and with ``"word+chars"`` a character CNN over
+the spelling: ``word_representation.py``) plus a position encoding feed one
+:class:`OdeBlock` whose rate is a pre-LayerNorm encoder unit,
+``dx/dt = a + MLP(LayerNorm(x + a))`` with ``a = SelfAttention(LayerNorm(x))``; a final
+LayerNorm closes the encoder, whose output is mapped back onto the tokens (every piece
+of a word gets the word's vector), and a Linear layer over the tags makes the token
+classifier.
 
 Every import of this package's own modules is a relative ``from .module import name``:
 ``save_pretrained`` copies exactly the files found that way, so a saved folder loads
@@ -25,6 +28,7 @@ from transformers.modeling_outputs import BaseModelOutput, TokenClassifierOutput
 from .configuration_cont_transformer import ContTransformerConfig
 from .model_card import write_model_card
 from .ode_block import Coefficients, OdeBlock
+from .word_representation import WordRepresentation, WordVectors
 
 
 def sinusoidal_positions(seq_len: int, dim: int, device=None, dtype=None) -> torch.Tensor:
@@ -41,30 +45,33 @@ def sinusoidal_positions(seq_len: int, dim: int, device=None, dtype=None) -> tor
     return encoding.to(dtype)
 
 
-class ContTransformerEmbeddings(nn.Module):
-    """Word embeddings plus a sinusoidal or learned position encoding, then dropout."""
+class ContTransformerEmbeddings(WordRepresentation):
+    """The input representation (one vector per word, see :class:`WordRepresentation`) plus
+    a sinusoidal or learned encoding of the word positions, then dropout."""
 
     def __init__(self, config: ContTransformerConfig):
-        super().__init__()
-        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, config.pad_token_id)
+        super().__init__(config)
         if config.position_encoding == "learned":
             self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
         self.max_positions = config.max_position_embeddings
 
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """``input_ids`` ``(batch, seq)`` -> embeddings ``(batch, seq, hidden)``."""
-        seq_len = input_ids.shape[1]
-        if seq_len > self.max_positions:
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> WordVectors:
+        """``input_ids``, ``attention_mask`` ``(batch, seq)`` -> :class:`WordVectors` whose
+        ``vectors`` ``(batch, words, hidden)`` are the encoder's input."""
+        words = super().forward(input_ids, attention_mask)
+        vectors = words.vectors  # (batch, words, hidden)
+        num_words = vectors.shape[1]
+        if num_words > self.max_positions:
             raise ValueError(
-                f"sequence of {seq_len} tokens is longer than max_position_embeddings={self.max_positions}"
+                f"sequence of {num_words} words (root included) is longer than "
+                f"max_position_embeddings={self.max_positions}"
             )
-        words = self.word_embeddings(input_ids)  # (batch, seq, hidden)
         if hasattr(self, "position_embeddings"):
-            positions = self.position_embeddings.weight[:seq_len]  # (seq, hidden)
+            positions = self.position_embeddings.weight[:num_words]  # (words, hidden)
         else:
-            positions = sinusoidal_positions(seq_len, words.shape[-1], words.device, words.dtype)
-        return self.dropout(words + positions)
+            positions = sinusoidal_positions(num_words, vectors.shape[-1], vectors.device, vectors.dtype)
+        return WordVectors(self.dropout(vectors + positions), words.mask, words.token_words)
 
 
 class ContTransformerSelfAttention(nn.Module):
@@ -151,6 +158,8 @@ class ContTransformerPreTrainedModel(PreTrainedModel):
         elif issubclass(kind, nn.LayerNorm):
             nn.init.ones_(module.weight)
             nn.init.zeros_(module.bias)
+        elif issubclass(kind, nn.Conv1d):
+            module.reset_parameters()  # PyTorch's fan-in scaling: the character CNN's input
         elif issubclass(kind, nn.Embedding):
             nn.init.normal_(module.weight, mean=0.0, std=std)
             # A loaded weight is flagged; its slice would not be, so check here.
@@ -158,12 +167,13 @@ class ContTransformerPreTrainedModel(PreTrainedModel):
                 module.weight[module.padding_idx].zero_()
 
     def num_parameters_split(self) -> dict[str, int]:
-        """Parameter counts: ``embedding`` (word and learned position embeddings),
-        ``non_embedding`` (the ODE block's coefficients, LayerNorms, classifier: the
-        part compression acts on) and ``total``."""
+        """Parameter counts: ``embedding`` (the input representation: word embeddings, the
+        character CNN, learned position embeddings), ``non_embedding`` (the ODE block's
+        coefficients, LayerNorms, classifier: the part compression acts on) and ``total``."""
         total = self.num_parameters()
-        non_embedding = self.num_parameters(exclude_embeddings=True)
-        return {"embedding": total - non_embedding, "non_embedding": non_embedding, "total": total}
+        embeddings = next(m for m in self.modules() if isinstance(m, ContTransformerEmbeddings))
+        embedding = sum(p.numel() for p in embeddings.parameters())
+        return {"embedding": embedding, "non_embedding": total - embedding, "total": total}
 
     @classmethod
     def _finalize_model_loading(cls, model, load_config, loading_info):
@@ -228,12 +238,16 @@ class ContTransformerModel(ContTransformerPreTrainedModel):
     ) -> BaseModelOutput:
         """``input_ids`` ``(batch, seq)``; ``attention_mask`` ``(batch, seq)``, 1 at real tokens
         and 0 at padding (padded keys get no attention). Returns ``last_hidden_state``
-        ``(batch, seq, hidden)``."""
-        x = self.embeddings(input_ids)  # (batch, seq, hidden)
-        if attention_mask is not None:
-            attention_mask = attention_mask.bool()[:, None, None, :]  # (batch, 1, 1, seq)
-        x = self.encoder(x, attention_mask=attention_mask)  # (batch, seq, hidden)
-        return BaseModelOutput(last_hidden_state=self.final_norm(x))
+        ``(batch, seq, hidden)``: per token, its word's encoding."""
+        words = self.embeddings(input_ids, attention_mask)
+        mask = words.mask
+        if mask is not None:
+            mask = mask.bool()[:, None, None, :]  # (batch, 1, 1, words)
+        x = self.final_norm(self.encoder(words.vectors, attention_mask=mask))  # (batch, words, hidden)
+        if words.token_words is not None:
+            index = words.token_words[..., None].expand(-1, -1, x.shape[-1])  # (batch, seq, hidden)
+            x = x.gather(1, index)
+        return BaseModelOutput(last_hidden_state=x)
 
 
 class ContTransformerForTokenClassification(ContTransformerPreTrainedModel):

@@ -89,15 +89,25 @@ def parse_args(argv=None) -> argparse.Namespace:
     flag("attention_probs_dropout_prob", "dropout on attention probabilities", type=float)
     flag("position_encoding", "position encoding", choices=["sinusoidal", "learned"])
     flag(
+        "word_representation",
+        "word+chars: word embeddings plus a character CNN over the spelling; word: the "
+        "paper's word-only model; chars: the character CNN alone",
+        choices=["word+chars", "word", "chars"],
+    )
+    flag("char_embedding_size", "character embedding width", type=int)
+    flag("char_hidden_size", "character CNN filters", type=int)
+    flag("char_kernel_size", "character CNN width (odd)", type=int)
+    flag("max_word_length", "characters of a word the CNN reads (first and last)", type=int)
+    flag(
         "max_length",
-        "longest training sequence in tokens, root included (longer: truncated; "
+        "longest training sentence in words, root included (longer: truncated; "
         "evaluation scores long sentences in full, in windows)",
         type=int,
     )
     flag(
         "word_dropout",
-        "alpha: a training word seen c times becomes [UNK] with probability "
-        "alpha/(alpha+c); 0: off",
+        "alpha: the word channel of a training word seen c times becomes [UNK] with "
+        "probability alpha/(alpha+c), its spelling stays; 0: off",
         type=float,
     )
     flag("eval_steps", "evaluate on dev every N steps", type=int)

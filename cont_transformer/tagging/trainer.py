@@ -22,11 +22,14 @@ Decisions worth knowing:
   each new coefficient like its parent instead of restarting Adam's noisy, full-size
   first steps. The learning rate is a pure function of the step, so its schedule
   carries on where it was.
-* Unknown words. Word dropout replaces a training word seen ``c`` times by ``[UNK]``
-  with probability ``α / (α + c)`` (``word_dropout`` is α), so ``[UNK]`` learns to
-  stand for rare words, which is what unknown dev/test words are. On English-GUM a
-  uniform rate taught ``[UNK]`` the average word's tags (determiners, prepositions) and
-  scored worse on the 7.4% of dev words unseen in train.
+* Unknown words. The default representation, ``"word+chars"``, reads every word's
+  spelling (a spelling tokenizer, and the model's character CNN; ``"word"`` is the
+  paper's word-only model). Word dropout replaces the word channel of a training word
+  seen ``c`` times by ``[UNK]`` with probability ``α / (α + c)`` (``word_dropout`` is α;
+  the model applies it in training mode, from per-id probabilities set here), so
+  ``[UNK]`` learns to stand for rare words, which is what unknown dev/test words are. On
+  English-GUM a uniform rate taught ``[UNK]`` the average word's tags (determiners,
+  prepositions) and scored worse on the 7.4% of dev words unseen in train.
 * Exact resumption. The data order of an epoch depends only on ``(seed, epoch)``, and
   before every optimiser step torch's RNG is seeded from ``(seed, step, process)``
   (dropout, word dropout). A run resumed from a checkpoint therefore replays the
@@ -35,7 +38,9 @@ Decisions worth knowing:
   those shapes (by replaying the refinements) before ``load_state``.
 * Metrics. Dev predictions are gathered across processes with ``gather_for_metrics``,
   so every dev word and sentence counts exactly once; accuracy is over words, and a
-  gold tag unseen in train counts as an error (see ``data.UNSEEN_TAG``).
+  gold tag unseen in train counts as an error (see ``data.UNSEEN_TAG``). It is also
+  split over the words seen in train and those not (``accuracy_seen``,
+  ``accuracy_unseen``).
 * Long sentences: truncated for training, scored in full in windows for evaluation
   (see :mod:`.batching`).
 """
@@ -51,7 +56,7 @@ import shutil
 import sys
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,7 +70,7 @@ from tqdm.auto import tqdm
 from transformers import AutoTokenizer
 
 from ..basis import apply_matrix, change_of_basis_matrix
-from ..configuration_cont_transformer import ContTransformerConfig
+from ..configuration_cont_transformer import WORD_REPRESENTATIONS, ContTransformerConfig
 from ..model_card import write_model_card
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..ode_block import Coefficients, OdeBlock
@@ -77,7 +82,6 @@ from .batching import (
     PaddingCollator,
     encode_for_evaluation,
     encode_for_training,
-    word_dropout,
     word_dropout_probabilities,
 )
 from .data import (
@@ -89,7 +93,7 @@ from .data import (
     most_frequent_tag_baseline,
 )
 from .metrics import load_token_accuracy
-from .tokenization import build_tokenizer
+from .tokenization import build_tokenizer, spelling_tables
 
 logger = logging.getLogger(__name__)
 
@@ -126,10 +130,16 @@ class TrainingArguments:
         hidden_size, num_attention_heads, intermediate_size, hidden_act,
         hidden_dropout_prob, attention_probs_dropout_prob, position_encoding: the
             encoder, as in ``ContTransformerConfig``.
-        max_length: longest training sequence in tokens (root included); also the
+        word_representation: ``"word+chars"`` (word embeddings plus a character CNN over
+            the spelling, with a spelling tokenizer), ``"word"`` (the paper's word-only
+            model) or ``"chars"`` (the character CNN alone); see ``ContTransformerConfig``.
+        char_embedding_size, char_hidden_size, char_kernel_size, max_word_length: the
+            character CNN, as in ``ContTransformerConfig``.
+        max_length: longest training sentence in words (root included); also the
             model's ``max_position_embeddings`` and its evaluation window.
-        word_dropout: α of the frequency-aware word dropout: a training word seen ``c``
-            times in train becomes ``[UNK]`` with probability ``α / (α + c)`` (α = 1: half
+        word_dropout: α of the frequency-aware word dropout: the word channel of a training
+            word seen ``c`` times in train becomes ``[UNK]`` with probability
+            ``α / (α + c)`` (α = 1: half
             the singletons, 9% of words seen 10 times; best of 0.25, 1 and 2 on
             English-GUM); 0 turns it off.
         eval_steps: evaluate on dev every this many steps (and at the end).
@@ -165,6 +175,11 @@ class TrainingArguments:
     hidden_dropout_prob: float = 0.1
     attention_probs_dropout_prob: float = 0.1
     position_encoding: str = "sinusoidal"
+    word_representation: str = "word+chars"
+    char_embedding_size: int = 32
+    char_hidden_size: int = 128
+    char_kernel_size: int = 3
+    max_word_length: int = 20
     max_length: int = 128
     word_dropout: float = 1.0
     eval_steps: int = 1000
@@ -186,6 +201,11 @@ class TrainingArguments:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.word_dropout < 0:
             raise ValueError(f"word_dropout must be >= 0, got {self.word_dropout}")
+        if self.word_representation not in WORD_REPRESENTATIONS:
+            raise ValueError(
+                f"word_representation must be one of {WORD_REPRESENTATIONS}, "
+                f"got {self.word_representation!r}"
+            )
         if self.refine_steps and self.refine_steps[-1] >= self.max_steps:
             logger.warning(
                 "refine_steps %s reach past max_steps=%d: this run ends below num_basis=%d "
@@ -377,27 +397,57 @@ def evaluate(
 
     Predictions are gathered from all processes (``gather_for_metrics`` drops the rows
     Accelerate repeats to even out the last batch), so every word counts once.
-    Returns ``accuracy``, ``num_words`` and ``num_sentences``.
+    Returns ``accuracy``, ``num_words`` and ``num_sentences``; with batches that carry
+    ``unseen`` (see ``encode_for_evaluation``), also ``accuracy_seen``,
+    ``accuracy_unseen`` and ``num_unseen_words``.
     """
     was_training = model.training
     model.eval()
     num_sentences = 0
+    split = torch.zeros(4, dtype=torch.long)  # correct seen, seen, correct unseen, unseen
+    has_split = False
     for batch in dataloader:
+        has_split |= "unseen" in batch
         logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-        predictions = accelerator.pad_across_processes(
-            logits.argmax(-1), dim=1, pad_index=IGNORE_INDEX
+        predictions, labels, unseen = (
+            accelerator.pad_across_processes(tensor, dim=1, pad_index=pad)
+            for tensor, pad in (
+                (logits.argmax(-1), IGNORE_INDEX),
+                (batch["labels"], IGNORE_INDEX),
+                (batch.get("unseen", torch.zeros_like(batch["labels"])), 0),
+            )
         )
-        labels = accelerator.pad_across_processes(batch["labels"], dim=1, pad_index=IGNORE_INDEX)
-        predictions, labels, starts = accelerator.gather_for_metrics(
-            (predictions, labels, batch["sentence_start"])
+        predictions, labels, unseen, starts = accelerator.gather_for_metrics(
+            (predictions, labels, unseen, batch["sentence_start"])
         )
         scored = labels != IGNORE_INDEX
         metric.add_batch(
             predictions=predictions[scored].tolist(), references=labels[scored].tolist()
         )
         num_sentences += int(starts.sum())
+        split += _seen_unseen_counts(predictions, labels, unseen.bool())
     model.train(was_training)
-    return {**metric.compute(), "num_sentences": num_sentences}
+    result = {**metric.compute(), "num_sentences": num_sentences}
+    correct_seen, seen, correct_unseen, num_unseen = split.tolist()
+    if has_split:
+        result.update(
+            accuracy_seen=correct_seen / seen if seen else None,
+            accuracy_unseen=correct_unseen / num_unseen if num_unseen else None,
+            num_unseen_words=num_unseen,
+        )
+    return result
+
+
+def _seen_unseen_counts(
+    predictions: torch.Tensor, labels: torch.Tensor, unseen: torch.Tensor
+) -> torch.Tensor:
+    """``[correct seen, seen, correct unseen, unseen]`` scored words of a batch ``(batch, seq)``."""
+    scored = labels != IGNORE_INDEX
+    correct = scored & (predictions == labels)
+    return torch.stack(
+        [(correct & ~unseen).sum(), (scored & ~unseen).sum(), (correct & unseen).sum(),
+         (scored & unseen).sum()]
+    ).cpu()
 
 
 def make_accelerator() -> Accelerator:
@@ -467,8 +517,28 @@ def push_folder_to_hub(folder: str | os.PathLike, repo_id: str) -> str:
 # --- training -----------------------------------------------------------------------------
 
 
+def _spelling(
+    args: TrainingArguments, tokenizer, words: Collection[str]
+) -> tuple[dict[str, torch.Tensor] | None, int]:
+    """The spelling tables a spelling representation needs (None for ``"word"``) and the
+    size of its character alphabet."""
+    if args.word_representation == "word":
+        return None, ContTransformerConfig.char_vocab_size
+    return spelling_tables(tokenizer, words, args.max_word_length)
+
+
+def _set_input_representation(
+    model, spelling: dict | None, tokenizer, counts: Mapping[str, int], alpha: float
+) -> None:
+    """Give a new model its spelling tables and its word-dropout probabilities."""
+    embeddings = model.cont_transformer.embeddings
+    if spelling is not None:
+        embeddings.set_spelling(**spelling)
+    embeddings.set_word_dropout(word_dropout_probabilities(tokenizer, counts, alpha))
+
+
 def _model_config(
-    args: TrainingArguments, tokenizer, label_names: Sequence[str]
+    args: TrainingArguments, tokenizer, label_names: Sequence[str], char_vocab_size: int
 ) -> ContTransformerConfig:
     schedule = args.refinement_schedule
     return ContTransformerConfig(
@@ -487,6 +557,13 @@ def _model_config(
         scheme=args.scheme,
         time_horizon=args.time_horizon,
         pad_token_id=tokenizer.pad_token_id,
+        unk_token_id=tokenizer.unk_token_id,
+        word_representation=args.word_representation,
+        char_vocab_size=char_vocab_size,
+        char_embedding_size=args.char_embedding_size,
+        char_hidden_size=args.char_hidden_size,
+        char_kernel_size=args.char_kernel_size,
+        max_word_length=args.max_word_length,
         id2label=dict(enumerate(label_names)),
         label2id={name: i for i, name in enumerate(label_names)},
     )
@@ -538,8 +615,11 @@ class PosTrainer:
                     f"treebank {args.treebank!r} has no {split!r} split (found {sorted(data)})"
                 )
         train_split, dev_split = data["train"], data["validation"]
+        counts = Counter(word for words in train_split["tokens"] for word in words)
         self.tokenizer = tokenizer = build_tokenizer(
-            _vocabulary(train_split), model_max_length=args.max_length
+            _vocabulary(train_split),
+            model_max_length=args.max_length,
+            spelling=args.word_representation != "word",
         )
         train_rows, num_cut = encode_for_training(
             tokenizer, train_split["tokens"], train_split[args.tag_column], args.max_length
@@ -551,7 +631,7 @@ class PosTrainer:
                 num_cut,
             )
         dev_rows = encode_for_evaluation(
-            tokenizer, dev_split["tokens"], dev_split[args.tag_column], args.max_length
+            tokenizer, dev_split["tokens"], dev_split[args.tag_column], args.max_length, counts
         )
         self.summary = {
             "treebank": args.treebank,
@@ -567,7 +647,11 @@ class PosTrainer:
 
         torch.manual_seed(args.seed)
         label_names = train_split.features[args.tag_column].feature.names
-        model = ContTransformerForTokenClassification(_model_config(args, tokenizer, label_names))
+        spelling, char_vocab_size = _spelling(args, tokenizer, counts)
+        model = ContTransformerForTokenClassification(
+            _model_config(args, tokenizer, label_names, char_vocab_size)
+        )
+        _set_input_representation(model, spelling, tokenizer, counts, args.word_dropout)
         checkpoint = None
         num_basis, num_steps = _sizes(model)
         self.state = TrainerState(num_basis=num_basis, num_steps=num_steps)
@@ -601,10 +685,6 @@ class PosTrainer:
             accelerator.load_state(str(checkpoint))
             logger.info("resumed from %s at step %d", checkpoint, self.state.step)
         self.metric = _load_metric(accelerator)
-        counts = Counter(word for words in train_split["tokens"] for word in words)
-        self.drop_probabilities = word_dropout_probabilities(
-            tokenizer, counts, args.word_dropout
-        ).to(accelerator.device)
         self.local_tokens = torch.zeros((), dtype=torch.long, device=accelerator.device)
 
     def run(self) -> dict:
@@ -682,11 +762,10 @@ class PosTrainer:
         )
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
-        input_ids = word_dropout(
-            batch["input_ids"], self.drop_probabilities, self.tokenizer.unk_token_id
-        )
         loss = self.model(
-            input_ids=input_ids, attention_mask=batch["attention_mask"], labels=batch["labels"]
+            input_ids=batch["input_ids"],
+            attention_mask=batch["attention_mask"],
+            labels=batch["labels"],
         ).loss
         self.accelerator.backward(loss)
         self.optimizer.step()
