@@ -143,6 +143,8 @@ class ContTransformerPreTrainedModel(PreTrainedModel):
     config_class = ContTransformerConfig
     base_model_prefix = "cont_transformer"
     _supports_sdpa = True
+    # Word-only models saved before word dropout moved into the model have no such buffer.
+    _keys_to_ignore_on_load_missing = (r"embeddings\.word_dropout$",)
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
@@ -150,6 +152,10 @@ class ContTransformerPreTrainedModel(PreTrainedModel):
         unit LayerNorms. The ODE block's coefficient containers are initialised like
         the template module they mirror, every K slice with its own draw."""
         std = self.config.initializer_range
+        if isinstance(module, WordRepresentation) and not getattr(
+            module.word_dropout, "_is_hf_initialized", False
+        ):
+            module.word_dropout.zero_()  # no word dropout unless training sets it
         kind = module.template_cls if isinstance(module, Coefficients) else type(module)
         if issubclass(kind, nn.Linear):
             nn.init.normal_(module.weight, mean=0.0, std=std)

@@ -288,25 +288,41 @@ class WordRepresentation(nn.Module):
             input_ids, token_mask, starts, token_words, num_words,
             self.piece_characters, self.piece_lengths,
         )  # (batch, words, C + 2)
-        vectors = self.characters(characters.flatten(0, 1)).view(batch, num_words, -1)
+        first, single = self._first_pieces(input_ids, token_mask, starts, token_words, num_words)
+        # Padding slots are spelled like [PAD] (nothing): one key with it.
+        keyed = single | ~mask.bool()
+        vectors = self._spelling_vectors(characters.flatten(0, 1), first.flatten(), keyed.flatten())
+        vectors = vectors.view(batch, num_words, -1)  # (batch, words, hidden)
         if self.kind == "word+chars":
-            vectors = vectors + self.word_embeddings(
-                self._word_ids(input_ids, token_mask, starts, token_words, num_words)
-            )
+            own = self.whole_word[first] & single
+            ids = torch.where(own, first, self.unk_token_id)  # (batch, words)
+            vectors = vectors + self.word_embeddings(self._drop_words(ids))
         return WordVectors(vectors, mask, token_words)
 
-    def _word_ids(self, input_ids, token_mask, starts, token_words, num_words) -> torch.Tensor:
-        """``(batch, words)`` the id of each word's embedding: its own for a whole word in
-        one piece, ``[UNK]`` otherwise; after word dropout."""
+    def _first_pieces(self, input_ids, token_mask, starts, token_words, num_words):
+        """``(batch, words)`` each word's first token id, and whether it is the word's only token."""
         batch = input_ids.shape[0]
         slot = torch.where(starts, token_words, num_words)  # non-starts to a dump column
         first = torch.zeros(batch, num_words + 1, dtype=torch.long, device=input_ids.device)
         first.scatter_(1, slot, input_ids)
         pieces = torch.zeros_like(first).scatter_add_(1, token_words, token_mask.long())
-        first, pieces = first[:, :num_words], pieces[:, :num_words]
-        own = self.whole_word[first] & (pieces == 1)
-        ids = torch.where(own, first, self.unk_token_id)  # (batch, words)
-        return self._drop_words(ids)
+        return first[:, :num_words], pieces[:, :num_words] == 1
+
+    def _spelling_vectors(
+        self, characters: torch.Tensor, first: torch.Tensor, keyed: torch.Tensor
+    ) -> torch.Tensor:
+        """The character CNN of ``characters`` ``(n, C + 2)``, run once per distinct word.
+
+        Words repeat within a batch (about half of a batch of English-GUM sentences is
+        repeats of "the", ",", ...): a word of one token (``keyed``) is keyed by its id
+        ``first``, any other by its position, and the CNN runs on one row per key.
+        """
+        n = characters.shape[0]
+        positions = torch.arange(n, device=characters.device)
+        keys = torch.where(keyed, first, self.whole_word.shape[0] + positions)  # (n,)
+        unique, inverse = torch.unique(keys, return_inverse=True)
+        rows = torch.zeros_like(unique).scatter_(0, inverse, positions)  # one position per key
+        return self.characters(characters[rows])[inverse]  # (n, hidden)
 
 
 __all__ = [

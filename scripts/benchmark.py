@@ -11,7 +11,9 @@ Measures (each a ratio to a baseline run in the same process; targets in bracket
 5. change_basis of a K = 64 model to K = 16 by projection [<= 0.25 s];
 6. stateful ODE-ResNet (cifar10-small, Euler, K = N_T = 8) training step against a
    discrete pre-activation ResNet [<= 1.15];
-7. peak memory of the training steps of 1, 3 and 6, and of the inference of 4 [<= 1.10].
+7. peak memory of the training steps of 1, 3 and 6, and of the inference of 4 [<= 1.10];
+8. the word+chars input representation against the word-only model, training step and
+   inference, K = N_T = 16, on sentences like English-GUM's [<= 1.5].
 
 Writes benchmark.json and benchmark.md into --output-dir and prints the table. The
 logic lives in cont_transformer.tools.benchmarking and image_models.benchmarking.
