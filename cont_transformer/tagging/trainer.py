@@ -93,7 +93,12 @@ from .data import (
     most_frequent_tag_baseline,
 )
 from .metrics import load_token_accuracy
-from .tokenization import build_tokenizer, spelling_tables
+from .tokenization import (
+    build_tokenizer,
+    spelling_tables,
+    train_subword_tokenizer,
+    training_words,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -180,6 +185,7 @@ class TrainingArguments:
     char_hidden_size: int = 128
     char_kernel_size: int = 3
     max_word_length: int = 20
+    subword_vocab_size: int = 8000
     max_length: int = 128
     word_dropout: float = 1.0
     eval_steps: int = 1000
@@ -616,11 +622,16 @@ class PosTrainer:
                 )
         train_split, dev_split = data["train"], data["validation"]
         counts = Counter(word for words in train_split["tokens"] for word in words)
-        self.tokenizer = tokenizer = build_tokenizer(
-            _vocabulary(train_split),
-            model_max_length=args.max_length,
-            spelling=args.word_representation != "word",
-        )
+        if args.word_representation == "pieces":  # ablation
+            self.tokenizer = tokenizer = train_subword_tokenizer(
+                train_split["tokens"], args.subword_vocab_size, args.max_length
+            )
+        else:
+            self.tokenizer = tokenizer = build_tokenizer(
+                _vocabulary(train_split),
+                model_max_length=args.max_length,
+                spelling=args.word_representation != "word",
+            )
         train_rows, num_cut = encode_for_training(
             tokenizer, train_split["tokens"], train_split[args.tag_column], args.max_length
         )
@@ -859,7 +870,8 @@ def evaluate_saved_model(
     tag_column: str | None = None,
     batch_size: int = 64,
 ) -> dict:
-    """Token accuracy of a saved tagger on a treebank split or on CoNLL-U file(s).
+    """Token accuracy of a saved tagger on a treebank split or on CoNLL-U file(s), also over
+    the words seen and unseen in its training data (see ``tokenization.training_words``).
 
     ``tag_column`` None reads it from the model folder's ``metrics.json`` (``xpos`` if
     absent). Tags the model does not know count as errors. Sentences longer than the
@@ -886,7 +898,11 @@ def evaluate_saved_model(
             )
         dataset = splits[split]
     rows = encode_for_evaluation(
-        tokenizer, dataset["tokens"], dataset[tag_column], config.max_position_embeddings
+        tokenizer,
+        dataset["tokens"],
+        dataset[tag_column],
+        config.max_position_embeddings,
+        training_words(tokenizer, model),
     )
     batch_size = math.ceil(batch_size / accelerator.num_processes) * accelerator.num_processes
     model, loader = accelerator.prepare(
