@@ -66,6 +66,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     flag("batch_size", "sentences per step, over all processes", type=int)
     flag("learning_rate", "peak learning rate (end of warm-up)", type=float)
     flag("warmup_steps", "linear warm-up steps, then 1/sqrt(step) decay", type=int)
+    flag("cooldown_steps", "linear decay of the learning rate to 0 over the last N steps", type=int)
     flag("weight_decay", "AdamW weight decay (not on biases and LayerNorms)", type=float)
     flag("basis", "basis of the ODE block's weights")
     flag("num_basis", "final K, the number of basis functions", type=int)

@@ -46,6 +46,7 @@ from cont_transformer.tagging.trainer import (
 )
 from cont_transformer.training.schedules import (
     RefinementSchedule,
+    cooldown_factor,
     initial_num_basis,
     inverse_sqrt_learning_rate,
     parse_steps,
@@ -74,6 +75,16 @@ def test_inverse_sqrt_learning_rate():
     assert inverse_sqrt_learning_rate(4, 1e-3, 0) == pytest.approx(5e-4)
     with pytest.raises(ValueError):
         inverse_sqrt_learning_rate(0, 1e-3, 100)
+
+
+def test_cooldown_factor_falls_linearly_over_the_last_steps():
+    factors = [cooldown_factor(s, 100, 20) for s in range(1, 101)]
+    assert factors[:81] == [1.0] * 81  # steps 1..81
+    assert factors[81] == pytest.approx(19 / 20) and factors[-1] == pytest.approx(1 / 20)
+    assert all(a > b for a, b in itertools.pairwise(factors[80:]))
+    assert cooldown_factor(50, 100, 0) == 1.0
+    with pytest.raises(ValueError):
+        cooldown_factor(1, 100, -1)
 
 
 @pytest.mark.parametrize(

@@ -74,7 +74,11 @@ from ..configuration_cont_transformer import WORD_REPRESENTATIONS, ContTransform
 from ..model_card import write_model_card
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..ode_block import Coefficients, OdeBlock
-from ..training.schedules import RefinementSchedule, inverse_sqrt_learning_rate
+from ..training.schedules import (
+    RefinementSchedule,
+    cooldown_factor,
+    inverse_sqrt_learning_rate,
+)
 from ..transform import refine
 from .batching import (
     IGNORE_INDEX,
@@ -127,6 +131,8 @@ class TrainingArguments:
         batch_size: sentences per optimiser step, summed over processes.
         learning_rate: peak learning rate, reached at the end of the warm-up.
         warmup_steps: steps of linear warm-up before the ``1/sqrt(step)`` decay.
+        cooldown_steps: the learning rate falls linearly to (almost) zero over the last
+            this many steps (0: no cool-down); resuming with another ``max_steps`` moves it.
         weight_decay: decoupled (AdamW) weight decay of weight matrices and embeddings.
         basis, num_basis, num_steps, scheme, time_horizon: the ODE block's continuous
             choices at the end of training (``num_steps`` None means ``num_basis``).
@@ -166,6 +172,7 @@ class TrainingArguments:
     batch_size: int = 64
     learning_rate: float = 1e-3
     warmup_steps: int = 8000
+    cooldown_steps: int = 0
     weight_decay: float = 0.1
     basis: str = "piecewise_constant"
     num_basis: int = 64
@@ -205,6 +212,8 @@ class TrainingArguments:
         for name in ("max_steps", "batch_size", "eval_steps", "save_steps", "save_total_limit"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0 <= self.cooldown_steps <= self.max_steps:
+            raise ValueError(f"cooldown_steps must lie in [0, max_steps], got {self.cooldown_steps}")
         if self.word_dropout < 0:
             raise ValueError(f"word_dropout must be >= 0, got {self.word_dropout}")
         if self.word_representation not in WORD_REPRESENTATIONS:
@@ -770,7 +779,7 @@ class PosTrainer:
         seed_step(args.seed, state.step, self.accelerator.process_index)
         learning_rate = inverse_sqrt_learning_rate(
             state.step, args.learning_rate, args.warmup_steps
-        )
+        ) * cooldown_factor(state.step, args.max_steps, args.cooldown_steps)
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
         loss = self.model(
