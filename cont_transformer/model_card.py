@@ -26,6 +26,18 @@ def _row(name: str, value: object) -> str:
     return f"| {name} | {value} |"
 
 
+def _representation(config) -> str:
+    """The word representation in words (configs without the field are word-only)."""
+    kind = getattr(config, "word_representation", "word")
+    if kind == "word":
+        return "word embeddings (unknown words: [UNK])"
+    cnn = (
+        f"character CNN over the spelling ({config.char_hidden_size} filters of width "
+        f"{config.char_kernel_size}, first/last {config.max_word_length} characters)"
+    )
+    return {"word+chars": f"word embeddings + {cnn}", "chars": cnn}.get(kind, kind)
+
+
 def write_model_card(model, folder: str | Path, extra: Mapping[str, object] | None = None) -> Path:
     """Write ``folder/README.md`` describing ``model`` and return its path.
 
@@ -50,6 +62,7 @@ def write_model_card(model, folder: str | Path, extra: Mapping[str, object] | No
         "N_T (num_steps)": config.num_steps,
         "scheme": config.scheme,
         "T (time_horizon)": config.time_horizon,
+        "word representation": _representation(config),
         "hidden size / heads / MLP": (
             f"{config.hidden_size} / {config.num_attention_heads} / {config.intermediate_size}"
         ),
@@ -74,10 +87,11 @@ def write_model_card(model, folder: str | Path, extra: Mapping[str, object] | No
         f"---\n{metadata.to_yaml()}\n---\n\n"
         f"# Continuous-in-depth transformer ({config.basis}, K = {config.num_basis}, "
         f"N_T = {config.num_steps})\n\n"
-        "A word-level part-of-speech tagger whose encoder is one ODE block: the weights are\n"
+        "A part-of-speech tagger whose encoder is one ODE block: the weights are\n"
         "functions of depth-time, θ(t) = Σ_k φ_k(t) θ̂_k, integrated with a Runge–Kutta scheme\n"
         "(Stateful ODE-Nets, Queiruga et al., NeurIPS 2021). Compression (change of basis,\n"
-        "fewer steps) acts on the non-embedding parameters.\n\n"
+        "fewer steps) acts on the non-embedding parameters; the input representation (the\n"
+        "embedding parameters) is left as it is.\n\n"
         f"{table}\n\n## Usage\n\n{usage}\n"
     )
     path = Path(folder) / "README.md"

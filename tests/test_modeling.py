@@ -400,6 +400,7 @@ def test_saved_folder_is_complete_for_sharing(saved_tagger):
     assert "cont-transformer" in card.data.tags
     counts = model.num_parameters_split()
     for fact in ("| basis | piecewise_constant |", "| K (num_basis) | 2 |", "| N_T (num_steps) | 1 |",
+                 "| word representation | word embeddings (unknown words: [UNK]) |",
                  "| scheme | euler |", f"| parameters, non-embedding | {counts['non_embedding']:,} |",
                  f"| parameters, embedding | {counts['embedding']:,} |"):
         assert fact in card.text, fact
@@ -532,6 +533,7 @@ def test_spelling_model_tags_through_the_pipeline_and_tag(tmp_path):
     model, tokenizer = spelling_tagger()
     model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
+    assert "| word representation | word embeddings + character CNN" in (tmp_path / "README.md").read_text()
     sentence = ["the", "tacos", "sat", "on", "a", "mast", "."]
     tagged = tag(sentence, AutoModelForTokenClassification.from_pretrained(tmp_path),
                  AutoTokenizer.from_pretrained(tmp_path))  # fmt: skip
