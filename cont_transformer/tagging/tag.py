@@ -15,9 +15,10 @@ def tag(words_or_sentence: str | Sequence[str], model, tokenizer) -> list[tuple[
         words_or_sentence: the words of a sentence, or a string split on whitespace.
         model: a token classifier (e.g. ``ContTransformerForTokenClassification``) whose
             ``config.id2label`` names the tags.
-        tokenizer: its word-level tokenizer (see ``build_tokenizer``).
+        tokenizer: its tokenizer (see ``build_tokenizer``; a word may be several pieces).
 
-    Returns one ``(word, tag)`` per word; each word is tagged by its first token.
+    Returns one ``(word, tag)`` per word; each word is tagged by its first token (with the
+    spelling representations every piece of a word carries the word's tag).
 
     Example::
 

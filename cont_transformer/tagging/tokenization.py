@@ -5,14 +5,15 @@
 
 * ``spelling=False`` (the paper's word-only model): a word-level vocabulary of the training
   words; every word is one token, and a word outside the vocabulary is ``[UNK]``.
-* ``spelling=True`` (the spelling-aware representations, e.g. ``"word+chars"``): a WordPiece
-  vocabulary that also holds every
-  character seen in training, both as a word-initial piece (``"s"``) and as a continuation
-  piece (``" ##s"``, see :data:`CONTINUATION_PREFIX`). A training word is still one token; an unknown word splits into pieces
-  whose characters concatenate to its spelling (``"zebras"`` -> ``"ze"``, ``" ##b"``,
-  ``" ##r"``, ...; the first piece is the longest training word or character it starts
-  with), so the model can read the spelling of any word from ``input_ids`` alone. Only a
-  word with a character never seen in training is still ``[UNK]``.
+* ``spelling=True`` (the spelling representations, e.g. ``"word+chars"``): a WordPiece
+  vocabulary that also holds every character seen in training, both as a word-initial
+  piece (``"s"``) and as a continuation piece (``" ##s"``, see
+  :data:`CONTINUATION_PREFIX`). A training word is still one token; an unknown word
+  splits into pieces whose characters concatenate to its spelling (``"zebras"`` ->
+  ``"ze"``, ``" ##b"``, ``" ##r"``, ...; the first piece is the longest training word or
+  character it starts with), so the model can read the spelling of any word from
+  ``input_ids`` alone (:func:`spelling_tables` gives the model what it needs for that).
+  Only a word with a character never seen in training is still ``[UNK]``.
 
 A root token is prepended to every sentence (as in the reference code): a position every
 word can attend to. It is a special token, so its ``word_ids`` entry is None and it gets
