@@ -15,7 +15,7 @@ from .integrators import SCHEMES
 POSITION_ENCODINGS = ("sinusoidal", "learned")
 # See word_representation.py: the paper's word embeddings, word embeddings plus a
 # character CNN over the spelling, and the character CNN alone.
-WORD_REPRESENTATIONS = ("word", "word+chars", "chars", "word+affixes", "pieces")
+WORD_REPRESENTATIONS = ("word", "word+chars", "chars")
 ACTIVATIONS = ("gelu", "relu")
 
 

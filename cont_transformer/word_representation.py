@@ -187,54 +187,6 @@ class CharacterCNN(nn.Module):
         return self.output(x.amax(-1))  # (n, hidden)
 
 
-# Ablation: spaCy-style hashed features of the spelling, each hashed into its own table.
-AFFIX_BUCKETS = 5000
-PREFIXES, SUFFIXES = (1, 2, 3), (1, 2, 3, 4)
-_HASH_MODULUS, _HASH_BASE = 2_147_483_647, 31_337
-
-
-def _hash_step(h: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
-    return (h * _HASH_BASE + value + 1) % _HASH_MODULUS
-
-
-class AffixFeatures(nn.Module):
-    """Sum of embeddings of hashed prefixes (1–3 characters), suffixes (1–4) and word shape
-    (character classes, runs capped at 4, as spaCy's SHAPE), from ``(n, C + 2)`` spellings."""
-
-    def __init__(self, config: ContTransformerConfig):
-        super().__init__()
-        count = len(PREFIXES) + len(SUFFIXES) + 1
-        self.tables = nn.ModuleList(
-            nn.Embedding(AFFIX_BUCKETS, config.hidden_size) for _ in range(count)
-        )
-
-    def forward(self, characters: torch.Tensor, classes: torch.Tensor) -> torch.Tensor:
-        n, slots = characters.shape
-        lengths = (characters >= NUM_RESERVED_CHARS).sum(1)  # (n,)
-        features = []
-        for k in PREFIXES:
-            h = torch.zeros(n, dtype=torch.long, device=characters.device)
-            for j in range(1, k + 1):
-                h = _hash_step(h, characters[:, j])  # [EOW] and padding hash in too
-            features.append(h)
-        for k in SUFFIXES:
-            h = torch.zeros(n, dtype=torch.long, device=characters.device)
-            for j in range(k, 0, -1):  # the k-th last character first
-                position = (lengths + 1 - j).clamp(min=0)  # [BOW] for short words
-                h = _hash_step(h, characters.gather(1, position[:, None])[:, 0])
-            features.append(h)
-        kinds = classes[characters]  # (n, C + 2)
-        h = torch.zeros(n, dtype=torch.long, device=characters.device)
-        run = torch.zeros(n, dtype=torch.long, device=characters.device)
-        for j in range(1, slots):
-            run = torch.where(kinds[:, j] == kinds[:, j - 1], run + 1, 0)
-            h = torch.where(run < 4, _hash_step(h, kinds[:, j]), h)
-        features.append(h)
-        return sum(
-            table(feature % AFFIX_BUCKETS) for table, feature in zip(self.tables, features)
-        )
-
-
 class WordRepresentation(nn.Module):
     """One vector per word from ``input_ids``, as ``config.word_representation`` says.
 
@@ -251,12 +203,8 @@ class WordRepresentation(nn.Module):
         if self.kind != "chars":
             self.word_embeddings = nn.Embedding(vocab, config.hidden_size, config.pad_token_id)
         self.register_buffer("word_dropout", torch.zeros(vocab))
-        if self.kind in ("word+chars", "chars"):
-            self.characters = CharacterCNN(config)
-        if self.kind == "word+affixes":
-            self.affixes = AffixFeatures(config)
-            self.register_buffer("char_classes", torch.zeros(config.char_vocab_size, dtype=torch.long))
         if self.kind != "word":
+            self.characters = CharacterCNN(config)
             self.register_buffer(
                 "piece_characters", torch.zeros(vocab, config.max_word_length, dtype=torch.int32)
             )
@@ -271,7 +219,6 @@ class WordRepresentation(nn.Module):
         piece_lengths: torch.Tensor,
         continuation: torch.Tensor,
         whole_word: torch.Tensor,
-        char_classes: torch.Tensor | None = None,
     ) -> None:
         """Store the vocabulary's spelling (``tagging.tokenization.spelling_tables`` makes it).
 
@@ -295,11 +242,7 @@ class WordRepresentation(nn.Module):
             if tuple(value.shape) != tuple(buffer.shape):
                 raise ValueError(f"{name}: expected shape {list(buffer.shape)}, got {list(value.shape)}")
             buffer.copy_(value)
-        if hasattr(self, "char_classes"):
-            self.char_classes.copy_(char_classes)
-        num_chars = self.char_classes.shape[0] if hasattr(self, "char_classes") else (
-            self.characters.embedding.num_embeddings if hasattr(self, "characters") else 1 << 30
-        )
+        num_chars = self.characters.embedding.num_embeddings
         if int(piece_characters.max()) >= num_chars:
             raise ValueError(
                 f"piece_characters: character id {int(piece_characters.max())} is outside "
@@ -346,22 +289,11 @@ class WordRepresentation(nn.Module):
             self.piece_characters, self.piece_lengths,
         )  # (batch, words, C + 2)
         first, single = self._first_pieces(input_ids, token_mask, starts, token_words, num_words)
-        if self.kind == "pieces":  # ablation: the mean of the word's piece embeddings
-            pieces = self.word_embeddings(self._drop_words(input_ids))  # (batch, seq, hidden)
-            pieces = pieces * token_mask[..., None]
-            total = torch.zeros(batch, num_words, pieces.shape[-1], device=pieces.device)
-            total.scatter_add_(1, token_words[..., None].expand_as(pieces), pieces)
-            count = torch.zeros(batch, num_words, device=pieces.device)
-            count.scatter_add_(1, token_words, token_mask.float())
-            return WordVectors(total / count.clamp(min=1)[..., None], mask, token_words)
-        if self.kind == "word+affixes":
-            vectors = self.affixes(characters.flatten(0, 1), self.char_classes)
-        else:
-            # Padding slots are spelled like [PAD] (nothing): one key with it.
-            keyed = single | ~mask.bool()
-            vectors = self._spelling_vectors(characters.flatten(0, 1), first.flatten(), keyed.flatten())
+        # Padding slots are spelled like [PAD] (nothing): one key with it.
+        keyed = single | ~mask.bool()
+        vectors = self._spelling_vectors(characters.flatten(0, 1), first.flatten(), keyed.flatten())
         vectors = vectors.view(batch, num_words, -1)  # (batch, words, hidden)
-        if self.kind in ("word+chars", "word+affixes"):
+        if self.kind == "word+chars":
             own = self.whole_word[first] & single
             ids = torch.where(own, first, self.unk_token_id)  # (batch, words)
             vectors = vectors + self.word_embeddings(self._drop_words(ids))

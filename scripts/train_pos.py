@@ -93,9 +93,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         "word_representation",
         "word+chars: word embeddings plus a character CNN over the spelling; word: the "
         "paper's word-only model; chars: the character CNN alone",
-        choices=["word+chars", "word", "chars", "word+affixes", "pieces"],
+        choices=["word+chars", "word", "chars"],
     )
-    flag("subword_vocab_size", "WordPiece vocabulary of the pieces ablation", type=int)
     flag("char_embedding_size", "character embedding width", type=int)
     flag("char_hidden_size", "character CNN filters", type=int)
     flag("char_kernel_size", "character CNN width (odd)", type=int)

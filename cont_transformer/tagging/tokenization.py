@@ -122,11 +122,7 @@ def spelling_tables(
         "piece_lengths": torch.zeros(size, dtype=torch.int32),
         "continuation": torch.zeros(size, dtype=torch.bool),
         "whole_word": torch.zeros(size, dtype=torch.bool),
-        "char_classes": torch.zeros(NUM_RESERVED_CHARS + len(alphabet), dtype=torch.long),
     }
-    for c, index in alphabet.items():  # shape classes: upper, lower, digit, or the character
-        kind = 1 if c.isupper() else 2 if c.islower() else 3 if c.isdigit() else 4 + index
-        tables["char_classes"][index] = kind
     for token, index in vocab.items():
         if token in special:
             tables["whole_word"][index] = True
@@ -150,40 +146,3 @@ def training_words(tokenizer: PreTrainedTokenizerBase, model) -> set[str]:
         for token, index in tokenizer.get_vocab().items()
         if token not in special and (whole_word is None or bool(whole_word[index]))
     }
-
-
-def train_subword_tokenizer(
-    sentences: Iterable[Iterable[str]], vocab_size: int, model_max_length: int = 512
-) -> PreTrainedTokenizerFast:
-    """A WordPiece vocabulary of ``vocab_size`` trained on the training sentences (ablation:
-    the ``"pieces"`` representation), with the same special tokens, root token and
-    continuation prefix as :func:`build_tokenizer`."""
-    from tokenizers import trainers
-
-    backend = Tokenizer(
-        models.WordPiece(
-            unk_token=UNK_TOKEN,
-            continuing_subword_prefix=CONTINUATION_PREFIX,
-            max_input_chars_per_word=MAX_INPUT_CHARS_PER_WORD,
-        )
-    )
-    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    backend.decoder = decoders.WordPiece(prefix=CONTINUATION_PREFIX, cleanup=False)
-    trainer = trainers.WordPieceTrainer(
-        vocab_size=vocab_size,
-        special_tokens=list(SPECIAL_TOKENS),
-        continuing_subword_prefix=CONTINUATION_PREFIX,
-        show_progress=False,
-    )
-    backend.train_from_iterator((" ".join(words) for words in sentences), trainer)
-    backend.post_processor = processors.TemplateProcessing(
-        single=f"{ROOT_TOKEN} $A", special_tokens=[(ROOT_TOKEN, backend.token_to_id(ROOT_TOKEN))]
-    )
-    return PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        pad_token=PAD_TOKEN,
-        unk_token=UNK_TOKEN,
-        bos_token=ROOT_TOKEN,
-        model_max_length=model_max_length,
-        model_input_names=["input_ids", "attention_mask"],
-    )

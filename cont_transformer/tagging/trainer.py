@@ -97,12 +97,7 @@ from .data import (
     most_frequent_tag_baseline,
 )
 from .metrics import load_token_accuracy
-from .tokenization import (
-    build_tokenizer,
-    spelling_tables,
-    train_subword_tokenizer,
-    training_words,
-)
+from .tokenization import build_tokenizer, spelling_tables, training_words
 
 logger = logging.getLogger(__name__)
 
@@ -192,7 +187,6 @@ class TrainingArguments:
     char_hidden_size: int = 128
     char_kernel_size: int = 3
     max_word_length: int = 20
-    subword_vocab_size: int = 8000
     max_length: int = 128
     word_dropout: float = 1.0
     eval_steps: int = 1000
@@ -631,16 +625,11 @@ class PosTrainer:
                 )
         train_split, dev_split = data["train"], data["validation"]
         counts = Counter(word for words in train_split["tokens"] for word in words)
-        if args.word_representation == "pieces":  # ablation
-            self.tokenizer = tokenizer = train_subword_tokenizer(
-                train_split["tokens"], args.subword_vocab_size, args.max_length
-            )
-        else:
-            self.tokenizer = tokenizer = build_tokenizer(
-                _vocabulary(train_split),
-                model_max_length=args.max_length,
-                spelling=args.word_representation != "word",
-            )
+        self.tokenizer = tokenizer = build_tokenizer(
+            _vocabulary(train_split),
+            model_max_length=args.max_length,
+            spelling=args.word_representation != "word",
+        )
         train_rows, num_cut = encode_for_training(
             tokenizer, train_split["tokens"], train_split[args.tag_column], args.max_length
         )
