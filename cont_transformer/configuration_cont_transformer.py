@@ -112,6 +112,7 @@ class ContTransformerConfig(PreTrainedConfig):
     char_hidden_size: int = 128
     char_kernel_size: int = 3
     max_word_length: int = 20
+    context_kernel_size: int = 0
 
     def __post_init__(self, **kwargs):
         if self.num_steps is None:

@@ -55,12 +55,22 @@ class ContTransformerEmbeddings(WordRepresentation):
             self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
         self.max_positions = config.max_position_embeddings
+        if config.context_kernel_size:
+            self.context = nn.Conv1d(
+                config.hidden_size, config.hidden_size, config.context_kernel_size,
+                padding=config.context_kernel_size // 2,
+            )
+            self.context_activation = ACT2FN[config.hidden_act]
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> WordVectors:
         """``input_ids``, ``attention_mask`` ``(batch, seq)`` -> :class:`WordVectors` whose
         ``vectors`` ``(batch, words, hidden)`` are the encoder's input."""
         words = super().forward(input_ids, attention_mask)
         vectors = words.vectors  # (batch, words, hidden)
+        if hasattr(self, "context"):  # experiment: each word sees its neighbours' vectors
+            masked = vectors if words.mask is None else vectors * words.mask[..., None]
+            window = self.context(masked.transpose(1, 2)).transpose(1, 2)
+            vectors = vectors + self.context_activation(window)
         num_words = vectors.shape[1]
         if num_words > self.max_positions:
             raise ValueError(

@@ -99,6 +99,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     flag("char_hidden_size", "character CNN filters", type=int)
     flag("char_kernel_size", "character CNN width (odd)", type=int)
     flag("max_word_length", "characters of a word the CNN reads (first and last)", type=int)
+    flag("context_kernel_size", "experiment: window of a convolution over the words", type=int)
     flag(
         "max_length",
         "longest training sentence in words, root included (longer: truncated; "

@@ -187,6 +187,7 @@ class TrainingArguments:
     char_hidden_size: int = 128
     char_kernel_size: int = 3
     max_word_length: int = 20
+    context_kernel_size: int = 0
     max_length: int = 128
     word_dropout: float = 1.0
     eval_steps: int = 1000
@@ -573,6 +574,7 @@ def _model_config(
         char_hidden_size=args.char_hidden_size,
         char_kernel_size=args.char_kernel_size,
         max_word_length=args.max_word_length,
+        context_kernel_size=args.context_kernel_size,
         id2label=dict(enumerate(label_names)),
         label2id={name: i for i, name in enumerate(label_names)},
     )
