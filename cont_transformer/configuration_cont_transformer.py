@@ -12,6 +12,9 @@ from transformers import PreTrainedConfig
 from .choices import check_continuous_choices, check_count
 
 POSITION_ENCODINGS = ("sinusoidal", "learned")
+# See word_representation.py: the paper's word embeddings, word embeddings plus a
+# character CNN over the spelling, and the character CNN alone.
+WORD_REPRESENTATIONS = ("word", "word+chars", "chars")
 ACTIVATIONS = ("gelu", "relu")
 
 
@@ -60,6 +63,20 @@ class ContTransformerConfig(PreTrainedConfig):
             sentence (its ``bos_token``). Set both ids from the tokenizer
             (``tokenizer.pad_token_id``, ``tokenizer.bos_token_id``): transformers'
             ``Trainer`` compares them with the tokenizer's (the tagger has no EOS token).
+        unk_token_id: id of ``[UNK]``: the word channel of unknown words and of dropped
+            words (word dropout); needed by the spelling representations and by word
+            dropout.
+        word_representation: how a word becomes a vector (``word_representation.py``):
+            ``"word"`` (the paper: one embedding per vocabulary word, unknown words are
+            ``[UNK]``), ``"word+chars"`` (the word embedding plus a character CNN over the
+            spelling, read from ``input_ids``) or ``"chars"`` (the character CNN alone).
+        char_vocab_size: characters of the character CNN's alphabet, the 3 reserved
+            (padding, word start, word end) included; set it from the tokenizer.
+        char_embedding_size: width of the character embeddings.
+        char_hidden_size: filters of the character convolution.
+        char_kernel_size: width (odd) of the character convolution.
+        max_word_length: characters of a word the CNN reads; a longer word keeps its
+            first and last ones.
 
     Tags go in ``id2label`` / ``label2id`` (their size sets ``num_labels``).
 
@@ -93,6 +110,15 @@ class ContTransformerConfig(PreTrainedConfig):
     pad_token_id: int | None = 0
     bos_token_id: int | None = None
     language: str | None = None
+    unk_token_id: int | None = None
+    # "word" here so that configs saved before the field existed load as what they are;
+    # the trainer's default is "word+chars".
+    word_representation: str = "word"
+    char_vocab_size: int = 256
+    char_embedding_size: int = 32
+    char_hidden_size: int = 128
+    char_kernel_size: int = 3
+    max_word_length: int = 20
 
     def __post_init__(self, **kwargs):
         if self.num_steps is None:
@@ -102,6 +128,7 @@ class ContTransformerConfig(PreTrainedConfig):
         # wraps the same checks in huggingface_hub's validation error.
         self.validate_continuous_choices()
         self.validate_encoder()
+        self.validate_word_representation()
 
     def validate_continuous_choices(self):
         """Basis, K, N_T, scheme and T name registered choices with valid sizes."""
@@ -132,10 +159,27 @@ class ContTransformerConfig(PreTrainedConfig):
             raise ValueError(f"layer_norm_eps: must be positive, got {self.layer_norm_eps}")
         if not self.initializer_range > 0:
             raise ValueError(f"initializer_range: must be positive, got {self.initializer_range}")
-        for name in ("pad_token_id", "bos_token_id"):
+        for name in ("pad_token_id", "bos_token_id", "unk_token_id"):
             value = getattr(self, name)
             if value is not None and not 0 <= value < self.vocab_size:
                 raise ValueError(f"{name}: must lie in [0, vocab_size), got {value}")
+
+    def validate_word_representation(self):
+        """The word representation is known, and the character CNN's sizes are valid."""
+        if self.word_representation not in WORD_REPRESENTATIONS:
+            raise ValueError(
+                f"word_representation: choose one of {WORD_REPRESENTATIONS}, "
+                f"got {self.word_representation!r}"
+            )
+        if self.word_representation == "word":
+            return
+        if self.unk_token_id is None:
+            raise ValueError(f"unk_token_id: needed by word_representation={self.word_representation!r}")
+        for name in ("char_vocab_size", "char_embedding_size", "char_hidden_size",
+                     "char_kernel_size", "max_word_length"):
+            check_count(name, getattr(self, name))
+        if self.char_kernel_size % 2 == 0:
+            raise ValueError(f"char_kernel_size: must be odd, got {self.char_kernel_size}")
 
 
 __all__ = ["ContTransformerConfig"]

@@ -59,17 +59,19 @@ _KINDS = {
         "title": "Continuous-in-depth transformer",
         "pipeline_tag": "token-classification",
         "description": (
-            "A word-level part-of-speech tagger whose encoder is one ODE block: the weights are\n"
+            "A part-of-speech tagger whose encoder is one ODE block: the weights are\n"
             "functions of depth-time, θ(t) = Σ_k φ_k(t) θ̂_k, integrated with a Runge–Kutta scheme\n"
             "(Stateful ODE-Nets, Queiruga et al., NeurIPS 2021). Compression (change of basis,\n"
-            "fewer steps) acts on the non-embedding parameters."
+            "fewer steps) acts on the non-embedding parameters; the input representation (the\n"
+            "embedding parameters) is left as it is."
         ),
         "usage": (
             "```python\n"
             "from transformers import AutoModelForTokenClassification, AutoTokenizer, pipeline\n\n"
             'model = AutoModelForTokenClassification.from_pretrained("<this repo>", trust_remote_code=True)\n'
             'tokenizer = AutoTokenizer.from_pretrained("<this repo>")\n'
-            'tagger = pipeline("token-classification", model="<this repo>", trust_remote_code=True)\n'
+            'tagger = pipeline("token-classification", model="<this repo>", trust_remote_code=True,\n'
+            '                  aggregation_strategy="first")  # one entry per word\n'
             "```\n\n"
             "With the `cont-transformer` package installed, `import cont_transformer` registers the\n"
             "Auto classes (no remote code needed) and `cont_transformer.tag(sentence, model, tokenizer)`\n"
@@ -115,6 +117,7 @@ def _architecture_facts(model) -> dict[str, object]:
         facts["input channels"] = config.num_channels
         facts["classes (labels)"] = config.num_labels
     else:
+        facts["word representation"] = _representation(config)
         facts["hidden size / heads / MLP"] = (
             f"{config.hidden_size} / {config.num_attention_heads} / {config.intermediate_size}"
         )
@@ -130,6 +133,18 @@ def _row(name: str, value: object) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         value = f"{value:,}"
     return f"| {name} | {value} |"
+
+
+def _representation(config) -> str:
+    """The word representation in words (configs without the field are word-only)."""
+    kind = getattr(config, "word_representation", "word")
+    if kind == "word":
+        return "word embeddings (unknown words: [UNK])"
+    cnn = (
+        f"character CNN over the spelling ({config.char_hidden_size} filters of width "
+        f"{config.char_kernel_size}, first/last {config.max_word_length} characters)"
+    )
+    return {"word+chars": f"word embeddings + {cnn}", "chars": cnn}.get(kind, kind)
 
 
 def _digest(text: str) -> str:

@@ -1,9 +1,12 @@
 """The continuous-in-depth transformer encoder (docs/design.md §6) as a Hugging Face model.
 
-Word embeddings plus a position encoding feed one :class:`OdeBlock` whose rate is a
-pre-LayerNorm encoder unit, ``dx/dt = a + MLP(LayerNorm(x + a))`` with
-``a = SelfAttention(LayerNorm(x))``; a final LayerNorm closes the encoder, and a
-Linear layer over the tags makes the token classifier.
+One vector per word (the word embedding, and with ``"word+chars"`` a character CNN over
+the spelling: ``word_representation.py``) plus a position encoding feed one
+:class:`OdeBlock` whose rate is a pre-LayerNorm encoder unit,
+``dx/dt = a + MLP(LayerNorm(x + a))`` with ``a = SelfAttention(LayerNorm(x))``; a final
+LayerNorm closes the encoder, whose output is mapped back onto the tokens (every piece
+of a word gets the word's vector), and a Linear layer over the tags makes the token
+classifier.
 
 Every import of this package's own modules is a relative ``from .module import name``:
 ``save_pretrained`` copies exactly the files found that way, so a saved folder loads
@@ -24,6 +27,7 @@ from transformers.utils import can_return_tuple
 from .configuration_cont_transformer import ContTransformerConfig
 from .ode_block import Coefficients, OdeBlock
 from .pretrained import ContinuousPreTrainedModel
+from .word_representation import WordRepresentation, WordVectors
 
 
 def sinusoidal_positions(seq_len: int, dim: int, device=None, dtype=None) -> torch.Tensor:
@@ -40,36 +44,38 @@ def sinusoidal_positions(seq_len: int, dim: int, device=None, dtype=None) -> tor
     return encoding.to(dtype)
 
 
-class ContTransformerEmbeddings(nn.Module):
-    """Word embeddings plus a sinusoidal or learned position encoding, then dropout."""
+class ContTransformerEmbeddings(WordRepresentation):
+    """The input representation (one vector per word, see :class:`WordRepresentation`) plus
+    a sinusoidal or learned encoding of the word positions, then dropout."""
 
     def __init__(self, config: ContTransformerConfig):
-        super().__init__()
-        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, config.pad_token_id)
+        super().__init__(config)
         if config.position_encoding == "learned":
             self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
         self.max_positions = config.max_position_embeddings
 
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """``input_ids`` ``(batch, seq)`` -> embeddings ``(batch, seq, hidden)``.
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> WordVectors:
+        """``input_ids``, ``attention_mask`` ``(batch, seq)`` -> :class:`WordVectors` whose
+        ``vectors`` ``(batch, words, hidden)`` are the encoder's input.
 
         Sinusoidal positions take any length; learned ones exist only up to
-        ``max_position_embeddings`` (longer text: tag it in windows, as ``tag()`` does).
+        ``max_position_embeddings`` words (longer text: tag it in windows, as ``tag()`` does).
         """
-        seq_len = input_ids.shape[1]
-        if hasattr(self, "position_embeddings") and seq_len > self.max_positions:
+        words = super().forward(input_ids, attention_mask)
+        vectors = words.vectors  # (batch, words, hidden)
+        num_words = vectors.shape[1]
+        if hasattr(self, "position_embeddings") and num_words > self.max_positions:
             raise ValueError(
-                f"sequence of {seq_len} tokens is longer than the {self.max_positions} learned "
-                "positions (max_position_embeddings); tag longer text in windows, e.g. with "
-                "cont_transformer.tag(), or train with sinusoidal positions"
+                f"sequence of {num_words} words (root included) is longer than the "
+                f"{self.max_positions} learned positions (max_position_embeddings); tag longer "
+                "text in windows, e.g. with cont_transformer.tag(), or train with sinusoidal positions"
             )
-        words = self.word_embeddings(input_ids)  # (batch, seq, hidden)
         if hasattr(self, "position_embeddings"):
-            positions = self.position_embeddings.weight[:seq_len]  # (seq, hidden)
+            positions = self.position_embeddings.weight[:num_words]  # (words, hidden)
         else:
-            positions = sinusoidal_positions(seq_len, words.shape[-1], words.device, words.dtype)
-        return self.dropout(words + positions)
+            positions = sinusoidal_positions(num_words, vectors.shape[-1], vectors.device, vectors.dtype)
+        return WordVectors(self.dropout(vectors + positions), words.mask, words.token_words)
 
 
 class ContTransformerSelfAttention(nn.Module):
@@ -142,6 +148,8 @@ class ContTransformerPreTrainedModel(ContinuousPreTrainedModel):
     config_class = ContTransformerConfig
     base_model_prefix = "cont_transformer"
     _supports_sdpa = True
+    # Word-only models saved before word dropout moved into the model have no such buffer.
+    _keys_to_ignore_on_load_missing = (r"embeddings\.word_dropout$",)
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
@@ -149,6 +157,10 @@ class ContTransformerPreTrainedModel(ContinuousPreTrainedModel):
         unit LayerNorms. The ODE block's coefficient containers are initialised like
         the template module they mirror, every K slice with its own draw."""
         std = self.config.initializer_range
+        if isinstance(module, WordRepresentation) and not getattr(
+            module.word_dropout, "_is_hf_initialized", False
+        ):
+            module.word_dropout.zero_()  # no word dropout unless training sets it
         kind = module.template_cls if isinstance(module, Coefficients) else type(module)
         if issubclass(kind, nn.Linear):
             nn.init.normal_(module.weight, mean=0.0, std=std)
@@ -157,6 +169,8 @@ class ContTransformerPreTrainedModel(ContinuousPreTrainedModel):
         elif issubclass(kind, nn.LayerNorm):
             nn.init.ones_(module.weight)
             nn.init.zeros_(module.bias)
+        elif issubclass(kind, nn.Conv1d):
+            module.reset_parameters()  # PyTorch's fan-in scaling: the character CNN's input
         elif issubclass(kind, nn.Embedding):
             nn.init.normal_(module.weight, mean=0.0, std=std)
             # A loaded weight is flagged; its slice would not be, so check here.
@@ -196,26 +210,28 @@ class ContTransformerModel(ContTransformerPreTrainedModel):
     ) -> BaseModelOutput:
         """``input_ids`` ``(batch, seq)``; ``attention_mask`` ``(batch, seq)``, 1 at real tokens
         and 0 at padding (padded keys get no attention). Returns ``last_hidden_state``
-        ``(batch, seq, hidden)``, the encoder's final LayerNorm of x(T).
+        ``(batch, seq, hidden)``: per token, its word's encoding (the encoder runs over
+        words, one vector each, however many tokens a word has; docs/design.md §6).
 
         Hidden states of a continuous model: there are no layers, but a trajectory. With
         ``output_hidden_states`` (default ``config.output_hidden_states``),
         ``hidden_states`` is the state x(t) of the ODE at the N_T step boundaries
-        t_n = n·T/N_T: N_T + 1 tensors ``(batch, seq, hidden)``, the embedding output
-        x(0) first and x(T) last (before the final LayerNorm). It follows N_T, not K: a
-        model shortened with ``set_num_steps`` returns fewer. ``return_dict=False``
-        (or ``config.return_dict``) returns the plain tuple.
+        t_n = n·T/N_T: N_T + 1 tensors ``(batch, seq, hidden)`` (per token, its word's
+        state), the embedding output x(0) first and x(T) last (before the final
+        LayerNorm). It follows N_T, not K: a model shortened with ``set_num_steps`` returns
+        fewer. ``return_dict=False`` (or ``config.return_dict``) returns the plain tuple.
         """
         if output_hidden_states is None:
             output_hidden_states = self.config.output_hidden_states
-        x = self.embeddings(input_ids)  # (batch, seq, hidden)
-        if attention_mask is not None:
-            attention_mask = attention_mask.bool()[:, None, None, :]  # (batch, 1, 1, seq)
-        states = self.encoder(x, attention_mask=attention_mask, return_trajectory=output_hidden_states)
-        x = states[-1] if output_hidden_states else states  # (batch, seq, hidden)
+        words = self.embeddings(input_ids, attention_mask)
+        mask = words.mask
+        if mask is not None:
+            mask = mask.bool()[:, None, None, :]  # (batch, 1, 1, words)
+        states = self.encoder(words.vectors, attention_mask=mask, return_trajectory=output_hidden_states)
+        x = states[-1] if output_hidden_states else states  # (batch, words, hidden)
         return BaseModelOutput(
-            last_hidden_state=self.final_norm(x),
-            hidden_states=states if output_hidden_states else None,
+            last_hidden_state=words.to_tokens(self.final_norm(x)),
+            hidden_states=tuple(words.to_tokens(state) for state in states) if output_hidden_states else None,
         )
 
 

@@ -16,7 +16,9 @@ Measures (each a ratio to a baseline run in the same process; targets in bracket
 8. activation checkpointing at K = N_T = 64: training step time [<= 1.4] and peak memory
    [<= 0.5] against the same step without;
 9. with --training-steps N: whole training, the GUM recipe's first N steps (refinements
-   included), compiled against eager [<= 1.00].
+   included), compiled against eager [<= 1.00];
+10. the word+chars input representation against the word-only model, training step and
+   inference, K = N_T = 16, on sentences like English-GUM's [<= 1.5].
 Measures 1 (L = 8), 2 (L = 8), 4 and 6 also run with candidate and baseline both compiled
 (torch.compile, --compile-mode; "none" skips them). Compiling takes minutes per model
 on a CPU.

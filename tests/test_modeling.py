@@ -1,4 +1,5 @@
-"""The continuous transformer as a Hugging Face model: config, model, tokenizer, sharing."""
+"""The continuous transformer as a Hugging Face model: config, model, tokenizer, sharing, and
+its word representations (spelling tokenizer, character CNN)."""
 
 import json
 import math
@@ -26,6 +27,15 @@ from cont_transformer import (
     refine,
     set_num_steps,
     tag,
+)
+from cont_transformer.tagging.tokenization import spelling_tables
+from cont_transformer.word_representation import (
+    CHAR_BOW,
+    CHAR_EOW,
+    WordRepresentation,
+    clip_spelling,
+    spell_words,
+    word_spans,
 )
 
 TAGS = ["DT", "NN", "VB", "IN", "."]
@@ -431,6 +441,210 @@ def test_saved_folder_is_complete_for_sharing(saved_tagger):
     assert "cont-transformer" in card.data.tags
     counts = model.num_parameters_split()
     for fact in ("| basis | piecewise_constant |", "| K (num_basis) | 2 |", "| N_T (num_steps) | 1 |",
+                 "| word representation | word embeddings (unknown words: [UNK]) |",
                  "| scheme | euler |", f"| parameters, non-embedding | {counts['non_embedding']:,} |",
                  f"| parameters, embedding | {counts['embedding']:,} |"):
         assert fact in card.text, fact
+
+
+# --- word representations -------------------------------------------------------
+
+
+def spelling_tagger(seed=0, **overrides):
+    """A tiny ``"word+chars"`` tagger over WORDS with its spelling tokenizer."""
+    tokenizer = build_tokenizer(WORDS, spelling=True)
+    max_word_length = overrides.pop("max_word_length", 6)
+    tables, char_vocab_size = spelling_tables(tokenizer, set(WORDS), max_word_length)
+    options = {
+        "vocab_size": len(tokenizer), "unk_token_id": tokenizer.unk_token_id,
+        "word_representation": "word+chars", "char_vocab_size": char_vocab_size,
+        "char_embedding_size": 8, "char_hidden_size": 12, "max_word_length": max_word_length,
+    }  # fmt: skip
+    model = tiny_model(seed, **{**options, **overrides})
+    model.cont_transformer.embeddings.set_spelling(**tables)
+    return model, tokenizer
+
+
+def test_spelling_tokenizer_splits_unknown_words_into_their_characters(tmp_path):
+    tokenizer = build_tokenizer(WORDS, spelling=True)
+    assert tokenizer.tokenize("the cat") == ["the", "cat"]  # training words: one token each
+    assert tokenizer.tokenize("cats") == ["cat", " ##s"]
+    pieces = tokenizer.tokenize("tacos")
+    assert len(pieces) > 1 and "".join(p.removeprefix(" ##") for p in pieces) == "tacos"
+    assert tokenizer.tokenize("zebra") == ["[UNK]"]  # "z", "b" never seen in training
+    hashes = build_tokenizer([*WORDS, "#"], spelling=True)  # "##s" is no continuation piece:
+    assert hashes.tokenize("##s") == ["#", " ###", " ##s"]  # pieces start with a space
+    encoding = tokenizer(["the", "cats", "."], is_split_into_words=True)
+    assert encoding.word_ids() == [None, 0, 1, 1, 2]
+    tokenizer.save_pretrained(tmp_path)
+    loaded = AutoTokenizer.from_pretrained(tmp_path)
+    assert loaded(["the", "cats", "."], is_split_into_words=True)["input_ids"] == encoding["input_ids"]
+    assert loaded.decode(encoding["input_ids"], skip_special_tokens=True) == "the cats ."
+
+
+def test_model_reads_each_words_spelling_from_input_ids():
+    model, tokenizer = spelling_tagger(max_word_length=6)
+    alphabet = sorted(set("".join(WORDS)))
+    generator = torch.Generator().manual_seed(0)
+    sentences = [
+        ["".join(alphabet[i] for i in torch.randint(len(alphabet), (n,), generator=generator).tolist())
+         for n in torch.randint(1, 12, (7,), generator=generator).tolist()] + ["the", "mat"]
+        for _ in range(4)
+    ]  # fmt: skip
+    encoding = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
+    embeddings = model.cont_transformer.embeddings
+    starts, token_words = word_spans(encoding["input_ids"], encoding["attention_mask"], embeddings.continuation)
+    characters = spell_words(
+        encoding["input_ids"], encoding["attention_mask"], starts, token_words, 10,
+        embeddings.piece_characters, embeddings.piece_lengths,
+    )  # fmt: skip
+    for row, words in enumerate(sentences):
+        for index, word in enumerate(words):
+            expected = [CHAR_BOW] + [3 + alphabet.index(c) for c in clip_spelling(word, 6)] + [CHAR_EOW]
+            assert characters[row, index + 1, : len(expected)].tolist() == expected, word
+            assert not characters[row, index + 1, len(expected) :].any()
+
+    # The representation: the CNN of each word's spelling (run once per distinct word)
+    # plus the embedding of the word, or of [UNK] for words not in WORDS.
+    vectors = WordRepresentation.forward(embeddings, encoding["input_ids"], encoding["attention_mask"])
+    ids = [[tokenizer.bos_token_id] + [tokenizer.convert_tokens_to_ids(w) if w in WORDS else
+            tokenizer.unk_token_id for w in words] for words in sentences]  # fmt: skip
+    expected = embeddings.characters(characters.flatten(0, 1)).view(4, 10, -1)
+    expected = expected + embeddings.word_embeddings(torch.tensor(ids))
+    torch.testing.assert_close(vectors.vectors, expected, atol=1e-6, rtol=0)
+
+
+def test_unknown_words_get_representations_that_differ_by_spelling():
+    model, tokenizer = spelling_tagger()
+    word_model = tiny_model(vocab_size=len(tokenizer))
+    outputs = {}
+    for word in ("cats", "tacos", "mast"):
+        sentence = ["the", word, "sat", "on", "a", "mat", "."]
+        encoding = tokenizer(sentence, is_split_into_words=True, return_tensors="pt")
+        vectors = model.cont_transformer.embeddings(encoding["input_ids"]).vectors  # (1, words, hidden)
+        assert vectors.shape[1] == len(sentence) + 1  # one vector per word, root included
+        logits = model(**encoding).logits[0]
+        pieces = [i for i, w in enumerate(encoding.word_ids()) if w == 1]
+        assert len(pieces) > 1 and all(torch.equal(logits[i], logits[pieces[0]]) for i in pieces)
+        outputs[word] = vectors[0, 2]
+        # The word-only model sees [UNK] for every unknown word, whatever its spelling.
+        unknown = build_tokenizer(WORDS)(sentence, is_split_into_words=True, return_tensors="pt")
+        outputs[word, "word"] = word_model.cont_transformer.embeddings(unknown["input_ids"]).vectors[0, 2]
+    assert not torch.allclose(outputs["cats"], outputs["tacos"])
+    assert not torch.allclose(outputs["cats"], outputs["mast"])
+    assert torch.equal(outputs["cats", "word"], outputs["tacos", "word"])
+
+
+def test_spelling_model_ignores_padding():
+    model, tokenizer = spelling_tagger()
+    sentences = [["a", "cats", "."], ["the", "tacos", "sat", "on", "a", "mast", "."]]
+    batch = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
+    for row, sentence in enumerate(sentences):
+        alone = tokenizer(sentence, is_split_into_words=True, return_tensors="pt")
+        length = alone["input_ids"].shape[1]
+        torch.testing.assert_close(
+            model(**batch).logits[row, :length], model(**alone).logits[0], atol=1e-5, rtol=0
+        )
+
+
+def test_spelling_model_round_trips_and_compression_leaves_the_representation(tmp_path):
+    model, tokenizer = spelling_tagger(num_basis=4, time_horizon=4.0)
+    sentence = ["the", "tacos", "sat", "on", "a", "mast", "."]
+    inputs = tokenizer(sentence, is_split_into_words=True, return_tensors="pt")
+    embeddings = model.cont_transformer.embeddings
+    representation = {k: v.clone() for k, v in embeddings.state_dict().items()}
+    vectors = embeddings(**inputs).vectors
+    model.save_pretrained(tmp_path / "source")
+    loaded = AutoModelForTokenClassification.from_pretrained(tmp_path / "source")
+    assert loaded.config.word_representation == "word+chars"
+    assert torch.equal(loaded(**inputs).logits, model(**inputs).logits)
+
+    change_basis(model, "piecewise_linear", 3)
+    set_num_steps(model, 2)
+    state = embeddings.state_dict()
+    assert state.keys() == representation.keys()
+    assert all(torch.equal(state[k], representation[k]) for k in state)
+    assert torch.equal(embeddings(**inputs).vectors, vectors)
+    model.save_pretrained(tmp_path / "compressed")
+    loaded = AutoModelForTokenClassification.from_pretrained(tmp_path / "compressed")
+    assert torch.equal(loaded(**inputs).logits, model(**inputs).logits)
+
+
+def test_spelling_model_tags_through_the_pipeline_and_tag(tmp_path):
+    model, tokenizer = spelling_tagger()
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    assert "| word representation | word embeddings + character CNN" in (tmp_path / "README.md").read_text()
+    sentence = ["the", "tacos", "sat", "on", "a", "mast", "."]
+    tagged = tag(sentence, AutoModelForTokenClassification.from_pretrained(tmp_path),
+                 AutoTokenizer.from_pretrained(tmp_path))  # fmt: skip
+    encoding = tokenizer(sentence, is_split_into_words=True, return_tensors="pt")
+    word_ids = encoding.word_ids()
+    firsts = [word_ids.index(i) for i in range(len(sentence))]  # "tacos", "mast": several pieces
+    logits = model(encoding["input_ids"]).logits[0]
+    assert [t for _, t in tagged] == [TAGS[i] for i in logits[firsts].argmax(-1).tolist()]
+
+    tagger = pipeline("token-classification", model=str(tmp_path), aggregation_strategy="first")
+    groups = tagger(" ".join(sentence))  # adjacent words with one tag form one group
+    assert [(word, g["entity_group"]) for g in groups for word in g["word"].split()] == tagged
+
+
+def test_spelling_model_trains_with_the_hugging_face_trainer(tmp_path):
+    from datasets import Dataset
+    from transformers import DataCollatorForTokenClassification, Trainer, TrainingArguments
+
+    model, tokenizer = spelling_tagger()
+    rows = []
+    for sentence in (["the", "cats", "sat"], ["a", "dog", "ran", "on", "a", "mast", "."]):
+        encoding = tokenizer(sentence, is_split_into_words=True)
+        previous, labels = None, []
+        for word in encoding.word_ids():
+            labels.append(-100 if word is None or word == previous else word % len(TAGS))
+            previous = word
+        rows.append({"input_ids": encoding["input_ids"], "labels": labels})
+    before = model.cont_transformer.embeddings.characters.convolution.weight.clone()
+    trainer = Trainer(
+        model=model.train(),
+        args=TrainingArguments(output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=2,
+                               report_to=[], use_cpu=True, save_strategy="no"),
+        train_dataset=Dataset.from_list(rows),
+        data_collator=DataCollatorForTokenClassification(tokenizer),
+    )  # fmt: skip
+    result = trainer.train()
+    assert math.isfinite(result.training_loss)
+    assert not torch.equal(model.cont_transformer.embeddings.characters.convolution.weight, before)
+
+
+def test_spelling_model_counts_the_character_cnn_as_embedding():
+    model, _ = spelling_tagger()
+    embeddings = sum(p.numel() for p in model.cont_transformer.embeddings.parameters())
+    counts = model.num_parameters_split()
+    assert counts["embedding"] == embeddings and counts["total"] == model.num_parameters()
+    characters = sum(p.numel() for p in model.cont_transformer.embeddings.characters.parameters())
+    assert characters > 0 and counts["embedding"] == characters + model.config.vocab_size * 16
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"word_representation": "bytes"}, "word_representation"),
+        ({"word_representation": "word+chars"}, "unk_token_id"),
+        ({"word_representation": "chars", "unk_token_id": 1, "char_kernel_size": 4}, "char_kernel_size"),
+        ({"word_representation": "chars", "unk_token_id": 1, "max_word_length": 0}, "max_word_length"),
+    ],
+)
+def test_config_rejects_invalid_word_representations(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        tiny_config(**overrides)
+
+
+def test_word_model_saved_before_word_dropout_was_a_buffer_still_loads(tmp_path):
+    model = tiny_model()
+    model.save_pretrained(tmp_path)
+    weights = load_file(tmp_path / "model.safetensors")
+    del weights["cont_transformer.embeddings.word_dropout"]
+    save_file(weights, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    loaded = AutoModelForTokenClassification.from_pretrained(tmp_path)
+    assert not loaded.cont_transformer.embeddings.word_dropout.any()
+    input_ids = batch()
+    assert torch.equal(loaded(input_ids).logits, model(input_ids).logits)

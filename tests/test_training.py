@@ -33,7 +33,6 @@ from cont_transformer.tagging.batching import (
     encode_for_evaluation,
     encode_for_training,
     evaluation_windows,
-    word_dropout,
     word_dropout_probabilities,
 )
 from cont_transformer.tagging.data import (
@@ -41,6 +40,7 @@ from cont_transformer.tagging.data import (
     most_frequent_tag_baseline,
     write_sample_treebank,
 )
+from cont_transformer.tagging.tokenization import spelling_tables
 from cont_transformer.tagging.trainer import build_optimizer, resolve_arguments, train
 from cont_transformer.tools.cli import run_cli
 from cont_transformer.training import scaffold
@@ -49,6 +49,7 @@ from cont_transformer.training.outputs import BEST_MODEL_DIR, CHECKPOINTS_DIR, M
 from cont_transformer.training.refinement import refine_with_optimizer
 from cont_transformer.training.schedules import (
     RefinementSchedule,
+    cooldown_factor,
     initial_num_basis,
     inverse_sqrt_learning_rate,
     parse_steps,
@@ -78,6 +79,16 @@ def test_inverse_sqrt_learning_rate():
     assert inverse_sqrt_learning_rate(4, 1e-3, 0) == pytest.approx(5e-4)
     with pytest.raises(ValueError):
         inverse_sqrt_learning_rate(0, 1e-3, 100)
+
+
+def test_cooldown_factor_falls_linearly_over_the_last_steps():
+    factors = [cooldown_factor(s, 100, 20) for s in range(1, 101)]
+    assert factors[:81] == [1.0] * 81  # steps 1..81
+    assert factors[81] == pytest.approx(19 / 20) and factors[-1] == pytest.approx(1 / 20)
+    assert all(a > b for a, b in itertools.pairwise(factors[80:]))
+    assert cooldown_factor(50, 100, 0) == 1.0
+    with pytest.raises(ValueError):
+        cooldown_factor(1, 100, -1)
 
 
 @pytest.mark.parametrize(
@@ -156,6 +167,28 @@ def test_label_alignment_and_truncation(tokenizer):
     assert cut == 2 and rows[0]["labels"] == [IGNORE_INDEX, 0, 1] and len(rows[1]["input_ids"]) == 3
 
 
+def test_words_of_several_pieces_are_cut_and_windowed_whole():
+    tokenizer = build_tokenizer(["the", "dog", "barks", "."], spelling=True)
+    ids = tokenizer.convert_tokens_to_ids
+    sentence = ["the", "dogs", "barked", "."]  # 1 + 2 + 3 + 1 pieces
+    rows, cut = encode_for_training(tokenizer, [sentence], [[0, 1, 2, 3]], max_length=3)
+    assert cut == 2
+    assert rows[0]["input_ids"] == [tokenizer.bos_token_id, ids("the"), ids("dog"), ids(" ##s")]
+    assert rows[0]["labels"] == [IGNORE_INDEX, 0, 1, IGNORE_INDEX]
+    rows = encode_for_evaluation(
+        tokenizer, [sentence * 3], [list(range(12))], max_length=4, known_words={"the", "."}
+    )
+    scored = [label for row in rows for label in row["labels"] if label != IGNORE_INDEX]
+    assert sorted(scored) == list(range(12))
+    for row in rows:  # every window starts at a word: after the root comes no continuation
+        assert not tokenizer.convert_ids_to_tokens(row["input_ids"][1]).startswith(" ##")
+        assert len(row["unseen"]) == len(row["input_ids"])
+    first = rows[0]
+    pieces = tokenizer.convert_ids_to_tokens(first["input_ids"])
+    assert pieces[:4] == ["[ROOT]", "the", "dog", " ##s"]
+    assert first["unseen"][:4] == [0, 0, 1, 1]
+
+
 @pytest.mark.parametrize(
     "length, capacity", [(5, 8), (8, 8), (9, 8), (20, 8), (101, 10), (7, 1), (30, 3)]
 )
@@ -192,7 +225,10 @@ def test_padding_collator():
     assert batch["sentence_start"].tolist() == [1, 0]
 
 
-def test_word_dropout_drops_rare_words_and_spares_special_tokens(tokenizer):
+@pytest.mark.parametrize("word_representation", ["word", "word+chars"])
+def test_word_dropout_drops_rare_words_and_spares_special_tokens(word_representation):
+    spelling = word_representation != "word"
+    tokenizer = build_tokenizer(["the", "dog", "barks", "."], spelling=spelling)
     counts = {"the": 1000, "dog": 3, "barks": 1, ".": 999}
     probabilities = word_dropout_probabilities(tokenizer, counts, alpha=1.0)
     ids = tokenizer.convert_tokens_to_ids
@@ -200,17 +236,33 @@ def test_word_dropout_drops_rare_words_and_spares_special_tokens(tokenizer):
     assert probabilities[ids("dog")] == pytest.approx(0.25)
     assert probabilities[ids("the")] == pytest.approx(1 / 1001)
     assert all(probabilities[i] == 0 for i in tokenizer.all_special_ids)
-    torch.manual_seed(0)
+    if spelling:  # pieces that are no training word are never dropped
+        assert probabilities[ids("b")] == 0 and probabilities[ids(" ##s")] == 0
+    assert not word_dropout_probabilities(tokenizer, counts, alpha=0.0).any()
+
+    # The model applies it to the word channel, in training mode only.
+    config = ContTransformerConfig(
+        vocab_size=len(tokenizer), hidden_size=8, intermediate_size=8, num_basis=1,
+        unk_token_id=tokenizer.unk_token_id, word_representation=word_representation,
+        char_vocab_size=64, id2label={0: "A"},
+    )  # fmt: skip
+    embeddings = ContTransformerForTokenClassification(config).cont_transformer.embeddings
+    if spelling:
+        embeddings.set_spelling(**spelling_tables(tokenizer, counts, config.max_word_length)[0])
+    embeddings.set_word_dropout(probabilities)
+    seen = []
+    embeddings.word_embeddings.register_forward_hook(lambda module, args, out: seen.append(args[0]))
     sentence = [tokenizer.bos_token_id, ids("the"), ids("dog"), ids("barks"), ids(".")]
-    input_ids = torch.tensor([sentence + [tokenizer.pad_token_id] * 3] * 20000)
-    dropped = word_dropout(input_ids, probabilities, tokenizer.unk_token_id)
-    rates = (dropped == tokenizer.unk_token_id).float().mean(0)
-    assert rates[[0, 5, 6, 7]].tolist() == [0, 0, 0, 0]  # root and padding are never dropped
-    assert rates[2].item() == pytest.approx(0.25, abs=0.01)
-    assert rates[3].item() == pytest.approx(0.5, abs=0.01)
-    assert torch.all((dropped == input_ids) | (dropped == tokenizer.unk_token_id))
-    off = word_dropout_probabilities(tokenizer, counts, alpha=0.0)
-    assert word_dropout(input_ids, off, tokenizer.unk_token_id) is input_ids
+    input_ids = torch.tensor([sentence + [tokenizer.pad_token_id] * 3] * 5000)
+    mask = (input_ids != tokenizer.pad_token_id).long()
+    torch.manual_seed(0)
+    embeddings.train()(input_ids, mask)
+    rates = (seen[-1] == tokenizer.unk_token_id).float().mean(0)
+    assert rates[0].item() == 0 and rates[5:].sum().item() == 0  # root, padding: never
+    assert rates[2].item() == pytest.approx(0.25, abs=0.03)
+    assert rates[3].item() == pytest.approx(0.5, abs=0.03)
+    embeddings.eval()(input_ids, mask)
+    assert not (seen[-1] == tokenizer.unk_token_id).any()
 
 
 def test_length_grouped_batches_are_a_function_of_seed_and_epoch():

@@ -1,18 +1,20 @@
 """From word-split sentences to padded batches for a token classifier.
 
-Alignment. A sentence's words go through the word-level tokenizer
-(``is_split_into_words=True``), which prepends the root token. Each word's tag goes on
-the word's first token; the root token, further tokens of a word and padding get the
-label ``IGNORE_INDEX`` (-100), which the loss and the accuracy metric skip. A tag id
-of -1 (a dev/test tag unseen in train, see ``data.UNSEEN_TAG``) is kept: the metric
-scores it as an error. Words the tokenizer drops (empty ones) raise an error rather
-than silently going unscored.
+Alignment. A sentence's words go through the tokenizer (``is_split_into_words=True``),
+which prepends the root token; a word is one token, or several pieces with the spelling
+tokenizer. Each word's tag goes on the word's first token; the root token, further
+tokens of a word and padding get the label ``IGNORE_INDEX`` (-100), which the loss and
+the accuracy metric skip. A tag id of -1 (a dev/test tag unseen in train, see
+``data.UNSEEN_TAG``) is kept: the metric scores it as an error. Words the tokenizer
+drops (empty ones) raise an error rather than silently going unscored.
 
-Long sentences (the documented policy). ``max_length`` counts tokens, the root
-included, and equals the model's ``max_position_embeddings``.
+Long sentences (the documented policy). ``max_length`` counts words, the root
+included, and equals the model's ``max_position_embeddings`` (the model encodes one
+vector per word, however many pieces a word has). Rows are cut between words, never
+inside one.
 
 * Training (:func:`encode_for_training`) truncates a longer sentence to its first
-  ``max_length`` tokens; the cut words are not trained on (their number is returned).
+  ``max_length - 1`` words; the cut words are not trained on (their number is returned).
 * Evaluation (:func:`encode_for_evaluation`) never drops a word: a sentence longer than
   the model covers is cut into overlapping windows of ``max_length - 1`` words (each
   with its own root token), and every word is scored in exactly one window, the one
@@ -23,14 +25,16 @@ included, and equals the model's ``max_position_embeddings``.
 Batches. :class:`LengthGroupedBatchSampler` draws, per epoch, a shuffled order that is
 a pure function of ``(seed, epoch)`` and groups sentences of similar length into the
 same batch (less padding, faster on CPU). :class:`PaddingCollator` pads a batch to its
-longest row. :func:`word_dropout` replaces words by ``[UNK]`` during training, rare
-words most often (:func:`word_dropout_probabilities`), so that the model learns what to
-do with words it has never seen.
+longest row. :func:`word_dropout_probabilities` gives the model's word dropout its
+per-id probabilities, rare words the highest, so that the model learns what to do with
+words it has never seen (the model applies it in training mode, see
+``word_representation.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -39,21 +43,46 @@ from transformers import PreTrainedTokenizerBase
 IGNORE_INDEX = -100
 
 
-def _aligned(
+@dataclass
+class _Encoded:
+    """One sentence through the tokenizer: the root token's id, then per word its token
+    ids and labels (the tag on the first token, ``IGNORE_INDEX`` on the others)."""
+
+    root: int
+    word_ids: list[list[int]]
+    word_labels: list[list[int]]
+
+    def row(self, start: int, end: int, owned: range | None = None) -> tuple[list[int], list[int]]:
+        """``(input_ids, labels)`` of the root and words ``[start, end)``; only words in
+        ``owned`` (default: all) keep their labels."""
+        input_ids, labels = [self.root], [IGNORE_INDEX]
+        for word in range(start, end):
+            input_ids += self.word_ids[word]
+            keep = owned is None or word in owned
+            labels += self.word_labels[word] if keep else [IGNORE_INDEX] * len(self.word_ids[word])
+        return input_ids, labels
+
+
+def _encoded(
     tokenizer: PreTrainedTokenizerBase, sentences: Sequence[Sequence[str]], tags
-) -> Iterator:
-    """``(input_ids, labels)`` of each sentence, in full (no truncation)."""
+) -> Iterator[_Encoded]:
+    """Each sentence's tokens grouped by word, in full (no truncation)."""
     encoding = tokenizer(list(map(list, sentences)), is_split_into_words=True)
     for index, (words, sentence_tags) in enumerate(zip(sentences, tags)):
-        labels, previous = [], None
-        for word in encoding.word_ids(index):
-            labels.append(IGNORE_INDEX if word is None or word == previous else sentence_tags[word])
-            previous = word if word is not None else previous
-        if sum(label != IGNORE_INDEX for label in labels) != len(words):
+        input_ids, word_of = encoding["input_ids"][index], encoding.word_ids(index)
+        if word_of[0] is not None or any(w is None for w in word_of[1:]):
+            raise ValueError("the tokenizer must prepend exactly one special (root) token")
+        word_ids: list[list[int]] = [[] for _ in words]
+        for token, word in zip(input_ids[1:], word_of[1:]):
+            word_ids[word].append(token)
+        if not all(word_ids):
             raise ValueError(
                 f"sentence {index} has a word the tokenizer drops (an empty word?): {list(words)}"
             )
-        yield encoding["input_ids"][index], labels
+        word_labels = [
+            [tag] + [IGNORE_INDEX] * (len(ids) - 1) for tag, ids in zip(sentence_tags, word_ids)
+        ]
+        yield _Encoded(input_ids[0], word_ids, word_labels)
 
 
 def encode_for_training(
@@ -62,14 +91,16 @@ def encode_for_training(
     tags: Sequence[Sequence[int]],
     max_length: int,
 ) -> tuple[list[dict[str, list[int]]], int]:
-    """Rows ``{"input_ids", "labels"}``, each truncated to ``max_length`` tokens.
+    """Rows ``{"input_ids", "labels"}``, each truncated to ``max_length`` words (root included).
 
     Returns the rows and the number of words cut off by truncation.
     """
     rows, cut = [], 0
-    for input_ids, labels in _aligned(tokenizer, sentences, tags):
-        cut += sum(label != IGNORE_INDEX for label in labels[max_length:])
-        rows.append({"input_ids": input_ids[:max_length], "labels": labels[:max_length]})
+    for sentence in _encoded(tokenizer, sentences, tags):
+        kept = min(len(sentence.word_ids), max_length - 1)
+        cut += len(sentence.word_ids) - kept
+        input_ids, labels = sentence.row(0, kept)
+        rows.append({"input_ids": input_ids, "labels": labels})
     return rows, cut
 
 
@@ -106,40 +137,40 @@ def encode_for_evaluation(
     sentences: Sequence[Sequence[str]],
     tags: Sequence[Sequence[int]],
     max_length: int,
+    known_words: Container[str] | None = None,
 ) -> list[dict[str, list[int] | int]]:
     """Rows ``{"input_ids", "labels", "sentence_start"}`` that score every word exactly once.
 
-    A sentence of at most ``max_length`` tokens is one row; a longer one becomes
-    overlapping windows (see the module docstring), each word labelled in one of them.
+    A sentence of at most ``max_length`` words (root included) is one row; a longer one
+    becomes overlapping windows of words (see the module docstring), each word labelled
+    in one of them. With ``known_words`` (the training words), rows also carry
+    ``"unseen"``: 1 at the tokens of words not in it, 0 elsewhere.
     """
     if max_length < 2:
         raise ValueError(
             f"max_length must leave room for the root token and a word, got {max_length}"
         )
     rows = []
-    for input_ids, labels in _aligned(tokenizer, sentences, tags):
-        root, body, body_labels = input_ids[:1], input_ids[1:], labels[1:]
-        for number, (start, owned_start, owned_end) in enumerate(
-            evaluation_windows(len(body), max_length - 1)
-        ):
-            end = start + max_length - 1
-            window_labels = [
-                label if owned_start <= start + i < owned_end else IGNORE_INDEX
-                for i, label in enumerate(body_labels[start:end])
-            ]
-            rows.append(
-                {
-                    "input_ids": root + body[start:end],
-                    "labels": [IGNORE_INDEX] + window_labels,
-                    "sentence_start": int(number == 0),
-                }
-            )
+    for words, sentence in zip(sentences, _encoded(tokenizer, sentences, tags)):
+        windows = evaluation_windows(len(sentence.word_ids), max_length - 1)
+        for number, (start, owned_start, owned_end) in enumerate(windows):
+            end = min(start + max_length - 1, len(sentence.word_ids))
+            input_ids, labels = sentence.row(start, end, range(owned_start, owned_end))
+            row = {"input_ids": input_ids, "labels": labels, "sentence_start": int(number == 0)}
+            if known_words is not None:
+                row["unseen"] = [0] + [
+                    int(words[w] not in known_words)
+                    for w in range(start, end)
+                    for _ in sentence.word_ids[w]
+                ]
+            rows.append(row)
     return rows
 
 
 class PaddingCollator:
     """Pads rows to the longest in the batch: ``input_ids`` with ``pad_token_id``,
-    ``attention_mask`` with 0, ``labels`` with ``IGNORE_INDEX``; scalar fields are stacked.
+    ``attention_mask`` with 0, ``labels`` with ``IGNORE_INDEX``, other per-token fields
+    (``unseen``) with 0; scalar fields are stacked.
 
     ``lengths`` (sorted bucket lengths, see :func:`bucket_lengths`) pads a batch to the
     shortest bucket that holds it (shape-stable batches: a compiled model then sees a
@@ -167,7 +198,12 @@ class PaddingCollator:
             batch["attention_mask"][i, :n] = 1
             batch["labels"][i, :n] = torch.tensor(row["labels"])
         for key in rows[0].keys() - batch.keys():
-            batch[key] = torch.tensor([row[key] for row in rows])
+            if isinstance(rows[0][key], list):
+                batch[key] = torch.zeros((len(rows), length), dtype=torch.long)
+                for i, row in enumerate(rows):
+                    batch[key][i, : len(row[key])] = torch.tensor(row[key])
+            else:
+                batch[key] = torch.tensor([row[key] for row in rows])
         self.real_tokens += sum(len(row["input_ids"]) for row in rows)
         self.padded_tokens += len(rows) * length
         return batch
@@ -248,34 +284,22 @@ class LengthGroupedBatchSampler:
 def word_dropout_probabilities(
     tokenizer: PreTrainedTokenizerBase, counts: Mapping[str, int], alpha: float
 ) -> torch.Tensor:
-    """Per token id, the probability ``alpha / (alpha + count)`` of replacing it by ``[UNK]``.
+    """Per token id, the probability ``alpha / (alpha + count)`` of replacing a word by ``[UNK]``.
 
     ``count`` is the word's frequency in the training data (``counts``), so rare words
     are dropped often and frequent ones almost never (Kiperwasser & Goldberg, 2016):
     ``[UNK]`` then stands in for rare words (nouns, names, adjectives, numbers), which is
     what unknown words at test time are, rather than for an average word (where
-    determiners and prepositions dominate). Special tokens get 0. Returns ``(vocab,)``.
+    determiners and prepositions dominate). Special tokens and pieces that are no
+    training word (``count`` 0) get 0. Returns ``(vocab,)``, for the model's
+    ``set_word_dropout``.
     """
     probabilities = torch.zeros(len(tokenizer))
     if alpha == 0:
         return probabilities
     special = set(tokenizer.all_special_ids)
     for word, index in tokenizer.get_vocab().items():
-        if index not in special:
-            probabilities[index] = alpha / (alpha + counts[word])
+        count = counts.get(word, 0)
+        if index not in special and count > 0:
+            probabilities[index] = alpha / (alpha + count)
     return probabilities
-
-
-def word_dropout(
-    input_ids: torch.Tensor, probabilities: torch.Tensor, unk_token_id: int
-) -> torch.Tensor:
-    """Replace each token of ``input_ids`` ``(batch, seq)`` by ``unk_token_id`` with its
-    probability in ``probabilities`` ``(vocab,)`` (on ``input_ids``' device), drawing from
-    torch's global RNG.
-
-    Returns a new tensor (``input_ids`` itself when no probability is positive).
-    """
-    if not bool((probabilities > 0).any()):
-        return input_ids
-    drop = torch.rand(input_ids.shape, device=input_ids.device) < probabilities[input_ids]
-    return input_ids.masked_fill(drop, unk_token_id)

@@ -1,32 +1,57 @@
-"""A word-level tokenizer for tagging pre-split sentences.
+"""Tokenizers for tagging pre-split sentences: whole words, or whole words and their spelling.
 
-Each whitespace-separated word is one token; words outside the training vocabulary
-become ``[UNK]``. A root token is prepended to every sentence (as in the reference
-code): a position every word can attend to. It is a special token, so its
-``word_ids`` entry is None and it gets no tag.
+:func:`build_tokenizer` makes a standard ``tokenizers`` tokenizer (saved as
+``tokenizer.json``, loaded by ``AutoTokenizer``, no custom class) over the training words:
+
+* ``spelling=False`` (the paper's word-only model): a word-level vocabulary of the training
+  words; every word is one token, and a word outside the vocabulary is ``[UNK]``.
+* ``spelling=True`` (the spelling representations, e.g. ``"word+chars"``): a WordPiece
+  vocabulary that also holds every character seen in training, both as a word-initial
+  piece (``"s"``) and as a continuation piece (``" ##s"``, see
+  :data:`CONTINUATION_PREFIX`). A training word is still one token; an unknown word
+  splits into pieces whose characters concatenate to its spelling (``"zebras"`` ->
+  ``"ze"``, ``" ##b"``, ``" ##r"``, ...; the first piece is the longest training word or
+  character it starts with), so the model can read the spelling of any word from
+  ``input_ids`` alone (:func:`spelling_tables` gives the model what it needs for that).
+  Only a word with a character never seen in training is still ``[UNK]``.
+
+A root token is prepended to every sentence (as in the reference code): a position every
+word can attend to. It is a special token, so its ``word_ids`` entry is None and it gets
+no tag. Ids: ``[PAD]`` = 0, ``[UNK]`` = 1, ``[ROOT]`` = 2, then the training words in
+first-seen order, then (with ``spelling``) the characters that are not words themselves,
+then the continuation pieces.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
-from tokenizers import Tokenizer, models, pre_tokenizers, processors
-from transformers import PreTrainedTokenizerFast
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
+
+from ..word_representation import NUM_RESERVED_CHARS, clip_spelling
 
 PAD_TOKEN = "[PAD]"
 UNK_TOKEN = "[UNK]"
 ROOT_TOKEN = "[ROOT]"
 SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, ROOT_TOKEN)
+# Continuation pieces start with a space, which no word contains (words are split on
+# whitespace): a word such as "##x" can never be read as a continuation piece.
+CONTINUATION_PREFIX = " ##"
+# WordPiece's default (100) would make longer words [UNK]; a word of any length is spelled.
+MAX_INPUT_CHARS_PER_WORD = 1_000_000
 
 
 def build_tokenizer(
-    words: Iterable[str], model_max_length: int | None = None
+    words: Iterable[str], model_max_length: int | None = None, spelling: bool = False
 ) -> PreTrainedTokenizerFast:
     """A ``PreTrainedTokenizerFast`` over ``words`` (the training vocabulary).
 
-    Ids: ``[PAD]`` = 0, ``[UNK]`` = 1, ``[ROOT]`` = 2, then the distinct words in first-seen
-    order. Save it next to the model with ``tokenizer.save_pretrained(folder)``.
+    ``spelling`` adds the characters of ``words`` as word-initial and continuation pieces,
+    so unknown words split into pieces instead of becoming ``[UNK]`` (see the module
+    docstring). Save it next to the model with ``tokenizer.save_pretrained(folder)``.
 
     ``model_max_length`` None (the default) sets no limit, and that is what a tagger's
     tokenizer should have: the ``token-classification`` pipeline truncates every input
@@ -38,13 +63,31 @@ def build_tokenizer(
 
         tokenizer = build_tokenizer(["The", "cat", "sat"])
         tokenizer(["The", "dog"], is_split_into_words=True)["input_ids"]  # [2, 3, 1]
+        tokenizer = build_tokenizer(["The", "cat", "sat"], spelling=True)
+        tokenizer.tokenize("The cats")  # ['The', 'cat', ' ##s']
     """
     vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS)}
+    words = list(words)
     for word in words:
         if any(c.isspace() for c in word) or not word:
             raise ValueError(f"vocabulary words must be non-empty and without whitespace, got {word!r}")
         vocab.setdefault(word, len(vocab))
-    backend = Tokenizer(models.WordLevel(vocab, unk_token=UNK_TOKEN))
+    if spelling:
+        characters = sorted({c for word in words for c in word})
+        for piece in [*characters, *(CONTINUATION_PREFIX + c for c in characters)]:
+            vocab.setdefault(piece, len(vocab))
+    if spelling:
+        backend = Tokenizer(
+            models.WordPiece(
+                vocab,
+                unk_token=UNK_TOKEN,
+                continuing_subword_prefix=CONTINUATION_PREFIX,
+                max_input_chars_per_word=MAX_INPUT_CHARS_PER_WORD,
+            )
+        )
+        backend.decoder = decoders.WordPiece(prefix=CONTINUATION_PREFIX, cleanup=False)
+    else:
+        backend = Tokenizer(models.WordLevel(vocab, unk_token=UNK_TOKEN))
     backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     backend.post_processor = processors.TemplateProcessing(
         single=f"{ROOT_TOKEN} $A", special_tokens=[(ROOT_TOKEN, vocab[ROOT_TOKEN])]
@@ -57,3 +100,54 @@ def build_tokenizer(
         model_max_length=VERY_LARGE_INTEGER if model_max_length is None else model_max_length,
         model_input_names=["input_ids", "attention_mask"],
     )
+
+
+def spelling_tables(
+    tokenizer: PreTrainedTokenizerBase, words: Collection[str], max_word_length: int
+) -> tuple[dict[str, torch.Tensor], int]:
+    """What a spelling model must know of each id of ``tokenizer`` (from :func:`build_tokenizer`
+    with ``spelling=True``), and the size of its character alphabet.
+
+    Returns the keyword arguments of ``WordRepresentation.set_spelling``
+    (``model.cont_transformer.embeddings.set_spelling(**tables)``): ``piece_characters``
+    ``(vocab, max_word_length)`` (each id's characters, clipped), ``piece_lengths``,
+    ``continuation`` and ``whole_word`` ``(vocab,)`` (training words in ``words`` and special
+    tokens), and ``char_vocab_size`` for the config: the characters of the vocabulary in
+    sorted order, after the model's reserved ids.
+    """
+    vocab = tokenizer.get_vocab()
+    special = set(tokenizer.all_special_tokens)
+    texts = {
+        token: token.removeprefix(CONTINUATION_PREFIX) for token in vocab if token not in special
+    }
+    alphabet = {c: NUM_RESERVED_CHARS + i for i, c in enumerate(sorted(set("".join(texts.values()))))}
+    size = len(tokenizer)
+    tables = {
+        "piece_characters": torch.zeros(size, max_word_length, dtype=torch.int32),
+        "piece_lengths": torch.zeros(size, dtype=torch.int32),
+        "continuation": torch.zeros(size, dtype=torch.bool),
+        "whole_word": torch.zeros(size, dtype=torch.bool),
+    }
+    for token, index in vocab.items():
+        if token in special:
+            tables["whole_word"][index] = True
+            continue
+        characters = clip_spelling([alphabet[c] for c in texts[token]], max_word_length)
+        tables["piece_characters"][index, : len(characters)] = torch.tensor(characters)
+        tables["piece_lengths"][index] = len(characters)
+        tables["continuation"][index] = token.startswith(CONTINUATION_PREFIX)
+        tables["whole_word"][index] = token in words and not tables["continuation"][index]
+    return tables, NUM_RESERVED_CHARS + len(alphabet)
+
+
+def training_words(tokenizer: PreTrainedTokenizerBase, model) -> set[str]:
+    """The training words of a tagger built by the trainer, read from its tokenizer and model:
+    every vocabulary entry but the special tokens for the word-level tokenizer, the entries
+    the model marks as whole words (``whole_word``) for the spelling tokenizer."""
+    special = set(tokenizer.all_special_tokens)
+    whole_word = getattr(model.base_model.embeddings, "whole_word", None)
+    return {
+        token
+        for token, index in tokenizer.get_vocab().items()
+        if token not in special and (whole_word is None or bool(whole_word[index]))
+    }

@@ -13,14 +13,19 @@ Decisions worth knowing:
 
 * Batches. ``batch_size`` is the total over processes (Accelerate's ``split_batches``),
   so the recipe and the step counts mean the same on 1 or n processes.
-* Unknown words. Word dropout replaces a training word seen ``c`` times by ``[UNK]``
-  with probability ``α / (α + c)`` (``word_dropout`` is α), so ``[UNK]`` learns to
-  stand for rare words, which is what unknown dev/test words are. On English-GUM a
-  uniform rate taught ``[UNK]`` the average word's tags (determiners, prepositions) and
-  scored worse on the 7.4% of dev words unseen in train.
+* Unknown words. The default representation, ``"word+chars"``, reads every word's
+  spelling (a spelling tokenizer, and the model's character CNN; ``"word"`` is the
+  paper's word-only model). Word dropout replaces the word channel of a training word
+  seen ``c`` times by ``[UNK]`` with probability ``α / (α + c)`` (``word_dropout`` is α;
+  the model applies it in training mode, from per-id probabilities set here), so
+  ``[UNK]`` learns to stand for rare words, which is what unknown dev/test words are. On
+  English-GUM a uniform rate taught ``[UNK]`` the average word's tags (determiners,
+  prepositions) and scored worse on the 7.4% of dev words unseen in train.
 * Metrics. Dev predictions are gathered across processes with ``gather_for_metrics``,
   so every dev word and sentence counts exactly once; accuracy is over words, and a
-  gold tag unseen in train counts as an error (see ``data.UNSEEN_TAG``).
+  gold tag unseen in train counts as an error (see ``data.UNSEEN_TAG``). It is also
+  split over the words seen in train and those not (``accuracy_seen``,
+  ``accuracy_unseen``).
 * Long sentences: truncated for training, scored in full in windows for evaluation
   (see :mod:`.batching`).
 * Fine-tuning. ``model_name_or_path`` starts from a saved tagger of this package: its
@@ -46,14 +51,14 @@ from torch.utils.data import DataLoader
 from transformers import AutoConfig, AutoTokenizer
 
 from ..basis import get_basis
-from ..configuration_cont_transformer import ContTransformerConfig
+from ..configuration_cont_transformer import WORD_REPRESENTATIONS, ContTransformerConfig
 from ..model_card import Evaluation
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..ode_block import Coefficients
 from ..training.arguments import RunArguments, _help
 from ..training.outputs import BEST_MODEL_DIR, METRICS_FILE, resolve_model_dir
 from ..training.scaffold import Trainer, end_distributed, make_accelerator
-from ..training.schedules import inverse_sqrt_learning_rate, parse_steps
+from ..training.schedules import cooldown_factor, inverse_sqrt_learning_rate, parse_steps
 from .batching import (
     IGNORE_INDEX,
     LengthGroupedBatchSampler,
@@ -61,7 +66,6 @@ from .batching import (
     bucket_lengths,
     encode_for_evaluation,
     encode_for_training,
-    word_dropout,
     word_dropout_probabilities,
 )
 from .data import (
@@ -80,7 +84,7 @@ from .data import (
 from .metrics import load_token_accuracy
 from .tag import Tagger, saved_tag_column
 from .tag_files import tag_file
-from .tokenization import build_tokenizer
+from .tokenization import build_tokenizer, spelling_tables, training_words
 
 logger = logging.getLogger(__name__)
 
@@ -134,6 +138,9 @@ class TrainingArguments(RunArguments):
                 "K, N_T and tags are kept"),
     )  # fmt: skip
     warmup_steps: int = field(default=8000, **_help("linear warm-up steps, then 1/sqrt decay"))
+    cooldown_steps: int = field(
+        default=0, **_help("the learning rate falls linearly to (almost) 0 over the last N steps")
+    )
     hidden_size: int = field(default=128, **_help("embedding and ODE state width"))
     num_attention_heads: int = field(default=1, **_help("attention heads"))
     intermediate_size: int = field(default=128, **_help("MLP hidden width"))
@@ -145,6 +152,18 @@ class TrainingArguments(RunArguments):
         default=0.1, **_help("dropout on attention probabilities")
     )
     position_encoding: str = field(default="sinusoidal", **_help("sinusoidal or learned"))
+    word_representation: str = field(
+        default="word+chars",
+        **_help("word+chars: word embeddings plus a character CNN over the spelling (unknown "
+                "words are read from their form); word: the paper's word-only model; chars: "
+                "the character CNN alone"),
+    )  # fmt: skip
+    char_embedding_size: int = field(default=32, **_help("character embedding width"))
+    char_hidden_size: int = field(default=128, **_help("filters of the character CNN"))
+    char_kernel_size: int = field(default=3, **_help("width (odd) of the character CNN"))
+    max_word_length: int = field(
+        default=20, **_help("characters of a word the CNN reads (a longer word: first and last)")
+    )
     max_length: int = field(
         default=128,
         **_help("longest training sequence in tokens, root included (longer: truncated; "
@@ -177,6 +196,13 @@ class TrainingArguments(RunArguments):
             raise ValueError(f"word_dropout: must be >= 0, got {self.word_dropout}")
         if self.warmup_steps < 0:
             raise ValueError(f"warmup_steps: must be >= 0, got {self.warmup_steps}")
+        if not 0 <= self.cooldown_steps <= self.max_steps:
+            raise ValueError(f"cooldown_steps: must lie in [0, max_steps], got {self.cooldown_steps}")
+        if self.word_representation not in WORD_REPRESENTATIONS:
+            raise ValueError(
+                f"word_representation: choose one of {WORD_REPRESENTATIONS}, "
+                f"got {self.word_representation!r}"
+            )
         if self.model_name_or_path is not None:
             self._adopt_saved_sizes()
         if self.length_buckets is None:
@@ -332,27 +358,57 @@ def evaluate(model, dataloader, accelerator, metric) -> dict[str, float | int]:
 
     Predictions are gathered from all processes (``gather_for_metrics`` drops the rows
     Accelerate repeats to even out the last batch), so every word counts once.
-    Returns ``accuracy``, ``num_words`` and ``num_sentences``.
+    Returns ``accuracy``, ``num_words`` and ``num_sentences``; with batches that carry
+    ``unseen`` (see ``encode_for_evaluation``), also ``accuracy_seen``,
+    ``accuracy_unseen`` and ``num_unseen_words``.
     """
     was_training = model.training
     model.eval()
     num_sentences = 0
+    split = torch.zeros(4, dtype=torch.long)  # correct seen, seen, correct unseen, unseen
+    has_split = False
     for batch in dataloader:
+        has_split |= "unseen" in batch
         logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-        predictions = accelerator.pad_across_processes(
-            logits.argmax(-1), dim=1, pad_index=IGNORE_INDEX
+        predictions, labels, unseen = (
+            accelerator.pad_across_processes(tensor, dim=1, pad_index=pad)
+            for tensor, pad in (
+                (logits.argmax(-1), IGNORE_INDEX),
+                (batch["labels"], IGNORE_INDEX),
+                (batch.get("unseen", torch.zeros_like(batch["labels"])), 0),
+            )
         )
-        labels = accelerator.pad_across_processes(batch["labels"], dim=1, pad_index=IGNORE_INDEX)
-        predictions, labels, starts = accelerator.gather_for_metrics(
-            (predictions, labels, batch["sentence_start"])
+        predictions, labels, unseen, starts = accelerator.gather_for_metrics(
+            (predictions, labels, unseen, batch["sentence_start"])
         )
         scored = labels != IGNORE_INDEX
         metric.add_batch(
             predictions=predictions[scored].tolist(), references=labels[scored].tolist()
         )
         num_sentences += int(starts.sum())
+        split += _seen_unseen_counts(predictions, labels, unseen.bool())
     model.train(was_training)
-    return {**metric.compute(), "num_sentences": num_sentences}
+    result = {**metric.compute(), "num_sentences": num_sentences}
+    correct_seen, seen, correct_unseen, num_unseen = split.tolist()
+    if has_split:
+        result.update(
+            accuracy_seen=correct_seen / seen if seen else None,
+            accuracy_unseen=correct_unseen / num_unseen if num_unseen else None,
+            num_unseen_words=num_unseen,
+        )
+    return result
+
+
+def _seen_unseen_counts(
+    predictions: torch.Tensor, labels: torch.Tensor, unseen: torch.Tensor
+) -> torch.Tensor:
+    """``[correct seen, seen, correct unseen, unseen]`` scored words of a batch ``(batch, seq)``."""
+    scored = labels != IGNORE_INDEX
+    correct = scored & (predictions == labels)
+    return torch.stack(
+        [(correct & ~unseen).sum(), (scored & ~unseen).sum(), (correct & unseen).sum(),
+         (scored & unseen).sum()]
+    ).cpu()  # fmt: skip
 
 
 def load_metric(accelerator):
@@ -365,7 +421,11 @@ def load_metric(accelerator):
 
 
 def model_config(
-    args: TrainingArguments, tokenizer, label_names: Sequence[str], language: str | None = None
+    args: TrainingArguments,
+    tokenizer,
+    label_names: Sequence[str],
+    language: str | None = None,
+    char_vocab_size: int = ContTransformerConfig.char_vocab_size,
 ) -> ContTransformerConfig:
     """The tagger's config at the refinement schedule's initial K and N_T."""
     schedule = args.refinement_schedule
@@ -386,7 +446,14 @@ def model_config(
         time_horizon=args.time_horizon,
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id,
+        unk_token_id=tokenizer.unk_token_id,
         language=language,
+        word_representation=args.word_representation,
+        char_vocab_size=char_vocab_size,
+        char_embedding_size=args.char_embedding_size,
+        char_hidden_size=args.char_hidden_size,
+        char_kernel_size=args.char_kernel_size,
+        max_word_length=args.max_word_length,
         id2label=dict(enumerate(label_names)),
         label2id={name: i for i, name in enumerate(label_names)},
     )
@@ -421,7 +488,9 @@ class PosTrainer(Trainer):
             )  # fmt: skip
             train_split = data["train"]
         else:
-            self.tokenizer = build_tokenizer(_vocabulary(train_split))
+            self.tokenizer = build_tokenizer(
+                _vocabulary(train_split), spelling=args.word_representation != "word"
+            )
         self.label_names = list(label_names)
         dev_split = data["validation"]
         tokenizer = self.tokenizer
@@ -433,8 +502,9 @@ class PosTrainer(Trainer):
                 "training truncates sentences to %d tokens: %d words not trained on",
                 args.max_length, num_cut,
             )  # fmt: skip
+        self.counts = Counter(word for words in train_split["tokens"] for word in words)
         dev_rows = encode_for_evaluation(
-            tokenizer, dev_split["tokens"], dev_split[args.tag_column], args.max_length
+            tokenizer, dev_split["tokens"], dev_split[args.tag_column], args.max_length, self.counts
         )
         self.fingerprint = _content_fingerprint(train_split, dev_split, column=args.tag_column)
         self.files = treebank_files(
@@ -455,10 +525,6 @@ class PosTrainer(Trainer):
             eval_loader(dev_rows, args.batch_size, tokenizer.pad_token_id, self.buckets),
         )
         self.metric = load_metric(accelerator)
-        counts = Counter(word for words in train_split["tokens"] for word in words)
-        self.drop_probabilities = word_dropout_probabilities(
-            tokenizer, counts, args.word_dropout
-        ).to(accelerator.device)
 
     @property
     def steps_per_epoch(self) -> int:
@@ -473,27 +539,39 @@ class PosTrainer(Trainer):
         return loader
 
     def build_model(self) -> nn.Module:
-        args = self.args
+        """A new tagger with its spelling tables, or the saved one to fine-tune; either way
+        with the word-dropout probabilities of this training data."""
+        args, tokenizer = self.args, self.tokenizer
         if args.model_name_or_path is None:
             language = self.facts.language if self.facts else None
-            return ContTransformerForTokenClassification(
-                model_config(args, self.tokenizer, self.label_names, language)
+            spelling, char_vocab_size = None, ContTransformerConfig.char_vocab_size
+            if args.word_representation != "word":
+                spelling, char_vocab_size = spelling_tables(tokenizer, self.counts, args.max_word_length)
+            model = ContTransformerForTokenClassification(
+                model_config(args, tokenizer, self.label_names, language, char_vocab_size)
             )
-        model = ContTransformerForTokenClassification.from_pretrained(args.model_name_or_path)
-        return _with_labels(model, self.label_names)
+            if spelling is not None:
+                model.cont_transformer.embeddings.set_spelling(**spelling)
+        else:
+            model = ContTransformerForTokenClassification.from_pretrained(args.model_name_or_path)
+            model = _with_labels(model, self.label_names)
+        probabilities = word_dropout_probabilities(tokenizer, self.counts, args.word_dropout)
+        model.cont_transformer.embeddings.set_word_dropout(probabilities)
+        return model
 
     def build_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
         return build_optimizer(model, self.args.learning_rate, self.args.weight_decay)
 
     def learning_rate(self, step: int) -> float:
-        return inverse_sqrt_learning_rate(step, self.args.learning_rate, self.args.warmup_steps)
+        args = self.args
+        return inverse_sqrt_learning_rate(step, args.learning_rate, args.warmup_steps) * cooldown_factor(
+            step, args.max_steps, args.cooldown_steps
+        )
 
     def loss(self, model: nn.Module, batch: dict) -> torch.Tensor:
-        input_ids = word_dropout(
-            batch["input_ids"], self.drop_probabilities, self.tokenizer.unk_token_id
-        )
+        # Word dropout happens in the model (training mode), from the probabilities set above.
         return model(
-            input_ids=input_ids, attention_mask=batch["attention_mask"], labels=batch["labels"]
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]
         ).loss
 
     def batch_items(self, batch: dict) -> torch.Tensor:
@@ -615,7 +693,8 @@ def evaluate_saved_model(
     tag_column: str | None = None,
     batch_size: int = 64,
 ) -> dict:
-    """Token accuracy of a saved tagger on a treebank split or on CoNLL-U file(s).
+    """Token accuracy of a saved tagger on a treebank split or on CoNLL-U file(s), also over
+    the words seen and unseen in its training data (see ``tokenization.training_words``).
 
     ``model_dir`` is a model folder or a training run's folder (its ``best/`` model).
     ``tag_column`` None reads it from the model folder's ``metrics.json`` (``xpos`` if
@@ -639,8 +718,9 @@ def evaluate_saved_model(
             )
         dataset = splits[split]
     rows = encode_for_evaluation(
-        tokenizer, dataset["tokens"], dataset[tag_column], config.max_position_embeddings
-    )
+        tokenizer, dataset["tokens"], dataset[tag_column], config.max_position_embeddings,
+        training_words(tokenizer, model),
+    )  # fmt: skip
     batch_size = math.ceil(batch_size / accelerator.num_processes) * accelerator.num_processes
     model, loader = accelerator.prepare(model, eval_loader(rows, batch_size, tokenizer.pad_token_id))
     result = evaluate(model, loader, accelerator, load_metric(accelerator))

@@ -40,7 +40,9 @@ import gc
 import json
 import os
 import platform
+import random
 import statistics
+import string
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -53,6 +55,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
+from ..tagging.tokenization import build_tokenizer, spelling_tables
 from ..tagging.trainer import build_optimizer
 from ..transform import change_basis, set_num_steps
 from .baselines import PreLayerNormTagger
@@ -503,9 +506,125 @@ def shortening_cases(
     return cases
 
 
+# Measure 10: the input representations on sentences like English-GUM's (about 17 words,
+# 7% of them unseen in train) at the tagging recipe's K = N_T = 16.
+REPRESENTATION_SIZES = {
+    "quick": {
+        "batch_size": 2, "min_words": 3, "max_words": 8, "hidden_size": 16, "vocab_size": 100,
+        "num_labels": 8, "num_basis": 2, "unseen_rate": 0.1,
+    },
+    "full": {
+        "batch_size": 64, "min_words": 5, "max_words": 30, "hidden_size": 128, "vocab_size": 5000,
+        "num_labels": 46, "num_basis": 16, "unseen_rate": 0.07,
+    },
+}
+
+
+def _random_word(rng: random.Random) -> str:
+    return "".join(rng.choices(string.ascii_letters, k=rng.randint(1, 12)))
+
+
+def representation_batch(
+    word_representation: str, sizes: dict, device: torch.device
+) -> tuple[ContTransformerForTokenClassification, dict[str, torch.Tensor]]:
+    """A tagger with ``word_representation`` and its tokenizer's batch of random sentences:
+    words drawn from a random training vocabulary with Zipf's frequencies, ``unseen_rate``
+    of them new (the same sentences for every representation), tags on each word's first
+    token."""
+    rng = random.Random(0)
+    vocabulary = sorted({_random_word(rng) for _ in range(sizes["vocab_size"])})
+    rng.shuffle(vocabulary)
+    zipf = [1 / rank for rank in range(1, len(vocabulary) + 1)]  # word frequencies as in text
+    sentences = [
+        [
+            _random_word(rng)
+            if rng.random() < sizes["unseen_rate"]
+            else rng.choices(vocabulary, zipf)[0]
+            for _ in range(rng.randint(sizes["min_words"], sizes["max_words"]))
+        ]
+        for _ in range(sizes["batch_size"])
+    ]
+    tokenizer = build_tokenizer(vocabulary, spelling=word_representation != "word")
+    encoding = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
+    labels = torch.full_like(encoding["input_ids"], -100)
+    for row in range(len(sentences)):
+        previous = None
+        for position, word in enumerate(encoding.word_ids(row)):
+            if word is not None and word != previous:
+                labels[row, position] = rng.randrange(sizes["num_labels"])
+            previous = word
+    spelling, char_vocab_size = None, ContTransformerConfig.char_vocab_size
+    if word_representation != "word":
+        spelling, char_vocab_size = spelling_tables(
+            tokenizer, set(vocabulary), ContTransformerConfig.max_word_length
+        )
+    config = ContTransformerConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=sizes["hidden_size"],
+        intermediate_size=sizes["hidden_size"],
+        num_basis=sizes["num_basis"],
+        unk_token_id=tokenizer.unk_token_id,
+        word_representation=word_representation,
+        char_vocab_size=char_vocab_size,
+        id2label={i: f"TAG{i}" for i in range(sizes["num_labels"])},
+    )
+    torch.manual_seed(0)
+    model = ContTransformerForTokenClassification(config)
+    if spelling is not None:
+        model.cont_transformer.embeddings.set_spelling(**spelling)
+    batch = {
+        "input_ids": encoding["input_ids"],
+        "attention_mask": encoding["attention_mask"],
+        "labels": labels,
+    }
+    return model.to(device), {key: value.to(device) for key, value in batch.items()}
+
+
+def representation_training(word_representation: str, sizes: dict, device: torch.device) -> Workload:
+    """A training step of the tagger with ``word_representation`` (see :func:`representation_batch`)."""
+    model, batch = representation_batch(word_representation, sizes, device)
+    name = f"{word_representation} K=N_T={sizes['num_basis']}"
+    return training_step(name, model, lambda: model(**batch).loss, _optimizer(model), batch)
+
+
+def representation_inference(word_representation: str, sizes: dict, device: torch.device) -> Workload:
+    """Inference of the tagger with ``word_representation`` (see :func:`representation_batch`)."""
+    model, batch = representation_batch(word_representation, sizes, device)
+    workload = inference(model, batch)
+    workload.name = f"inference {word_representation} K=N_T={sizes['num_basis']}"
+    return workload
+
+
+def representation_cases(mode: str, device: torch.device) -> list[Case]:
+    """Measure 10: the training step and the inference of the ``"word+chars"`` representation
+    against the word-only model, on the same sentences."""
+    sizes = REPRESENTATION_SIZES[mode]
+    grid = f"K=N_T={sizes['num_basis']}"
+    return [
+        Case(
+            "train_word_chars_vs_word", 10,
+            f"training step, word+chars vs word representation, {grid}",
+            lambda: (
+                representation_training("word+chars", sizes, device),
+                representation_training("word", sizes, device),
+            ),
+            1.5, "ratio <= 1.5", sizes=sizes,
+        ),
+        Case(
+            "inference_word_chars_vs_word", 10,
+            f"inference, word+chars vs word representation, {grid}",
+            lambda: (
+                representation_inference("word+chars", sizes, device),
+                representation_inference("word", sizes, device),
+            ),
+            1.5, "ratio <= 1.5", sizes=sizes,
+        ),
+    ]
+
+
 def transformer_cases(mode: str, device: torch.device) -> list[Case]:
-    """Measures 1–5 and the transformer's part of 7 (see ``scripts/benchmark.py``) at the
-    sizes ``TRANSFORMER_SIZES[mode]``."""
+    """Measures 1–5, the transformer's part of 7 and 8 (see ``scripts/benchmark.py``) at the
+    sizes ``TRANSFORMER_SIZES[mode]`` and ``REPRESENTATION_SIZES[mode]``."""
     sizes = TRANSFORMER_SIZES[mode]
     fine, coarse = sizes["fine_basis"], sizes["coarse_basis"]
     cases = []
@@ -588,7 +707,7 @@ def transformer_cases(mode: str, device: torch.device) -> list[Case]:
             metric="memory", sizes=sizes,
         ),
     ]
-    return cases
+    return cases + representation_cases(mode, device)
 
 
 # --- activation checkpointing (measure 8) ------------------------------------------

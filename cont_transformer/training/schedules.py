@@ -8,6 +8,11 @@ schedule's position. ``learning_rate`` is the peak: the paper's "initial value 0
 with 8000 warm-up steps is the Flax convention ``0.1 * min(1, step / 8000) / sqrt(max(step,
 8000))``, whose peak is ``0.1 / sqrt(8000) ≈ 1.1e-3``.
 
+Cool-down. :func:`cooldown_factor` scales any schedule down linearly to (almost) zero
+over the last ``cooldown_steps`` steps of a run (as in warm-up–stable–decay schedules):
+the weights settle, and, with a late refinement inside the cool-down, the coefficients
+of neighbouring basis functions stay close, which is what makes a model compressible.
+
 Refinement. :class:`RefinementSchedule` turns the final K and N_T and the steps at
 which to refine (multi-level refinement training) into the sizes to start from and
 the sizes at any step: each refinement refines the basis (K → 2K for piecewise
@@ -38,6 +43,18 @@ def inverse_sqrt_learning_rate(step: int, learning_rate: float, warmup_steps: in
     if warmup_steps == 0:
         return learning_rate / math.sqrt(step)
     return learning_rate * min(step / warmup_steps, math.sqrt(warmup_steps / step))
+
+
+def cooldown_factor(step: int, max_steps: int, cooldown_steps: int) -> float:
+    """The factor on the learning rate of step ``step`` (from 1) of a ``max_steps`` run with a
+    linear cool-down over its last ``cooldown_steps`` steps: 1 before it, then
+    ``(max_steps - step + 1) / cooldown_steps`` (the last step gets ``1 / cooldown_steps``).
+    ``cooldown_steps = 0``: no cool-down."""
+    if cooldown_steps < 0:
+        raise ValueError(f"cooldown_steps must be >= 0, got {cooldown_steps}")
+    if cooldown_steps == 0:
+        return 1.0
+    return min(1.0, max(0.0, (max_steps - step + 1) / cooldown_steps))
 
 
 def initial_num_basis(basis: str, num_basis: int, num_refinements: int) -> int:
