@@ -609,8 +609,11 @@ def test_compiled_training_equals_eager_with_a_bounded_number_of_graphs(tmp_path
     """--torch-compile (aot_eager here: Inductor takes minutes to warm up on a CPU) gives the
     eager run's losses and accuracies; batches padded to the data's length buckets keep the
     compiled graphs to a few per K and N_T, across refinements."""
+    # No randomness in the step (compiled, a row has one word slot per token; eager, as
+    # many as its words: the same draws would land elsewhere).
     common = {"treebank": "sample", "max_steps": 8, "eval_steps": 4, "save_steps": 8,
-              "num_basis": 2, "refine_steps": "4", "length_buckets": 4}  # fmt: skip
+              "num_basis": 2, "refine_steps": "4", "length_buckets": 4, "word_dropout": 0.0,
+              "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}  # fmt: skip
     train(resolve_arguments({**common, "output_dir": str(tmp_path / "eager")}))
     train(resolve_arguments({**common, "output_dir": str(tmp_path / "compiled"), "torch_compile": True,
                              "torch_compile_backend": "aot_eager"}))  # fmt: skip
