@@ -151,6 +151,15 @@ class ContTransformerPreTrainedModel(ContinuousPreTrainedModel):
     # Word-only models saved before word dropout moved into the model have no such buffer.
     _keys_to_ignore_on_load_missing = (r"embeddings\.word_dropout$",)
 
+    def num_parameters_split(self) -> dict[str, int]:
+        """Parameter counts: ``embedding`` (the input representation: word embeddings, the
+        character CNN, learned position embeddings), ``non_embedding`` (the ODE block's
+        coefficients, LayerNorms, classifier: the part compression acts on) and ``total``."""
+        total = self.num_parameters()
+        embeddings = next(m for m in self.modules() if isinstance(m, ContTransformerEmbeddings))
+        embedding = sum(p.numel() for p in embeddings.parameters())
+        return {"embedding": embedding, "non_embedding": total - embedding, "total": total}
+
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
         """Normal(0, initializer_range) for Linear weights and embeddings, zero biases,

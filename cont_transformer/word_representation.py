@@ -211,6 +211,9 @@ class WordRepresentation(nn.Module):
         if self.kind != "chars":
             self.word_embeddings = nn.Embedding(vocab, config.hidden_size, config.pad_token_id)
         self.register_buffer("word_dropout", torch.zeros(vocab))
+        # Whether the buffer drops anything: read when training starts (`train`), so the
+        # forward pass never synchronises with the device to find out.
+        self.dropping_words = False
         if self.kind != "word":
             self.characters = CharacterCNN(config)
             self.register_buffer(
@@ -269,11 +272,17 @@ class WordRepresentation(nn.Module):
         if bool((probabilities > 0).any()) and self.unk_token_id is None:
             raise ValueError("word dropout needs config.unk_token_id")
         self.word_dropout.copy_(probabilities)
+        self.train(self.training)
+
+    def train(self, mode: bool = True) -> WordRepresentation:
+        if mode:
+            self.dropping_words = self.unk_token_id is not None and bool((self.word_dropout > 0).any())
+        return super().train(mode)
 
     def _drop_words(self, ids: torch.Tensor) -> torch.Tensor:
         """``ids`` with each replaced by ``[UNK]`` with its word-dropout probability (training
         mode only), drawing from torch's global RNG."""
-        if not self.training or (not torch.compiler.is_compiling() and not bool((self.word_dropout > 0).any())):
+        if not (self.training and self.dropping_words):
             return ids
         drop = torch.rand(ids.shape, device=ids.device) < self.word_dropout[ids]
         return ids.masked_fill(drop, self.unk_token_id)

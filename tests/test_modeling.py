@@ -174,7 +174,7 @@ def test_hidden_states_are_the_depth_trajectory():
     hidden = out.hidden_states
     assert len(hidden) == 4 and all(h.shape == (*input_ids.shape, 16) for h in hidden)
     base = model.cont_transformer
-    torch.testing.assert_close(hidden[0], base.embeddings(input_ids))
+    torch.testing.assert_close(hidden[0], base.embeddings(input_ids).vectors)
     # x(t_1) is the output of the first layer alone: a one-layer model with slice 0.
     one_layer = tiny_model(num_basis=1, num_steps=1, time_horizon=1.0)
     one_layer.load_state_dict(
@@ -576,8 +576,9 @@ def test_spelling_model_tags_through_the_pipeline_and_tag(tmp_path):
     tokenizer.save_pretrained(tmp_path)
     assert "| word representation | word embeddings + character CNN" in (tmp_path / "README.md").read_text()
     sentence = ["the", "tacos", "sat", "on", "a", "mast", "."]
-    tagged = tag(sentence, AutoModelForTokenClassification.from_pretrained(tmp_path),
-                 AutoTokenizer.from_pretrained(tmp_path))  # fmt: skip
+    (tagged,) = tag([sentence], AutoModelForTokenClassification.from_pretrained(tmp_path),
+                    AutoTokenizer.from_pretrained(tmp_path))  # fmt: skip
+    tagged = list(tagged)
     encoding = tokenizer(sentence, is_split_into_words=True, return_tensors="pt")
     word_ids = encoding.word_ids()
     firsts = [word_ids.index(i) for i in range(len(sentence))]  # "tacos", "mast": several pieces

@@ -221,7 +221,7 @@ def test_a_2000_word_sentence_is_tagged_completely(tmp_path, tagger, model_dir):
     assert [e["word"] for e in entities] == words  # nothing truncated
 
     learned = tiny_model(len(tagger.tokenizer), position_encoding="learned")
-    with pytest.raises(ValueError, match="2001 tokens is longer than the 32 learned positions"):
+    with pytest.raises(ValueError, match=r"2001 words \(root included\) is longer than the 32 learned positions"):
         learned(input_ids=input_ids)
     [sentence] = tag([words], learned, tagger.tokenizer)
     assert len(sentence.tags) == 2000
