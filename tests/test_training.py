@@ -139,7 +139,8 @@ def test_parse_steps_and_sample_defaults():
     assert sample.max_steps == 300 and sample.learning_rate == 3e-3 and sample.num_steps == 8
     gum = resolve_arguments({"treebank": "en_gum"})
     assert (gum.max_steps, gum.warmup_steps, gum.num_basis, gum.batch_size) == (35000, 8000, 64, 64)
-    assert gum.refine_steps == (1000, 2000, 3000, 4000, 5000, 6000)
+    assert gum.refine_steps == (1000, 2000, 3000, 4000, 5000, 28000) and gum.cooldown_steps == 7000
+    assert resolve_arguments({"max_steps": 100, "cooldown_steps": 0}).cooldown_steps == 0
     with pytest.raises(ValueError, match="tag_column"):
         resolve_arguments({"tag_column": "lemma"})
 

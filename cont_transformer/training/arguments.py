@@ -168,15 +168,23 @@ def parse_arguments(
     (``given``: the fields they did). ``extra(parser)`` may add flags that are not fields
     (``--eval-only``); their values come back in the dict.
     """
-    parser = HfArgumentParser(kind, description=description)
-    parser.error = _one_line_error
+    argv = sys.argv[1:] if argv is None else list(argv)
+
+    def build() -> HfArgumentParser:
+        parser = HfArgumentParser(kind, description=description)
+        parser.error = _one_line_error
+        if extra is not None:
+            extra(parser)
+        return parser
+
     names = [f.name for f in dataclasses.fields(kind) if f.init]
-    # Defaults become a marker, so that a flag given with its default value counts as given.
-    parser.set_defaults(**{name: _NOT_GIVEN for name in names})
-    if extra is not None:
-        extra(parser)
-    values = vars(parser.parse_args(sys.argv[1:] if argv is None else list(argv)))
-    given = {name: values[name] for name in names if values[name] is not _NOT_GIVEN}
+    values = vars(build().parse_args(argv))
+    # Parsed again with a marker for every default: a flag given with its default value
+    # still counts as given (the first parser's help shows the real defaults).
+    marked = build()
+    marked.set_defaults(**{name: _NOT_GIVEN for name in names})
+    given = {name: values[name] for name, value in vars(marked.parse_args(argv)).items()
+             if name in names and value is not _NOT_GIVEN}  # fmt: skip
     defaults = dict(preset_defaults(given)) if preset_defaults else {}
     extra_values = {k: v for k, v in values.items() if k not in names}
     extra_values["given_fields"] = set(given)
