@@ -89,5 +89,6 @@ def after_refinement() -> None:
 
 
 def compiled_graphs() -> int:
-    """Graphs Dynamo has compiled in this process so far."""
+    """Graphs Dynamo has compiled in this process so far (a run counts its own as a
+    difference: other models compiled in the process count too)."""
     return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])

@@ -261,6 +261,7 @@ class Trainer:
                 f"the refinement schedule gives {sizes} at step {self.state.step}"
             )
         if args.torch_compile:
+            self.graphs_before = compiled_graphs()  # the counter is per process
             self.compiled = compile_model(
                 model, accelerator.device, args.torch_compile_backend, args.torch_compile_mode
             )
@@ -366,7 +367,7 @@ class Trainer:
                     break
         progress.close()
         if self.compiled:
-            self.extra_metrics["compiled_graphs"] = compiled_graphs()
+            self.extra_metrics["compiled_graphs"] = compiled_graphs() - self.graphs_before
         self.write_metrics()
         if args.compression_report:
             self.extra_metrics["compression"] = self.compression_report()
