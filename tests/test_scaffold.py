@@ -268,6 +268,7 @@ def _script(name):
         ("train_pos.py", ["--train-file", "missing.conllu", "--dev-file", "missing.conllu"],
          "error: split 'train': missing.conllu: no such CoNLL-U file"),
         ("train_image.py", ["--dataset", "x", "--epochs", "0"], "error: epochs: must be an integer >= 1"),
+        ("train_image.py", ["--dataset", "x", "--batch-size", "0"], "error: batch_size: must be an integer >= 1"),
         ("train_image.py", ["--dataset", "./missing"], "error: ./missing: no such file or folder"),
     ],
 )

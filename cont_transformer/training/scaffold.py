@@ -556,7 +556,7 @@ def compression_table(rows: list[dict], metric: str = "accuracy") -> str:
     lines = [
         (
             "The best model compressed after training, without retraining or data (change of "
-            "basis to fewer functions K, fewer integration steps N_T), scored on the dev data:"
+            "basis to fewer functions K, fewer integration steps N_T), scored on the dev (validation) data:"
         ),
         "",
         f"| model | K | N_T | dev {metric} | drop (points) |",
