@@ -18,6 +18,12 @@ WORD_REPRESENTATIONS = ("word", "word+chars", "chars")
 ACTIVATIONS = ("gelu", "relu")
 
 
+def check_word_representation(name: str) -> None:
+    """``name`` is one of :data:`WORD_REPRESENTATIONS` (a ``ValueError`` naming the field if not)."""
+    if name not in WORD_REPRESENTATIONS:
+        raise ValueError(f"word_representation: choose one of {WORD_REPRESENTATIONS}, got {name!r}")
+
+
 @strict
 class ContTransformerConfig(PreTrainedConfig):
     r"""Configuration of [`ContTransformerModel`] and [`ContTransformerForTokenClassification`].
@@ -166,11 +172,7 @@ class ContTransformerConfig(PreTrainedConfig):
 
     def validate_word_representation(self):
         """The word representation is known, and the character CNN's sizes are valid."""
-        if self.word_representation not in WORD_REPRESENTATIONS:
-            raise ValueError(
-                f"word_representation: choose one of {WORD_REPRESENTATIONS}, "
-                f"got {self.word_representation!r}"
-            )
+        check_word_representation(self.word_representation)
         if self.word_representation == "word":
             return
         if self.unk_token_id is None:

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
         cases += compiled_transformer_cases(mode, device, compile_mode)
         cases += compiled_resnet_cases(mode, device, compile_mode)
         if args.training_steps:
-            cases += training_throughput_cases(args.training_steps, args.ud_dir, device, compile_mode)
+            cases += training_throughput_cases(args.training_steps, args.ud_dir, compile_mode)
     if args.only:
         cases = [case for case in cases if any(name in case.name for name in args.only)]
     machine = machine_info(device)

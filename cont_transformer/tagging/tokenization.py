@@ -76,7 +76,6 @@ def build_tokenizer(
         characters = sorted({c for word in words for c in word})
         for piece in [*characters, *(CONTINUATION_PREFIX + c for c in characters)]:
             vocab.setdefault(piece, len(vocab))
-    if spelling:
         backend = Tokenizer(
             models.WordPiece(
                 vocab,
@@ -146,8 +145,9 @@ def training_words(tokenizer: PreTrainedTokenizerBase, model) -> set[str]:
     the model marks as whole words (``whole_word``) for the spelling tokenizer."""
     special = set(tokenizer.all_special_tokens)
     whole_word = getattr(model.base_model.embeddings, "whole_word", None)
+    whole_word = None if whole_word is None else whole_word.tolist()
     return {
         token
         for token, index in tokenizer.get_vocab().items()
-        if token not in special and (whole_word is None or bool(whole_word[index]))
+        if token not in special and (whole_word is None or whole_word[index])
     }

@@ -51,7 +51,7 @@ from torch.utils.data import DataLoader
 from transformers import AutoConfig, AutoTokenizer
 
 from ..basis import get_basis
-from ..configuration_cont_transformer import WORD_REPRESENTATIONS, ContTransformerConfig
+from ..configuration_cont_transformer import ContTransformerConfig, check_word_representation
 from ..model_card import Evaluation
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..ode_block import Coefficients
@@ -173,7 +173,7 @@ class TrainingArguments(RunArguments):
     )
     max_length: int = field(
         default=128,
-        **_help("longest training sequence in tokens, root included (longer: truncated; "
+        **_help("longest training sentence in words, root included (longer: truncated; "
                 "evaluation scores long sentences in full, in windows)"),
     )  # fmt: skip
     length_buckets: int | None = field(
@@ -207,11 +207,7 @@ class TrainingArguments(RunArguments):
             self.cooldown_steps = round(DEFAULT_COOLDOWN_FRACTION * self.max_steps)
         if not 0 <= self.cooldown_steps <= self.max_steps:
             raise ValueError(f"cooldown_steps: must lie in [0, max_steps], got {self.cooldown_steps}")
-        if self.word_representation not in WORD_REPRESENTATIONS:
-            raise ValueError(
-                f"word_representation: choose one of {WORD_REPRESENTATIONS}, "
-                f"got {self.word_representation!r}"
-            )
+        check_word_representation(self.word_representation)
         if self.model_name_or_path is not None:
             self._adopt_saved_sizes()
         if self.length_buckets is None:

@@ -55,6 +55,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
+from ..tagging.batching import PaddingCollator, encode_for_training
 from ..tagging.tokenization import build_tokenizer, spelling_tables
 from ..tagging.trainer import build_optimizer
 from ..transform import change_basis, set_num_steps
@@ -544,15 +545,10 @@ def representation_batch(
         ]
         for _ in range(sizes["batch_size"])
     ]
+    tags = [[rng.randrange(sizes["num_labels"]) for _ in sentence] for sentence in sentences]
     tokenizer = build_tokenizer(vocabulary, spelling=word_representation != "word")
-    encoding = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
-    labels = torch.full_like(encoding["input_ids"], -100)
-    for row in range(len(sentences)):
-        previous = None
-        for position, word in enumerate(encoding.word_ids(row)):
-            if word is not None and word != previous:
-                labels[row, position] = rng.randrange(sizes["num_labels"])
-            previous = word
+    rows, _ = encode_for_training(tokenizer, sentences, tags, max_length=sizes["max_words"] + 1)
+    batch = PaddingCollator(tokenizer.pad_token_id)(rows)  # tags on each word's first token
     spelling, char_vocab_size = None, ContTransformerConfig.char_vocab_size
     if word_representation != "word":
         spelling, char_vocab_size = spelling_tables(
@@ -572,11 +568,6 @@ def representation_batch(
     model = ContTransformerForTokenClassification(config)
     if spelling is not None:
         model.cont_transformer.embeddings.set_spelling(**spelling)
-    batch = {
-        "input_ids": encoding["input_ids"],
-        "attention_mask": encoding["attention_mask"],
-        "labels": labels,
-    }
     return model.to(device), {key: value.to(device) for key, value in batch.items()}
 
 
@@ -602,23 +593,16 @@ def representation_cases(mode: str, device: torch.device) -> list[Case]:
     grid = f"K=N_T={sizes['num_basis']}"
     return [
         Case(
-            "train_word_chars_vs_word", 10,
-            f"training step, word+chars vs word representation, {grid}",
-            lambda: (
-                representation_training("word+chars", sizes, device),
-                representation_training("word", sizes, device),
+            f"{name}_word_chars_vs_word", 10, f"{what}, word+chars vs word representation, {grid}",
+            lambda workload=workload: (
+                workload("word+chars", sizes, device), workload("word", sizes, device)
             ),
             1.5, "ratio <= 1.5", sizes=sizes,
-        ),
-        Case(
-            "inference_word_chars_vs_word", 10,
-            f"inference, word+chars vs word representation, {grid}",
-            lambda: (
-                representation_inference("word+chars", sizes, device),
-                representation_inference("word", sizes, device),
-            ),
-            1.5, "ratio <= 1.5", sizes=sizes,
-        ),
+        )
+        for name, what, workload in (
+            ("train", "training step", representation_training),
+            ("inference", "inference", representation_inference),
+        )
     ]
 
 

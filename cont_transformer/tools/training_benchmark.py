@@ -15,8 +15,6 @@ import os
 import tempfile
 from pathlib import Path
 
-import torch
-
 from ..tagging.trainer import TrainingArguments, train
 from .benchmarking import Case, Settings, Workload
 
@@ -37,7 +35,7 @@ GUM_RECIPE: dict[str, object] = {
 }
 
 
-def recipe_run(steps: int, data_dir: str | None, device: torch.device, **options) -> Workload:
+def recipe_run(steps: int, data_dir: str | None, **options) -> Workload:
     """A workload that trains the first ``steps`` steps of :data:`GUM_RECIPE` (the sample
     treebank when ``data_dir`` is None) in a fresh folder each time, without evaluating."""
     values = dict(GUM_RECIPE) if data_dir else {"treebank": "sample", "num_basis": 8, "refine_steps": "5,10,15"}
@@ -51,7 +49,7 @@ def recipe_run(steps: int, data_dir: str | None, device: torch.device, **options
     return Workload(f"{name} training, first {steps} steps ({values['treebank']})", run)
 
 
-def training_throughput_cases(steps: int, data_dir: str | None, device: torch.device, compile_mode: str) -> list[Case]:
+def training_throughput_cases(steps: int, data_dir: str | None, compile_mode: str) -> list[Case]:
     """Measure 9: the recipe's first ``steps`` steps compiled against eager (time ratio;
     the steps/s ratio is its inverse)."""
     if data_dir is None:
@@ -62,7 +60,7 @@ def training_throughput_cases(steps: int, data_dir: str | None, device: torch.de
             "training_throughput_compiled", 9,
             f"whole training, the GUM recipe's first {steps} steps (refinements included): "
             f"compiled ({compile_mode}) vs eager",
-            lambda: (recipe_run(steps, data_dir, device, **candidate), recipe_run(steps, data_dir, device)),
+            lambda: (recipe_run(steps, data_dir, **candidate), recipe_run(steps, data_dir)),
             1.0, "ratio <= 1.00 (compiled not slower)",
             sizes={"steps": steps, "data": data_dir or "sample"}, settings=ONE_RUN,
         )
