@@ -83,8 +83,6 @@ class ContTransformerConfig(PreTrainedConfig):
         char_kernel_size: width (odd) of the character convolution.
         max_word_length: characters of a word the CNN reads; a longer word keeps its
             first and last ones.
-        context_window: words on either side mixed into each word's vector before the
-            ODE block (``local_context.py``); 0 (the paper) mixes none.
 
     Tags go in ``id2label`` / ``label2id`` (their size sets ``num_labels``).
 
@@ -127,8 +125,6 @@ class ContTransformerConfig(PreTrainedConfig):
     char_hidden_size: int = 128
     char_kernel_size: int = 3
     max_word_length: int = 20
-    # 0 here so that configs saved before the field existed load as what they are.
-    context_window: int = 0
 
     def __post_init__(self, **kwargs):
         if self.num_steps is None:
@@ -165,8 +161,6 @@ class ContTransformerConfig(PreTrainedConfig):
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             if not 0 <= getattr(self, name) < 1:
                 raise ValueError(f"{name}: must lie in [0, 1), got {getattr(self, name)}")
-        if self.context_window < 0:
-            raise ValueError(f"context_window: must be >= 0, got {self.context_window}")
         if not self.layer_norm_eps > 0:
             raise ValueError(f"layer_norm_eps: must be positive, got {self.layer_norm_eps}")
         if not self.initializer_range > 0:

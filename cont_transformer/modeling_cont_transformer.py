@@ -25,7 +25,6 @@ from transformers.modeling_outputs import BaseModelOutput, TokenClassifierOutput
 from transformers.utils import can_return_tuple
 
 from .configuration_cont_transformer import ContTransformerConfig
-from .local_context import LocalContext
 from .ode_block import Coefficients, OdeBlock
 from .pretrained import ContinuousPreTrainedModel
 from .word_representation import WordRepresentation, WordVectors
@@ -53,8 +52,6 @@ class ContTransformerEmbeddings(WordRepresentation):
         super().__init__(config)
         if config.position_encoding == "learned":
             self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
-        if config.context_window:
-            self.local_context = LocalContext(config)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
         self.max_positions = config.max_position_embeddings
 
@@ -67,8 +64,6 @@ class ContTransformerEmbeddings(WordRepresentation):
         """
         words = super().forward(input_ids, attention_mask)
         vectors = words.vectors  # (batch, words, hidden)
-        if hasattr(self, "local_context"):
-            vectors = self.local_context(vectors, words.mask)
         num_words = vectors.shape[1]
         if hasattr(self, "position_embeddings") and num_words > self.max_positions:
             raise ValueError(

@@ -46,7 +46,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader
 from transformers import AutoConfig, AutoTokenizer
@@ -169,11 +168,6 @@ class TrainingArguments(RunArguments):
     char_embedding_size: int = field(default=32, **_help("character embedding width"))
     char_hidden_size: int = field(default=128, **_help("filters of the character CNN"))
     char_kernel_size: int = field(default=3, **_help("width (odd) of the character CNN"))
-    context_window: int = field(
-        default=0,
-        **_help("words on either side mixed into each word's vector before the ODE block "
-                "(a convolution; 0: none, the paper)"),
-    )  # fmt: skip
     max_word_length: int = field(
         default=20, **_help("characters of a word the CNN reads (a longer word: first and last)")
     )
@@ -198,11 +192,6 @@ class TrainingArguments(RunArguments):
         **_help("alpha: a training word seen c times becomes [UNK] with probability "
                 "alpha/(alpha+c); 0: off"),
     )  # fmt: skip
-    label_smoothing_factor: float = field(
-        default=0.0,
-        **_help("training loss against tags smoothed by this much probability spread over "
-                "all tags (0: plain cross-entropy)"),
-    )  # fmt: skip
     eval_steps: int = field(default=1000, **_help("evaluate on dev every N steps"))
     save_steps: int = field(default=1000, **_help("checkpoint every N steps"))
 
@@ -212,8 +201,6 @@ class TrainingArguments(RunArguments):
             raise ValueError(f"tag_column: choose one of {TAG_COLUMNS}, got {self.tag_column!r}")
         if self.word_dropout < 0:
             raise ValueError(f"word_dropout: must be >= 0, got {self.word_dropout}")
-        if not 0 <= self.label_smoothing_factor < 1:
-            raise ValueError(f"label_smoothing_factor: must lie in [0, 1), got {self.label_smoothing_factor}")
         if self.warmup_steps < 0:
             raise ValueError(f"warmup_steps: must be >= 0, got {self.warmup_steps}")
         if self.cooldown_steps is None:
@@ -471,7 +458,6 @@ def model_config(
         char_embedding_size=args.char_embedding_size,
         char_hidden_size=args.char_hidden_size,
         char_kernel_size=args.char_kernel_size,
-        context_window=args.context_window,
         max_word_length=args.max_word_length,
         id2label=dict(enumerate(label_names)),
         label2id={name: i for i, name in enumerate(label_names)},
@@ -589,13 +575,9 @@ class PosTrainer(Trainer):
 
     def loss(self, model: nn.Module, batch: dict) -> torch.Tensor:
         # Word dropout happens in the model (training mode), from the probabilities set above.
-        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-        return F.cross_entropy(
-            logits.flatten(0, 1),
-            batch["labels"].flatten(),
-            ignore_index=-100,
-            label_smoothing=self.args.label_smoothing_factor,
-        )
+        return model(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]
+        ).loss
 
     def batch_items(self, batch: dict) -> torch.Tensor:
         return batch["attention_mask"].sum()
