@@ -214,6 +214,10 @@ class WordRepresentation(nn.Module):
         # Whether the buffer drops anything: read when training starts (`train`), so the
         # forward pass never synchronises with the device to find out.
         self.dropping_words = False
+        # Inference only: the character CNN's output per vocabulary id, filled as ids are met
+        # and valid while the weights and spelling it was computed from are unchanged
+        # (see `_cached_spelling_vectors`). Not saved.
+        self._spelling_cache: tuple | None = None
         if self.kind != "word":
             self.characters = CharacterCNN(config)
             self.register_buffer(
@@ -343,7 +347,47 @@ class WordRepresentation(nn.Module):
         keys = torch.where(keyed, first, self.whole_word.shape[0] + positions)  # (n,)
         unique, inverse = torch.unique(keys, return_inverse=True)
         rows = torch.zeros_like(unique).scatter_(0, inverse, positions)  # one position per key
-        return self.characters(characters[rows])[inverse]  # (n, hidden)
+        if self.training or torch.is_grad_enabled():
+            return self.characters(characters[rows])[inverse]  # (n, hidden)
+        return self._cached_spelling_vectors(unique, characters[rows])[inverse]
+
+    def _spelling_state(self) -> tuple:
+        """What the character CNN's output per id depends on: its weights and the spelling
+        buffers (identity, storage, dtype and in-place version of each)."""
+        tensors = [*self.characters.parameters(), self.piece_characters, self.piece_lengths]
+        return tuple((id(t), t.data_ptr(), t.dtype, t.device, t._version) for t in tensors)
+
+    @torch.inference_mode(False)
+    def _cached_spelling_vectors(self, keys: torch.Tensor, characters: torch.Tensor) -> torch.Tensor:
+        """The character CNN of ``characters`` ``(u, C + 2)`` whose ``keys`` ``(u,)`` are
+        distinct: a key below the vocabulary size is a one-token word spelled by that id,
+        whose vector is computed once and kept; other keys are computed every time.
+
+        At inference most words of a text are training words, so the CNN runs on the few
+        new ones only (docs/design.md §6). Any change to the weights or the spelling (a
+        training step, ``load_state_dict``, ``.to()``, ``set_spelling``) starts a new cache.
+        """
+        with torch.no_grad():
+            vocab = self.whole_word.shape[0]
+            state = self._spelling_state()
+            if self._spelling_cache is None or self._spelling_cache[0] != state:
+                weight = self.characters.output.weight  # (hidden, char_hidden)
+                table = weight.new_zeros(vocab, weight.shape[0])
+                self._spelling_cache = (state, table, torch.zeros(vocab, dtype=torch.bool, device=keys.device))
+            _, table, filled = self._spelling_cache
+            by_id = keys < vocab
+            known = by_id.clone()
+            known[by_id] = filled[keys[by_id]]
+            vectors = torch.empty(keys.shape[0], table.shape[1], dtype=table.dtype, device=keys.device)
+            vectors[known] = table[keys[known]]
+            if not bool(known.all()):
+                new = ~known
+                computed = self.characters(characters[new])
+                vectors[new] = computed.to(table.dtype)
+                store = by_id[new]
+                table[keys[new][store]] = computed[store].to(table.dtype)
+                filled[keys[new][store]] = True
+            return vectors
 
 
 __all__ = [

@@ -535,6 +535,50 @@ def test_unknown_words_get_representations_that_differ_by_spelling():
     assert torch.equal(outputs["cats", "word"], outputs["tacos", "word"])
 
 
+def test_inference_runs_the_character_cnn_once_per_word_and_follows_weight_changes():
+    model, tokenizer = spelling_tagger()
+    model.eval()
+    sentences = [["the", "cats", "sat", "on", "a", "mat", "."], ["a", "tacos", "sat", "."]]
+    batch = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
+    embeddings = model.cont_transformer.embeddings
+    rows = []
+    embeddings.characters.register_forward_hook(lambda module, args, output: rows.append(len(output)))
+
+    def reference():  # with gradients on, nothing is cached
+        with torch.enable_grad():
+            return model(**batch).logits.detach()
+
+    expected = reference()
+    assert rows.pop() > 0
+    with torch.no_grad():
+        first = model(**batch).logits
+        computed_first = rows.pop()
+        second = model(**batch).logits
+    # The second pass reruns the CNN only on the words of several tokens ("cats", "tacos").
+    assert rows.pop() == 2 < computed_first
+    with torch.inference_mode():
+        third = model(**batch).logits
+    for logits in (first, second, third):
+        torch.testing.assert_close(logits, expected, atol=1e-6, rtol=0)
+
+    # A change to the weights (in place, or loaded) or to the spelling is never served stale.
+    with torch.no_grad():
+        embeddings.characters.output.bias.add_(1.0)
+        changed = model(**batch).logits
+    torch.testing.assert_close(changed, reference(), atol=1e-6, rtol=0)
+    other, _ = spelling_tagger(seed=1)
+    model.load_state_dict(other.state_dict())
+    with torch.inference_mode():
+        loaded = model(**batch).logits
+    torch.testing.assert_close(loaded, reference(), atol=1e-6, rtol=0)
+    assert not torch.allclose(loaded, changed)
+    model.to(torch.float64)
+    with torch.no_grad():
+        doubled = model(**batch).logits
+    assert doubled.dtype == torch.float64
+    torch.testing.assert_close(doubled, reference(), atol=1e-9, rtol=0)
+
+
 def test_spelling_model_ignores_padding():
     model, tokenizer = spelling_tagger()
     sentences = [["a", "cats", "."], ["the", "tacos", "sat", "on", "a", "mast", "."]]
