@@ -166,7 +166,11 @@ class TrainingArguments(RunArguments):
                 "the character CNN alone"),
     )  # fmt: skip
     char_embedding_size: int = field(default=32, **_help("character embedding width"))
-    char_hidden_size: int = field(default=128, **_help("filters of the character CNN"))
+    char_hidden_size: int = field(
+        default=512,
+        **_help("filters of the character CNN (512: words never seen in training are tagged "
+                "best; see the README's screening table)"),
+    )  # fmt: skip
     char_kernel_size: int = field(default=3, **_help("width (odd) of the character CNN"))
     max_word_length: int = field(
         default=20, **_help("characters of a word the CNN reads (a longer word: first and last)")

@@ -57,7 +57,7 @@ from ..configuration_cont_transformer import ContTransformerConfig
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..tagging.batching import PaddingCollator, encode_for_training
 from ..tagging.tokenization import build_tokenizer, spelling_tables
-from ..tagging.trainer import build_optimizer
+from ..tagging.trainer import TrainingArguments, build_optimizer
 from ..transform import change_basis, set_num_steps
 from .baselines import PreLayerNormTagger
 
@@ -508,15 +508,16 @@ def shortening_cases(
 
 
 # Measure 10: the input representations on sentences like English-GUM's (about 17 words,
-# 7% of them unseen in train) at the tagging recipe's K = N_T = 16.
+# 7% of them unseen in train) at the tagging recipe's K = N_T = 16 and character CNN width.
 REPRESENTATION_SIZES = {
     "quick": {
         "batch_size": 2, "min_words": 3, "max_words": 8, "hidden_size": 16, "vocab_size": 100,
-        "num_labels": 8, "num_basis": 2, "unseen_rate": 0.1,
+        "num_labels": 8, "num_basis": 2, "unseen_rate": 0.1, "char_hidden_size": 16,
     },
     "full": {
         "batch_size": 64, "min_words": 5, "max_words": 30, "hidden_size": 128, "vocab_size": 5000,
         "num_labels": 46, "num_basis": 16, "unseen_rate": 0.07,
+        "char_hidden_size": TrainingArguments.char_hidden_size,
     },
 }
 
@@ -562,6 +563,7 @@ def representation_batch(
         unk_token_id=tokenizer.unk_token_id,
         word_representation=word_representation,
         char_vocab_size=char_vocab_size,
+        char_hidden_size=sizes["char_hidden_size"],
         id2label={i: f"TAG{i}" for i in range(sizes["num_labels"])},
     )
     torch.manual_seed(0)
