@@ -281,6 +281,9 @@ class WordRepresentation(nn.Module):
     def train(self, mode: bool = True) -> WordRepresentation:
         if mode:
             self.dropping_words = self.unk_token_id is not None and bool((self.word_dropout > 0).any())
+            # Fused optimisers update weights without bumping their version counters; a
+            # training step runs in training mode, so entering it starts a new cache.
+            self._spelling_cache = None
         return super().train(mode)
 
     def _drop_words(self, ids: torch.Tensor) -> torch.Tensor:
@@ -364,8 +367,9 @@ class WordRepresentation(nn.Module):
         whose vector is computed once and kept; other keys are computed every time.
 
         At inference most words of a text are training words, so the CNN runs on the few
-        new ones only (docs/design.md §6). Any change to the weights or the spelling (a
-        training step, ``load_state_dict``, ``.to()``, ``set_spelling``) starts a new cache.
+        new ones only (docs/design.md §6). Any change to the weights or the spelling
+        (``load_state_dict``, ``.to()``, ``set_spelling``, an in-place edit, and training:
+        ``train()`` clears the cache) starts a new one.
         """
         with torch.no_grad():
             vocab = self.whole_word.shape[0]

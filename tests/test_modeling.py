@@ -572,6 +572,16 @@ def test_inference_runs_the_character_cnn_once_per_word_and_follows_weight_chang
         loaded = model(**batch).logits
     torch.testing.assert_close(loaded, reference(), atol=1e-6, rtol=0)
     assert not torch.allclose(loaded, changed)
+    # A fused optimiser's step bumps no version counter; training mode clears the cache.
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.1, fused=True)
+    model.train()
+    model(**batch).logits.sum().backward()
+    optimizer.step()
+    model.eval()
+    with torch.no_grad():
+        stepped = model(**batch).logits
+    torch.testing.assert_close(stepped, reference(), atol=1e-6, rtol=0)
+    assert not torch.allclose(stepped, loaded)
     model.to(torch.float64)
     with torch.no_grad():
         doubled = model(**batch).logits
