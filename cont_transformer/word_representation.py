@@ -386,11 +386,12 @@ class WordRepresentation(nn.Module):
             vectors[known] = table[keys[known]]
             if not bool(known.all()):
                 new = ~known
-                computed = self.characters(characters[new])
-                vectors[new] = computed.to(table.dtype)
-                store = by_id[new]
-                table[keys[new][store]] = computed[store].to(table.dtype)
-                filled[keys[new][store]] = True
+                computed = self.characters(characters[new]).to(table.dtype)
+                vectors[new] = computed
+                store = by_id[new]  # of the new rows, those keyed by a vocabulary id
+                ids = keys[new][store]
+                table[ids] = computed[store]
+                filled[ids] = True
             return vectors
 
 
