@@ -5,6 +5,7 @@ layer fitting a regression) so that every test runs in a second or two."""
 import importlib.util
 import json
 import logging
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -283,3 +284,29 @@ def test_scripts_report_bad_input_in_one_line(tmp_path, capsys, script, argument
     if "argument" not in message:  # argparse's own errors have no traceback to show
         with pytest.raises((ValueError, OSError)):
             run_cli(main, [*argv, "--debug"])
+
+
+class _Planted:
+    """A pickle whose loading creates ``marker``: proof that code ran."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def test_a_malicious_pickle_in_a_checkpoint_runs_no_code(tmp_path, caplog):
+    ToyTrainer(toy(tmp_path, max_steps=8)).run()
+    run, marker = tmp_path / "run", tmp_path / "code-ran"
+    planted = {}
+    for checkpoint in complete_checkpoints(run):
+        for path in checkpoint.iterdir():
+            if path.suffix in (".bin", ".pkl"):
+                path.write_bytes(pickle.dumps(_Planted(marker)))
+                planted.setdefault(checkpoint.name, path.name)
+    assert planted  # the optimiser state and the random states are pickles
+    with pytest.raises(CheckpointError, match="cannot resume"):
+        ToyTrainer(toy(tmp_path, max_steps=12, resume_from_checkpoint="latest"))
+    assert not marker.exists()
+    assert "step-8/" in caplog.text and "is damaged" in caplog.text

@@ -16,7 +16,7 @@ import os
 import shutil
 from pathlib import Path
 
-import torch
+from accelerate.utils import load as safe_torch_load
 from safetensors.torch import load_file
 
 from .outputs import CHECKPOINTS_DIR, write_json
@@ -85,13 +85,16 @@ def read_state(folder: PathLike) -> dict:
 
 
 def damaged_file(folder: PathLike) -> Path | None:
-    """The first file of a checkpoint that does not load (weights, optimiser or RNG state)."""
+    """The first file of a checkpoint that does not load (weights, optimiser or RNG state).
+
+    Pickled files are read the way Accelerate resumes them, ``weights_only`` with NumPy's
+    array types allowed and nothing else, so naming a damaged file never runs its code."""
     for path in sorted(Path(folder).iterdir()):
         try:
             if path.suffix == ".safetensors":
                 load_file(path)
             elif path.suffix in (".bin", ".pkl", ".pt", ".pth"):
-                torch.load(path, map_location="cpu", weights_only=False)
+                safe_torch_load(path, map_location="cpu")
             elif path.suffix == ".json":
                 json.loads(path.read_text())
         except Exception:  # noqa: BLE001 (any failure to load marks the file as damaged)
