@@ -16,7 +16,7 @@ from cont_transformer import (
     OdeResNetForImageClassification,
 )
 from cont_transformer.tools.baselines import PreLayerNormTagger
-from cont_transformer.tools.benchmarking import Workload, peak_memory
+from cont_transformer.measuring import Workload, peak_memory
 from image_models.baselines import DiscreteResNet
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -42,7 +42,7 @@ from ..model_card import CARD_NAME, Evaluation, write_model_card
 from ..training.compiling import compiled
 from ..training.outputs import resolve_model_dir, staged_directory
 from ..transform import change_basis, set_num_steps
-from .benchmarking import Workload, time_interleaved
+from ..measuring import Workload, time_interleaved
 
 PathLike = str | os.PathLike
 
