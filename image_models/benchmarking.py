@@ -11,8 +11,15 @@ import torch
 import torch.nn.functional as F
 
 from cont_transformer.configuration_ode_resnet import OdeResNetConfig
+from cont_transformer.measuring import (
+    Case,
+    Workload,
+    compiled,
+    compiled_name,
+    training_step,
+    warmed,
+)
 from cont_transformer.modeling_ode_resnet import OdeResNetForImageClassification
-from cont_transformer.measuring import Case, Workload, compiled, compiled_name, training_step, warmed
 
 from .baselines import DiscreteResNet
 

@@ -35,14 +35,22 @@ import time
 
 import torch
 
-from cont_transformer.measuring import FULL, QUICK, machine_info, machine_line, markdown_table, run_case, write_report
+from cont_transformer.measuring import (
+    FULL,
+    QUICK,
+    machine_info,
+    machine_line,
+    markdown_table,
+    run_case,
+    write_report,
+)
+from cont_transformer.tools.training_benchmark import training_throughput_cases
 from cont_transformer.tools.transformer_benchmarks import (
     checkpointing_cases,
     compiled_transformer_cases,
     transformer_cases,
 )
 from cont_transformer.training.compiling import default_mode
-from cont_transformer.tools.training_benchmark import training_throughput_cases
 from image_models.benchmarking import compiled_resnet_cases, resnet_cases
 
 

@@ -15,8 +15,8 @@ from cont_transformer import (
     OdeResNetConfig,
     OdeResNetForImageClassification,
 )
-from cont_transformer.tools.baselines import PreLayerNormTagger
 from cont_transformer.measuring import Workload, peak_memory
+from cont_transformer.tools.baselines import PreLayerNormTagger
 from image_models.baselines import DiscreteResNet
 
 ROOT = Path(__file__).resolve().parents[1]

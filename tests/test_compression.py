@@ -28,7 +28,7 @@ from cont_transformer import (
     build_tokenizer,
     write_model_card,
 )
-from cont_transformer.tagging.trainer import evaluate_saved_model
+from cont_transformer.tagging.evaluation import evaluate_saved_model
 from cont_transformer.tools.compression import (
     compress,
     compressed_copy,

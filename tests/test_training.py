@@ -35,13 +35,12 @@ from cont_transformer.tagging.batching import (
     evaluation_windows,
     word_dropout_probabilities,
 )
-from cont_transformer.tagging.data import (
-    load_treebank,
-    most_frequent_tag_baseline,
-    write_sample_treebank,
-)
+from cont_transformer.tagging.arguments import resolve_arguments
+from cont_transformer.tagging.data import load_treebank, most_frequent_tag_baseline
+from cont_transformer.tagging.optimization import build_optimizer
+from cont_transformer.tagging.sample_treebank import write_sample_treebank
 from cont_transformer.tagging.tokenization import spelling_tables
-from cont_transformer.tagging.trainer import build_optimizer, resolve_arguments, train
+from cont_transformer.tagging.trainer import train
 from cont_transformer.tools.cli import run_cli
 from cont_transformer.training import scaffold
 from cont_transformer.training.checkpoints import TRAINER_STATE

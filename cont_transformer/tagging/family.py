@@ -15,7 +15,7 @@ from ..training.scaffold import make_accelerator
 from .batching import PaddingCollator, encode_for_evaluation
 from .data import load_treebank
 from .tag import saved_tag_column
-from .trainer import evaluate, load_metric
+from .evaluation import evaluate, load_metric
 
 
 def load_preprocessor(folder: Path):

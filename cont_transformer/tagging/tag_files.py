@@ -43,8 +43,14 @@ from tqdm.auto import tqdm
 
 from .conllu_document import ConlluDocument, format_sentence
 from .data import decode_utf8
+from .segmentation import (
+    Sentence,
+    spacy_pipeline,
+    split_text,
+    tokenize_sentences,
+    whitespace_sentences,
+)
 from .tag import Tagger
-from .segmentation import Sentence, spacy_pipeline, split_text, tokenize_sentences, whitespace_sentences
 
 INPUT_FORMATS = ("text", "lines", "tokens", "conllu")
 OUTPUT_FORMATS = ("conllu", "tsv", "json")

@@ -20,7 +20,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..configuration_cont_transformer import ContTransformerConfig
-from ..measuring import Case, Workload, compiled, compiled_name, resident_tensors, training_step, warmed
+from ..measuring import (
+    Case,
+    Workload,
+    compiled,
+    compiled_name,
+    resident_tensors,
+    training_step,
+    warmed,
+)
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..tagging.arguments import TrainingArguments
 from ..tagging.batching import PaddingCollator, encode_for_training
