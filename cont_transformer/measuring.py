@@ -313,6 +313,7 @@ def training_step(
         resident=lambda: resident_tensors(model, optimizer, batch),
     )
 
+
 def compiled(model: nn.Module, compile_mode: str | None) -> nn.Module:
     """``model`` through ``torch.compile(mode=compile_mode)``, or itself for None."""
     return model if compile_mode is None else torch.compile(model, mode=compile_mode)
@@ -380,6 +381,7 @@ def write_report(output_dir: str | Path, report: dict) -> tuple[Path, Path]:
         f"{markdown_table(report['results'])}\n"
     )
     return json_path, md_path
+
 
 __all__ = [
     "FULL",
