@@ -9,7 +9,14 @@ remote code: a ``save_pretrained`` folder gets the model files and, in ``config.
 an ``auto_map`` for the config, ``AutoModel``, the task class and (ODE-ResNet) the image
 processor, so it loads with ``trust_remote_code=True`` where this package is not
 installed (see :mod:`cont_transformer.pretrained`).
+
+The package itself holds the core and the models only; the tagging application's entry
+points (``tag``, ``Tagger``, ``build_tokenizer``) load on first use, so that importing
+the core (``cont_transformer.basis``) loads no application (docs/design.md §1).
 """
+
+from importlib import import_module
+from importlib.metadata import PackageNotFoundError, version
 
 from transformers import (
     AutoConfig,
@@ -36,8 +43,6 @@ from .modeling_ode_resnet import (
     OdeResNetPreTrainedModel,
 )
 from .ode_block import OdeBlock
-from .tagging.tag import tag
-from .tagging.tokenization import build_tokenizer
 from .transform import change_basis, refine, set_num_steps
 
 AutoConfig.register(ContTransformerConfig.model_type, ContTransformerConfig, exist_ok=True)
@@ -61,6 +66,31 @@ OdeResNetConfig.register_for_auto_class()
 OdeResNetModel.register_for_auto_class("AutoModel")
 OdeResNetForImageClassification.register_for_auto_class("AutoModelForImageClassification")
 
+try:
+    __version__ = version("cont-transformer")
+except PackageNotFoundError:  # run from a source tree that is not installed
+    __version__ = "0.1.0"
+
+# Names that load the tagging application when first asked for: name -> its module.
+_LAZY = {
+    "Tagger": ".tagging.tag",
+    "build_tokenizer": ".tagging.tokenization",
+    "tag": ".tagging.tag",
+}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(_LAZY[name], __name__), name)
+    globals()[name] = value  # found directly from now on
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
 __all__ = [
     "BASES",
     "NORMALIZATION_STATS",
@@ -77,6 +107,7 @@ __all__ = [
     "OdeResNetImageProcessor",
     "OdeResNetModel",
     "OdeResNetPreTrainedModel",
+    "Tagger",
     "build_tokenizer",
     "change_basis",
     "fit_points",

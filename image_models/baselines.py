@@ -4,7 +4,7 @@
 each OdeBlock by ``num_layers`` residual layers ``x ← x + RateUnit(x)``, every layer
 with its own convolutions and its own BatchNorms. With Euler, ``piecewise_constant``
 and K = N_T = T = ``num_layers`` the ODE-ResNet computes exactly this network, which
-makes it the baseline of the image measures of ``cont_transformer.tools.benchmarking``.
+makes it the baseline of the image measures of the benchmark (``image_models.benchmarking``).
 """
 
 from __future__ import annotations

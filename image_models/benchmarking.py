@@ -1,4 +1,4 @@
-"""The image measures of the benchmark (see :mod:`cont_transformer.tools.benchmarking`).
+"""The image measures of the benchmark (measured by :mod:`cont_transformer.measuring`).
 
 Measure 6: a training step of the stateful ODE-ResNet (``cifar10-small`` shape, Euler,
 piecewise constant, K = N_T = 8) against :class:`DiscreteResNet` of the same depth, eager
@@ -11,8 +11,15 @@ import torch
 import torch.nn.functional as F
 
 from cont_transformer.configuration_ode_resnet import OdeResNetConfig
+from cont_transformer.measuring import (
+    Case,
+    Workload,
+    compiled,
+    compiled_name,
+    training_step,
+    warmed,
+)
 from cont_transformer.modeling_ode_resnet import OdeResNetForImageClassification
-from cont_transformer.tools.benchmarking import Case, Workload, compiled, training_step, warmed
 
 from .baselines import DiscreteResNet
 
@@ -46,16 +53,15 @@ def resnet_training(
     torch.manual_seed(0)
     model = OdeResNetForImageClassification(config).to(device)
     forward = compiled(model, compile_mode)
-    suffix = "" if compile_mode is None else f", compiled ({compile_mode})"
     candidate = training_step(
-        f"ODE-ResNet {config.scheme}/{config.basis} K=N_T={config.num_basis}{suffix}",
+        compiled_name(f"ODE-ResNet {config.scheme}/{config.basis} K=N_T={config.num_basis}", compile_mode),
         model, lambda: forward(**batch).loss, _optimizer(model), batch,
     )  # fmt: skip
     torch.manual_seed(0)
     discrete = DiscreteResNet(config, config.num_steps).to(device)
     discrete_forward = compiled(discrete, compile_mode)
     baseline = training_step(
-        f"discrete pre-activation ResNet, {config.num_steps} layers/stage{suffix}",
+        compiled_name(f"discrete pre-activation ResNet, {config.num_steps} layers/stage", compile_mode),
         discrete,
         lambda: F.cross_entropy(discrete_forward(batch["pixel_values"]), batch["labels"]),
         _optimizer(discrete),

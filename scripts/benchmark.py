@@ -24,7 +24,8 @@ Measures 1 (L = 8), 2 (L = 8), 4 and 6 also run with candidate and baseline both
 on a CPU.
 
 Writes benchmark.json and benchmark.md into --output-dir and prints the table. The
-logic lives in cont_transformer.tools.benchmarking and image_models.benchmarking.
+logic lives in cont_transformer.measuring (the harness), cont_transformer.tools.transformer_benchmarks
+and image_models.benchmarking (the cases).
 """
 
 from __future__ import annotations
@@ -34,20 +35,22 @@ import time
 
 import torch
 
-from cont_transformer.tools.benchmarking import (
+from cont_transformer.measuring import (
     FULL,
     QUICK,
-    checkpointing_cases,
-    compiled_transformer_cases,
-    default_compile_mode,
     machine_info,
     machine_line,
     markdown_table,
     run_case,
-    transformer_cases,
     write_report,
 )
 from cont_transformer.tools.training_benchmark import training_throughput_cases
+from cont_transformer.tools.transformer_benchmarks import (
+    checkpointing_cases,
+    compiled_transformer_cases,
+    transformer_cases,
+)
+from cont_transformer.training.compiling import default_mode
 from image_models.benchmarking import compiled_resnet_cases, resnet_cases
 
 
@@ -79,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     mode = "quick" if args.quick else "full"
     settings = QUICK if args.quick else FULL
-    compile_mode = args.compile_mode or default_compile_mode(device)
+    compile_mode = args.compile_mode or default_mode(device)
     cases = transformer_cases(mode, device) + resnet_cases(mode, device) + checkpointing_cases(mode, device)
     if compile_mode != "none":
         cases += compiled_transformer_cases(mode, device, compile_mode)

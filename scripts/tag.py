@@ -20,9 +20,9 @@ from transformers.utils import logging as transformers_logging
 
 from cont_transformer.tagging.conllu_document import ConlluDocument
 from cont_transformer.tagging.scoring import format_scores, score
+from cont_transformer.tagging.segmentation import LANGUAGES
 from cont_transformer.tagging.tag import Tagger
 from cont_transformer.tagging.tag_files import INPUT_FORMATS, OUTPUT_FORMATS, tag_file
-from cont_transformer.tagging.text import LANGUAGES
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 

@@ -5,7 +5,7 @@
     accelerate launch --multi_gpu --num_processes 2 scripts/train_pos.py --treebank sample
     python scripts/train_pos.py --eval-only out --treebank en_gum --eval-split dev
 
-Every field of ``cont_transformer.tagging.trainer.TrainingArguments`` is a flag, in both
+Every field of ``cont_transformer.tagging.arguments.TrainingArguments`` is a flag, in both
 spellings (``--learning-rate`` / ``--learning_rate``); defaults are the paper's recipe, or
 ``SAMPLE_DEFAULTS`` for ``--treebank sample``. Bad arguments or files: one line, exit 2
 (``--debug`` shows the traceback).
@@ -16,12 +16,9 @@ import logging
 
 from accelerate import PartialState
 
-from cont_transformer.tagging.trainer import (
-    TrainingArguments,
-    evaluate_saved_model,
-    preset_defaults,
-    train,
-)
+from cont_transformer.tagging.arguments import TrainingArguments, preset_defaults
+from cont_transformer.tagging.evaluation import evaluate_saved_model
+from cont_transformer.tagging.trainer import train
 from cont_transformer.tools.cli import run_cli
 from cont_transformer.training.arguments import parse_arguments
 

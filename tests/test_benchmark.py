@@ -8,15 +8,14 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import labels, tiny_ode_resnet_config, tiny_tagger_config
 
 from cont_transformer import (
-    ContTransformerConfig,
     ContTransformerForTokenClassification,
-    OdeResNetConfig,
     OdeResNetForImageClassification,
 )
+from cont_transformer.measuring import Workload, peak_memory
 from cont_transformer.tools.baselines import PreLayerNormTagger
-from cont_transformer.tools.benchmarking import Workload, peak_memory
 from image_models.baselines import DiscreteResNet
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,9 +84,9 @@ def _continuous_to_layers(state: dict, num_layers: int) -> dict:
 
 def test_pre_layer_norm_tagger_is_the_continuous_tagger_with_euler():
     num_layers = 3
-    config = ContTransformerConfig(
-        vocab_size=30, hidden_size=8, num_attention_heads=2, intermediate_size=12,
-        num_basis=num_layers, time_horizon=num_layers, id2label={0: "A", 1: "B", 2: "C"},
+    config = tiny_tagger_config(
+        vocab_size=30, hidden_size=8, intermediate_size=12, num_basis=num_layers, time_horizon=num_layers,
+        **labels("ABC"),
     )
     continuous = ContTransformerForTokenClassification(config).eval()
     discrete = PreLayerNormTagger(config, num_layers).eval()
@@ -100,10 +99,7 @@ def test_pre_layer_norm_tagger_is_the_continuous_tagger_with_euler():
 
 def test_discrete_resnet_is_the_ode_resnet_with_euler():
     num_layers = 2
-    config = OdeResNetConfig(
-        num_channels=3, stage_channels=[4, 6], stage_strides=[1, 2], num_labels=3,
-        scheme="euler", num_basis=num_layers, time_horizon=num_layers,
-    )
+    config = tiny_ode_resnet_config(num_channels=3, scheme="euler", num_basis=num_layers, time_horizon=num_layers)
     continuous = OdeResNetForImageClassification(config)
     discrete = DiscreteResNet(config, num_layers)
     state = {}

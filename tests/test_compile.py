@@ -12,12 +12,10 @@ import os
 
 import pytest
 import torch
+from conftest import labels, tiny_ode_resnet_config, tiny_tagger
 from torch._dynamo.utils import counters
 
 from cont_transformer import (
-    ContTransformerConfig,
-    ContTransformerForTokenClassification,
-    OdeResNetConfig,
     OdeResNetForImageClassification,
     change_basis,
     refine,
@@ -35,13 +33,11 @@ def fresh_dynamo():
     torch._dynamo.reset()
 
 
-def tagger(**overrides) -> ContTransformerForTokenClassification:
-    torch.manual_seed(0)
-    options = {
-        "vocab_size": 20, "hidden_size": 8, "num_attention_heads": 2, "intermediate_size": 8,
-        "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0, "id2label": {0: "A", 1: "B", 2: "C"},
-    }  # fmt: skip
-    return ContTransformerForTokenClassification(ContTransformerConfig(**{**options, **overrides}))
+# The tiny tagger (conftest.py) narrowed to width 8, without dropout.
+TAGGER = {
+    "vocab_size": 20, "hidden_size": 8, "intermediate_size": 8, "hidden_dropout_prob": 0.0,
+    "attention_probs_dropout_prob": 0.0, **labels("ABC"),
+}  # fmt: skip
 
 
 def tagger_batch(seq_len=6, seed=0):
@@ -71,7 +67,7 @@ def assert_same_step(compiled, eager, batch):
 
 def test_compiled_tagger_equals_eager_in_training_and_evaluation():
     # Piecewise linear (mixed stage weights), RK4, N_T < K (the used slices selected).
-    model = tagger(basis="piecewise_linear", num_basis=4, num_steps=2, scheme="rk4")
+    model = tiny_tagger(**TAGGER, basis="piecewise_linear", num_basis=4, num_steps=2, scheme="rk4")
     compiled = torch.compile(copy.deepcopy(model), backend=BACKEND, fullgraph=True)
     batch = tagger_batch()
     assert_same_step(compiled.train(), model.train(), batch)
@@ -84,10 +80,7 @@ def test_compiled_tagger_equals_eager_in_training_and_evaluation():
 
 def test_compiled_ode_resnet_equals_eager_and_updates_the_same_running_statistics():
     torch.manual_seed(0)
-    config = OdeResNetConfig(
-        num_channels=1, stage_channels=[4, 6], stage_strides=[1, 2], num_labels=3,
-        basis="piecewise_linear", num_basis=3, num_steps=2, scheme="midpoint",
-    )  # fmt: skip
+    config = tiny_ode_resnet_config(basis="piecewise_linear", num_steps=2, scheme="midpoint")
     model = OdeResNetForImageClassification(config)
     compiled = torch.compile(copy.deepcopy(model), backend=BACKEND, fullgraph=True)
     batch = {"pixel_values": torch.randn(4, 1, 8, 8), "labels": torch.tensor([0, 1, 2, 1])}
@@ -102,7 +95,7 @@ def test_compiled_ode_resnet_equals_eager_and_updates_the_same_running_statistic
 
 
 def test_compiled_once_per_shape_and_schedule_not_per_batch():
-    model = tagger(num_basis=4, num_steps=2).train()
+    model = tiny_tagger(**TAGGER, num_basis=4, num_steps=2).train()
     # Recompilations are Dynamo's (its guards): the "eager" backend counts them at no cost.
     compiled = torch.compile(model, backend="eager", dynamic=False, fullgraph=True)
 

@@ -17,18 +17,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import labels, tiny_ode_resnet_config, tiny_tagger
 from huggingface_hub import ModelCard
 
 from cont_transformer import (
-    ContTransformerConfig,
-    ContTransformerForTokenClassification,
-    OdeResNetConfig,
     OdeResNetForImageClassification,
     OdeResNetImageProcessor,
     build_tokenizer,
     write_model_card,
 )
-from cont_transformer.tagging.trainer import evaluate_saved_model
+from cont_transformer.tagging.evaluation import evaluate_saved_model
 from cont_transformer.tools.compression import (
     compress,
     compressed_copy,
@@ -132,24 +130,18 @@ def train_tagger(model, tokenizer, steps=40):
 
 
 def save_tagger(folder: Path, seed=0, train_steps=40, **overrides) -> Path:
-    torch.manual_seed(seed)
     tokenizer = build_tokenizer(
         dict.fromkeys(w for s in TRAIN for w, _, _ in s), model_max_length=32
     )
     options = {
         "vocab_size": len(tokenizer),
-        "hidden_size": 16,
-        "num_attention_heads": 2,
-        "intermediate_size": 24,
         "max_position_embeddings": 32,
         "hidden_dropout_prob": 0.0,
         "attention_probs_dropout_prob": 0.0,
         "num_basis": 4,
-        "id2label": dict(enumerate(XPOS)),
-        "label2id": {tag: i for i, tag in enumerate(XPOS)},
+        **labels(XPOS),
     }
-    options.update(overrides)
-    model = ContTransformerForTokenClassification(ContTransformerConfig(**options))
+    model = tiny_tagger(seed, **{**options, **overrides})
     train_tagger(model, tokenizer, train_steps)
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
@@ -543,14 +535,7 @@ def image_model(tmp_path_factory) -> tuple[Path, Path]:
         write_idx(root / f"{prefix}-images-idx3-ubyte.gz", images)
         write_idx(root / f"{prefix}-labels-idx1-ubyte.gz", labels)
     torch.manual_seed(0)
-    config = OdeResNetConfig(
-        num_channels=1,
-        stage_channels=[4],
-        stage_strides=[1],
-        num_basis=4,
-        num_labels=3,
-        id2label={i: str(i) for i in range(3)},
-    )
+    config = tiny_ode_resnet_config(stage_channels=[4], stage_strides=[1], num_basis=4, id2label={i: str(i) for i in range(3)})
     model = OdeResNetForImageClassification(config).eval()
     model.save_pretrained(root / "model")
     OdeResNetImageProcessor().save_pretrained(root / "model")

@@ -15,9 +15,9 @@ from cont_transformer.tagging.data import (
     load_treebank,
     most_frequent_tag_baseline,
     read_conllu,
-    write_sample_treebank,
 )
 from cont_transformer.tagging.metrics import load_token_accuracy
+from cont_transformer.tagging.sample_treebank import write_sample_treebank
 
 UD_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "ud"
 GUM_DIR = UD_DIR / "UD_English-GUM"

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import tiny_ode_resnet_config
 from torch import nn
 from transformers import AutoConfig, AutoImageProcessor, AutoModelForImageClassification
 
@@ -28,11 +29,6 @@ from cont_transformer.ode_block import Coefficients
 from image_models.training import ImageTrainingArguments, evaluate, load_split_tensors, train
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def tiny_config(**overrides) -> OdeResNetConfig:
-    values = {"num_channels": 1, "stage_channels": [4, 6], "stage_strides": [1, 2], "num_labels": 3, "num_basis": 3}
-    return OdeResNetConfig(**{**values, **overrides})
 
 
 @torch.no_grad()
@@ -76,7 +72,7 @@ def discrete_forward(model: OdeResNetForImageClassification, units: list[list[Ra
 def test_euler_piecewise_constant_is_a_resnet_with_batchnorm_per_layer():
     torch.manual_seed(0)
     K = 3
-    config = tiny_config(scheme="euler", basis="piecewise_constant", num_basis=K, num_steps=K, time_horizon=K)
+    config = tiny_ode_resnet_config(scheme="euler", basis="piecewise_constant", num_basis=K, num_steps=K, time_horizon=K)
     model = OdeResNetForImageClassification(config).double()
     randomize(model)
     reference = copy.deepcopy(model)
@@ -120,7 +116,7 @@ def test_euler_piecewise_constant_is_a_resnet_with_batchnorm_per_layer():
 
 def test_init_reaches_the_coefficients():
     torch.manual_seed(0)
-    model = OdeResNetForImageClassification(tiny_config(stage_channels=[16], stage_strides=[1], num_basis=4))
+    model = OdeResNetForImageClassification(tiny_ode_resnet_config(stage_channels=[16], stage_strides=[1], num_basis=4))
     rate = model.ode_resnet.stages[0].ode.rate
     assert isinstance(rate.conv1, Coefficients) and rate.conv1.template_cls is nn.Conv2d
     kaiming_std = math.sqrt(2.0 / (16 * 9))  # fan-out; the template's own init gives ~0.048
@@ -155,7 +151,7 @@ def test_config_rejects_invalid_values_by_field():
 
 
 def test_ablation_has_no_normalization():
-    model = OdeResNetForImageClassification(tiny_config(use_normalization=False))
+    model = OdeResNetForImageClassification(tiny_ode_resnet_config(use_normalization=False))
     kinds = {m.template_cls if isinstance(m, Coefficients) else type(m) for m in model.modules()}
     assert nn.BatchNorm2d not in kinds
     assert not list(model.buffers())
@@ -166,7 +162,7 @@ def test_ablation_has_no_normalization():
 
 def test_compressed_model_round_trips(tmp_path):
     torch.manual_seed(0)
-    model = OdeResNetForImageClassification(tiny_config(num_basis=4, basis="piecewise_linear"))
+    model = OdeResNetForImageClassification(tiny_ode_resnet_config(num_basis=4, basis="piecewise_linear"))
     randomize(model)
     model.train()
     model(torch.randn(8, 1, 8, 8))  # fills the continuous running statistics
@@ -186,7 +182,7 @@ def test_compressed_model_round_trips(tmp_path):
 
 def test_statistics_on_their_own_basis_save_and_reload(tmp_path):
     torch.manual_seed(0)
-    model = OdeResNetForImageClassification(tiny_config(num_basis=4))
+    model = OdeResNetForImageClassification(tiny_ode_resnet_config(num_basis=4))
     randomize(model)
     model.train()
     model(torch.randn(8, 1, 8, 8))
@@ -204,12 +200,12 @@ def test_statistics_on_their_own_basis_save_and_reload(tmp_path):
     change_basis(model, num_basis=2)  # the statistics follow the weights again
     assert model.config.state_num_basis is None
     with pytest.raises(ValueError, match="state_num_basis"):
-        tiny_config(state_num_basis=0)
+        tiny_ode_resnet_config(state_num_basis=0)
 
 
 def test_hidden_states_are_each_stage_trajectory():
     torch.manual_seed(0)
-    model = OdeResNetForImageClassification(tiny_config(num_basis=3, num_steps=2)).eval()
+    model = OdeResNetForImageClassification(tiny_ode_resnet_config(num_basis=3, num_steps=2)).eval()
     pixels = torch.randn(2, 1, 8, 8)
     out = model(pixels, output_hidden_states=True)
     hidden = out.hidden_states
@@ -228,7 +224,7 @@ def test_hidden_states_are_each_stage_trajectory():
 @pytest.mark.filterwarnings("ignore::FutureWarning")  # transformers 5 says activation_checkpointing_*
 def test_gradient_checkpointing_keeps_gradients_and_running_statistics():
     torch.manual_seed(0)
-    model = OdeResNetForImageClassification(tiny_config(num_basis=4, scheme="rk4", basis="piecewise_linear"))
+    model = OdeResNetForImageClassification(tiny_ode_resnet_config(num_basis=4, scheme="rk4", basis="piecewise_linear"))
     randomize(model)
     checkpointed = copy.deepcopy(model)
     checkpointed.gradient_checkpointing_enable()

@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import TAGS, WORDS, tiny_tagger, tiny_tagger_config
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file, save_file
 from transformers import (
@@ -38,27 +39,7 @@ from cont_transformer.word_representation import (
     word_spans,
 )
 
-TAGS = ["DT", "NN", "VB", "IN", "."]
-WORDS = ["the", "cat", "dog", "sat", "ran", "on", "a", "mat", "."]
 SENTENCE = ["the", "zebra", "sat", "on", "a", "mat", "."]
-
-
-def tiny_config(**overrides) -> ContTransformerConfig:
-    options = {
-        "vocab_size": len(WORDS) + 3,
-        "hidden_size": 16,
-        "num_attention_heads": 2,
-        "intermediate_size": 24,
-        "num_basis": 3,
-        "id2label": dict(enumerate(TAGS)),
-        "label2id": {t: i for i, t in enumerate(TAGS)},
-    }
-    return ContTransformerConfig(**{**options, **overrides})
-
-
-def tiny_model(seed=0, **overrides) -> ContTransformerForTokenClassification:
-    torch.manual_seed(seed)
-    return ContTransformerForTokenClassification(tiny_config(**overrides)).eval()
 
 
 def batch(seed=0, batch_size=3, seq_len=7):
@@ -90,16 +71,16 @@ def batch(seed=0, batch_size=3, seq_len=7):
 def test_config_rejects_invalid_values_naming_the_field(field, value):
     expected = "hidden_size" if field == "num_attention_heads" else field
     with pytest.raises(ValueError, match=expected):
-        tiny_config(**{field: value})
+        tiny_tagger_config(**{field: value})
 
 
 def test_config_rejects_odd_num_basis_for_discontinuous_linear():
     with pytest.raises(ValueError, match="num_basis.*even"):
-        tiny_config(basis="discontinuous_linear", num_basis=3)
+        tiny_tagger_config(basis="discontinuous_linear", num_basis=3)
 
 
 def test_config_defaults_num_steps_to_num_basis_and_round_trips(tmp_path):
-    config = tiny_config(num_basis=5, time_horizon=2.0)
+    config = tiny_tagger_config(num_basis=5, time_horizon=2.0)
     assert config.num_steps == 5 and config.num_labels == len(TAGS)
     config.save_pretrained(tmp_path)
     loaded = AutoConfig.from_pretrained(tmp_path)
@@ -153,7 +134,7 @@ def discrete_encoder(model: ContTransformerModel, input_ids, attention_mask):
 @pytest.mark.parametrize("num_layers", [1, 4])
 def test_euler_piecewise_constant_is_a_discrete_pre_layernorm_encoder(num_layers):
     torch.manual_seed(0)
-    config = tiny_config(num_basis=num_layers, num_steps=num_layers, time_horizon=float(num_layers))
+    config = tiny_tagger_config(num_basis=num_layers, num_steps=num_layers, time_horizon=float(num_layers))
     model = ContTransformerModel(config).eval()
     input_ids = batch(seq_len=6)
     attention_mask = torch.ones_like(input_ids)
@@ -168,7 +149,7 @@ def test_euler_piecewise_constant_is_a_discrete_pre_layernorm_encoder(num_layers
 
 def test_hidden_states_are_the_depth_trajectory():
     # Euler + piecewise constant + K = N_T = T: x(t_n) is the encoder after n layers.
-    model = tiny_model(num_basis=3, num_steps=3, time_horizon=3.0)
+    model = tiny_tagger(num_basis=3, num_steps=3, time_horizon=3.0)
     input_ids = batch()
     out = model(input_ids, output_hidden_states=True)
     hidden = out.hidden_states
@@ -176,7 +157,7 @@ def test_hidden_states_are_the_depth_trajectory():
     base = model.cont_transformer
     torch.testing.assert_close(hidden[0], base.embeddings(input_ids).vectors)
     # x(t_1) is the output of the first layer alone: a one-layer model with slice 0.
-    one_layer = tiny_model(num_basis=1, num_steps=1, time_horizon=1.0)
+    one_layer = tiny_tagger(num_basis=1, num_steps=1, time_horizon=1.0)
     one_layer.load_state_dict(
         {k: v[:1] if ".encoder.rate." in k else v for k, v in model.state_dict().items()}
     )
@@ -213,7 +194,7 @@ def _loss_and_gradients(model, input_ids, labels):
 @pytest.mark.filterwarnings("ignore::FutureWarning")  # transformers 5 says activation_checkpointing_*
 def test_gradient_checkpointing_gives_the_same_gradients():
     # Dropout on, RK4, piecewise linear, and N_T < K (the used slices selected first).
-    model = tiny_model(num_basis=5, num_steps=3, scheme="rk4", basis="piecewise_linear").train()
+    model = tiny_tagger(num_basis=5, num_steps=3, scheme="rk4", basis="piecewise_linear").train()
     input_ids, labels = batch(), batch(seed=1) % len(TAGS)
     loss, gradients = _loss_and_gradients(model, input_ids, labels)
     model.gradient_checkpointing_enable()
@@ -231,14 +212,14 @@ def test_config_carries_the_tokenizer_special_tokens(monkeypatch):
     warned = []
     monkeypatch.setattr(trainer_utils.logger, "warning", warned.append)
     # What transformers' Trainer runs first: without the root token's id it warns.
-    trainer_utils.align_special_tokens(ContTransformerForTokenClassification(tiny_config()), tokenizer)
+    trainer_utils.align_special_tokens(ContTransformerForTokenClassification(tiny_tagger_config()), tokenizer)
     assert len(warned) == 1 and "bos_token_id" in warned[0]
-    config = tiny_config(pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id)
+    config = tiny_tagger_config(pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id)
     assert (config.pad_token_id, config.bos_token_id) == (0, 2)
     trainer_utils.align_special_tokens(ContTransformerForTokenClassification(config), tokenizer)
     assert len(warned) == 1
     with pytest.raises(ValueError, match="bos_token_id"):
-        tiny_config(bos_token_id=100)
+        tiny_tagger_config(bos_token_id=100)
 
 
 # --- padding and loss -------------------------------------------------------------
@@ -246,7 +227,7 @@ def test_config_carries_the_tokenizer_special_tokens(monkeypatch):
 
 @pytest.mark.parametrize("scheme", ["euler", "rk4"])
 def test_padding_does_not_change_outputs_at_real_tokens(scheme):
-    model = tiny_model(scheme=scheme)
+    model = tiny_tagger(scheme=scheme)
     short = batch(seq_len=4, batch_size=1)
     padded = torch.cat([short, torch.zeros(1, 3, dtype=torch.long)], 1)  # [PAD] = 0
     mask = torch.cat([torch.ones(1, 4), torch.zeros(1, 3)], 1).long()
@@ -258,7 +239,7 @@ def test_padding_does_not_change_outputs_at_real_tokens(scheme):
 
 
 def test_loss_ignores_minus_100():
-    model = tiny_model()
+    model = tiny_tagger()
     input_ids = batch()
     labels = torch.randint(0, len(TAGS), input_ids.shape, generator=torch.Generator().manual_seed(1))
     labels[:, 0] = -100
@@ -275,7 +256,7 @@ def test_loss_ignores_minus_100():
 
 
 def test_save_load_through_auto_classes_before_and_after_compression(tmp_path):
-    model = tiny_model(num_basis=4, time_horizon=4.0)
+    model = tiny_tagger(num_basis=4, time_horizon=4.0)
     input_ids = batch()
     model.save_pretrained(tmp_path / "source")
     loaded = AutoModelForTokenClassification.from_pretrained(tmp_path / "source")
@@ -297,7 +278,7 @@ def test_save_load_through_auto_classes_before_and_after_compression(tmp_path):
 
 
 def test_refine_keeps_outputs_and_config(tmp_path):
-    model = tiny_model(num_basis=2, time_horizon=2.0)
+    model = tiny_tagger(num_basis=2, time_horizon=2.0)
     input_ids = batch()
     before = model(input_ids).logits
     refine(model)
@@ -308,7 +289,7 @@ def test_refine_keeps_outputs_and_config(tmp_path):
 
 
 def test_checkpoint_whose_coefficients_disagree_with_its_config_fails(tmp_path):
-    model = tiny_model(num_basis=3)
+    model = tiny_tagger(num_basis=3)
     model.save_pretrained(tmp_path)
     config = json.loads((tmp_path / "config.json").read_text())
     config["num_basis"] = config["num_steps"] = 5
@@ -323,7 +304,7 @@ def test_checkpoint_whose_coefficients_disagree_with_its_config_fails(tmp_path):
 
 @pytest.mark.parametrize("position_encoding", ["sinusoidal", "learned"])
 def test_parameter_counts_split_embedding_and_non_embedding(position_encoding):
-    model = tiny_model(num_basis=4, position_encoding=position_encoding)
+    model = tiny_tagger(num_basis=4, position_encoding=position_encoding)
     config = model.config
     h, i, labels = config.hidden_size, config.intermediate_size, len(TAGS)
     per_basis_function = 4 * (h * h + h) + 2 * 2 * h + (h * i + i) + (i * h + h)
@@ -353,12 +334,12 @@ def _check_initialised(model, std):
 
 def test_coefficients_are_initialised_with_initializer_range(tmp_path):
     overrides = {"hidden_size": 64, "intermediate_size": 64, "vocab_size": 400, "initializer_range": 0.05}
-    _check_initialised(tiny_model(**overrides), 0.05)
+    _check_initialised(tiny_tagger(**overrides), 0.05)
     torch.manual_seed(0)
-    _check_initialised(AutoModelForTokenClassification.from_config(tiny_config(**overrides)), 0.05)
+    _check_initialised(AutoModelForTokenClassification.from_config(tiny_tagger_config(**overrides)), 0.05)
 
     # Keys missing from a checkpoint are initialised the same way; loaded keys are kept.
-    model = tiny_model(seed=1, **overrides)
+    model = tiny_tagger(seed=1, **overrides)
     model.save_pretrained(tmp_path)
     weights = load_file(tmp_path / "model.safetensors")
     missing = "cont_transformer.encoder.rate.mlp.fc1.weight"
@@ -374,7 +355,7 @@ def test_coefficients_are_initialised_with_initializer_range(tmp_path):
 
 
 def test_torch_compile_matches_eager():
-    model = tiny_model(num_basis=2, scheme="midpoint")
+    model = tiny_tagger(num_basis=2, scheme="midpoint")
     input_ids = batch()
     mask = torch.ones_like(input_ids)
     mask[0, 5:] = 0
@@ -406,7 +387,7 @@ def test_tokenizer_round_trip(tmp_path):
 @pytest.fixture
 def saved_tagger(tmp_path):
     tokenizer = build_tokenizer(WORDS)
-    model = tiny_model(vocab_size=len(tokenizer), num_basis=4)
+    model = tiny_tagger(vocab_size=len(tokenizer), num_basis=4)
     change_basis(model, num_basis=2)
     set_num_steps(model, 1)
     model.save_pretrained(tmp_path)
@@ -460,7 +441,7 @@ def spelling_tagger(seed=0, **overrides):
         "word_representation": "word+chars", "char_vocab_size": char_vocab_size,
         "char_embedding_size": 8, "char_hidden_size": 12, "max_word_length": max_word_length,
     }  # fmt: skip
-    model = tiny_model(seed, **{**options, **overrides})
+    model = tiny_tagger(seed, **{**options, **overrides})
     model.cont_transformer.embeddings.set_spelling(**tables)
     return model, tokenizer
 
@@ -516,7 +497,7 @@ def test_model_reads_each_words_spelling_from_input_ids():
 
 def test_unknown_words_get_representations_that_differ_by_spelling():
     model, tokenizer = spelling_tagger()
-    word_model = tiny_model(vocab_size=len(tokenizer))
+    word_model = tiny_tagger(vocab_size=len(tokenizer))
     outputs = {}
     for word in ("cats", "tacos", "mast"):
         sentence = ["the", word, "sat", "on", "a", "mat", "."]
@@ -690,11 +671,11 @@ def test_spelling_model_counts_the_character_cnn_as_embedding():
 )
 def test_config_rejects_invalid_word_representations(overrides, message):
     with pytest.raises(ValueError, match=message):
-        tiny_config(**overrides)
+        tiny_tagger_config(**overrides)
 
 
 def test_word_model_saved_before_word_dropout_was_a_buffer_still_loads(tmp_path):
-    model = tiny_model()
+    model = tiny_tagger()
     model.save_pretrained(tmp_path)
     weights = load_file(tmp_path / "model.safetensors")
     del weights["cont_transformer.embeddings.word_dropout"]

@@ -11,13 +11,12 @@ import textwrap
 import numpy as np
 import pytest
 import torch
+from conftest import WORDS, tiny_tagger
 from huggingface_hub import ModelCard
 from PIL import Image
 from transformers import AutoModel, pipeline
 
 from cont_transformer import (
-    ContTransformerConfig,
-    ContTransformerForTokenClassification,
     OdeResNetConfig,
     OdeResNetForImageClassification,
     OdeResNetImageProcessor,
@@ -28,19 +27,10 @@ from cont_transformer import (
 )
 from cont_transformer.model_card import Evaluation, is_generated_card
 
-WORDS = ["the", "cat", "dog", "sat", "ran", "on", "a", "mat", "."]
-TAGS = ["DT", "NN", "VB", "IN", "."]
+# The tiny tagger (conftest.py) at K = 4, with the tokenizer's [PAD] and [ROOT] ids.
+TAGGER = {"num_basis": 4, "pad_token_id": 0, "bos_token_id": 2}
+
 SENTENCE = "the dog sat on a mat ."
-
-
-def tagger(num_basis=4) -> ContTransformerForTokenClassification:
-    torch.manual_seed(0)
-    config = ContTransformerConfig(
-        vocab_size=len(WORDS) + 3, hidden_size=16, num_attention_heads=2, intermediate_size=24,
-        num_basis=num_basis, pad_token_id=0, bos_token_id=2,
-        id2label=dict(enumerate(TAGS)), label2id={t: i for i, t in enumerate(TAGS)},
-    )  # fmt: skip
-    return ContTransformerForTokenClassification(config).eval()
 
 
 def image_classifier() -> OdeResNetForImageClassification:
@@ -56,7 +46,7 @@ def image_classifier() -> OdeResNetForImageClassification:
 
 
 def test_card_metadata_parses_and_its_results_are_what_was_passed(tmp_path):
-    model = tagger()
+    model = tiny_tagger(**TAGGER)
     results = [
         Evaluation("UD English-GUM (XPOS)", "dev", 0.9296, "universal_dependencies", "en_gum"),
         Evaluation("UD English-GUM (XPOS)", "test", 0.9311, "universal_dependencies", "en_gum"),
@@ -85,7 +75,7 @@ def test_card_metadata_parses_and_its_results_are_what_was_passed(tmp_path):
 
 
 def test_a_card_the_user_wrote_or_edited_is_kept(tmp_path):
-    model = tagger()
+    model = tiny_tagger(**TAGGER)
     readme = tmp_path / "README.md"
     model.save_pretrained(tmp_path)
     assert "K = 4" in readme.read_text()
@@ -135,8 +125,8 @@ def saved_kinds(tmp_path_factory):
     tokenizer or processor, and what each computes (here, with the package)."""
     root = tmp_path_factory.mktemp("kinds")
     tokenizer = build_tokenizer(WORDS)
-    model = tagger()
-    compressed = tagger()
+    model = tiny_tagger(**TAGGER)
+    compressed = tiny_tagger(**TAGGER)
     change_basis(compressed, "piecewise_linear", 3)
     set_num_steps(compressed, 2)
     for name, m in (("tagger", model), ("compressed", compressed)):

@@ -12,42 +12,33 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import labels, tiny_tagger
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast, pipeline
 
 from cont_transformer import (
-    ContTransformerConfig,
-    ContTransformerForTokenClassification,
     build_tokenizer,
     tag,
 )
 from cont_transformer.tagging.conllu_document import ConlluDocument, format_sentence
-from cont_transformer.tagging.data import write_sample_treebank
+from cont_transformer.tagging.sample_treebank import write_sample_treebank
 from cont_transformer.tagging.scoring import score
+from cont_transformer.tagging.segmentation import split_text, tokenize_sentences
 from cont_transformer.tagging.tag import Tagger, token_batches
 from cont_transformer.tagging.tag_files import tag_file
-from cont_transformer.tagging.text import split_text, tokenize_sentences
 
 REPO = Path(__file__).resolve().parents[1]
 TAGS = ["DT", "NN", "VB", "IN", ".", ",", "RB", "PRP", "``"]
 WORDS = ["the", "dog", "saw", "a", "bird", ".", ",", "I", "do", "n't", "know", "!", '"', "he"]
 GUM_DEV = REPO.parent / "shared/data/ud/UD_English-GUM/en_gum-ud-dev.conllu"
-
-
-def tiny_model(vocab_size, seed=0, **overrides):
-    options = {
-        "vocab_size": vocab_size, "hidden_size": 16, "num_attention_heads": 2,
-        "intermediate_size": 24, "num_basis": 2, "max_position_embeddings": 32,
-        "id2label": dict(enumerate(TAGS)), "label2id": {t: i for i, t in enumerate(TAGS)},
-    }
-    torch.manual_seed(seed)
-    return ContTransformerForTokenClassification(ContTransformerConfig(**{**options, **overrides})).eval()
+# The tiny tagger of these tests (see conftest.py) over TAGS, with room for 32 tokens.
+TAGGER = {"num_basis": 2, "max_position_embeddings": 32, **labels(TAGS)}
 
 
 @pytest.fixture(scope="module")
 def tagger():
     tokenizer = build_tokenizer(WORDS)
-    return Tagger(tiny_model(len(tokenizer)), tokenizer, batch_size=64)
+    return Tagger(tiny_tagger(vocab_size=len(tokenizer), **TAGGER), tokenizer, batch_size=64)
 
 
 @pytest.fixture(scope="module")
@@ -198,7 +189,7 @@ def test_words_of_several_tokens_are_tagged_by_their_first():
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=backend, pad_token="[PAD]", unk_token="[UNK]", bos_token="[ROOT]"
     )
-    model = tiny_model(len(vocab))
+    model = tiny_tagger(vocab_size=len(vocab), **TAGGER)
     words = ["the", "zebra", "ran", "zebra"]
     assert len(tokenizer(words, is_split_into_words=True)["input_ids"]) == 7
     [sentence] = tag([words], model, tokenizer)
@@ -220,7 +211,7 @@ def test_a_2000_word_sentence_is_tagged_completely(tmp_path, tagger, model_dir):
     entities = pipeline("token-classification", model=str(model_dir))(" ".join(words))
     assert [e["word"] for e in entities] == words  # nothing truncated
 
-    learned = tiny_model(len(tagger.tokenizer), position_encoding="learned")
+    learned = tiny_tagger(vocab_size=len(tagger.tokenizer), **{**TAGGER, "position_encoding": "learned"})
     with pytest.raises(ValueError, match=r"2001 words \(root included\) is longer than the 32 learned positions"):
         learned(input_ids=input_ids)
     [sentence] = tag([words], learned, tagger.tokenizer)

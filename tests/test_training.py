@@ -17,6 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from conftest import labels, tiny_tagger
 from huggingface_hub.utils import filter_repo_objects
 from safetensors.torch import load_file
 
@@ -26,6 +27,7 @@ from cont_transformer import (
     build_tokenizer,
 )
 from cont_transformer.basis import get_basis
+from cont_transformer.tagging.arguments import resolve_arguments
 from cont_transformer.tagging.batching import (
     IGNORE_INDEX,
     LengthGroupedBatchSampler,
@@ -35,13 +37,11 @@ from cont_transformer.tagging.batching import (
     evaluation_windows,
     word_dropout_probabilities,
 )
-from cont_transformer.tagging.data import (
-    load_treebank,
-    most_frequent_tag_baseline,
-    write_sample_treebank,
-)
+from cont_transformer.tagging.data import load_treebank, most_frequent_tag_baseline
+from cont_transformer.tagging.optimization import build_optimizer
+from cont_transformer.tagging.sample_treebank import write_sample_treebank
 from cont_transformer.tagging.tokenization import spelling_tables
-from cont_transformer.tagging.trainer import build_optimizer, resolve_arguments, train
+from cont_transformer.tagging.trainer import train
 from cont_transformer.tools.cli import run_cli
 from cont_transformer.training import scaffold
 from cont_transformer.training.checkpoints import TRAINER_STATE
@@ -289,18 +289,15 @@ def test_length_grouped_batches_are_a_function_of_seed_and_epoch():
 # --- optimiser and refinement -----------------------------------------------------------
 
 
-def _tiny_model(num_basis=2):
-    torch.manual_seed(0)
-    config = ContTransformerConfig(
-        vocab_size=20, hidden_size=8, intermediate_size=8, num_basis=num_basis,
-        id2label={0: "A", 1: "B", 2: "C"},
-        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-    )  # fmt: skip
-    return ContTransformerForTokenClassification(config)
+# The tiny tagger (conftest.py) narrowed to width 8 and one head, without dropout.
+TAGGER = {
+    "vocab_size": 20, "hidden_size": 8, "intermediate_size": 8, "num_attention_heads": 1,
+    "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0, **labels("ABC"),
+}  # fmt: skip
 
 
 def test_no_weight_decay_on_biases_and_layer_norms():
-    model = _tiny_model()
+    model = tiny_tagger(**TAGGER, num_basis=2).train()
     decay, no_decay = build_optimizer(model, 1e-3, 0.1).param_groups
     names = {id(p): n for n, p in model.named_parameters()}
     no_decay_names = {names[id(p)] for p in no_decay["params"]}
@@ -318,7 +315,7 @@ def test_no_weight_decay_on_biases_and_layer_norms():
 
 
 def test_refinement_projects_the_optimizer_state():
-    model = _tiny_model(num_basis=2)
+    model = tiny_tagger(**TAGGER, num_basis=2).train()
     optimizer = build_optimizer(model, 1e-2, 0.1)
     input_ids = torch.randint(3, 20, (4, 6))
     labels = torch.randint(0, 3, (4, 6))

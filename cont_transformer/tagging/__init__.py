@@ -1,9 +1,13 @@
 """The tagging application: CoNLL-U data, batching, the tagger's training and tagging text.
 
-Tagging text: :mod:`.text` (raw text to sentences of UD words), :mod:`.tag` (``tag()``,
-``Tagger``), :mod:`.tag_files` (files in and out, behind ``scripts/tag.py``),
-:mod:`.conllu_document` (CoNLL-U line for line) and :mod:`.scoring` (CoNLL 2018-style
-scores by character offsets).
+Data: :mod:`.data` (CoNLL-U treebanks as ``datasets``), :mod:`.sample_treebank` (the
+generated sample), :mod:`.tokenization` (the model's vocabulary and spelling tables),
+:mod:`.batching`. Training: :mod:`.arguments` (``TrainingArguments``, presets),
+:mod:`.optimization` (AdamW), :mod:`.evaluation` (accuracy, saved models), :mod:`.trainer`
+(``PosTrainer``, ``train``). Tagging text: :mod:`.segmentation` (raw text to sentences of
+UD words), :mod:`.tag` (``tag()``, ``Tagger``), :mod:`.tag_files` (files in and out, behind
+``scripts/tag.py``), :mod:`.conllu_document` (CoNLL-U line for line) and :mod:`.scoring`
+(CoNLL 2018-style scores by character offsets).
 
 Built on the core (bases, integrators, ``OdeBlock``), the continuous transformer model
 and the training scaffold (:mod:`cont_transformer.training`); the tools

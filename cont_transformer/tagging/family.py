@@ -14,8 +14,8 @@ from ..training.outputs import METRICS_FILE, write_json
 from ..training.scaffold import make_accelerator
 from .batching import PaddingCollator, encode_for_evaluation
 from .data import load_treebank
+from .evaluation import evaluate, load_metric
 from .tag import saved_tag_column
-from .trainer import evaluate, load_metric
 
 
 def load_preprocessor(folder: Path):

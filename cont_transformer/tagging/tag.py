@@ -1,7 +1,7 @@
 """Tag text with a trained token classifier: raw text, sentences or words in, tags per word out.
 
 :func:`tag` takes raw text (split into sentences and UD words by
-:mod:`~cont_transformer.tagging.text`), a list of sentences (each tokenized) or a list of
+:mod:`~cont_transformer.tagging.segmentation`), a list of sentences (each tokenized) or a list of
 already tokenized sentences, and returns one :class:`TaggedSentence` per sentence.
 :class:`Tagger` holds a model, its tokenizer and the options, and is what
 :func:`~cont_transformer.tagging.tag_files.tag_file` and ``scripts/tag.py`` use.
@@ -29,7 +29,7 @@ import torch
 from ..training.compiling import compiled
 from ..training.outputs import METRICS_FILE, resolve_model_dir
 from .batching import IGNORE_INDEX, PaddingCollator, encode_for_evaluation
-from .text import check_language, split_text, tokenize_sentences
+from .segmentation import check_language, split_text, tokenize_sentences
 
 
 @dataclass

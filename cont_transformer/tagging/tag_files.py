@@ -3,7 +3,7 @@
 Inputs (``input_format``):
 
 * ``text``: raw text, split into paragraphs (blank lines), sentences and UD words
-  (:mod:`~cont_transformer.tagging.text`);
+  (:mod:`~cont_transformer.tagging.segmentation`);
 * ``lines``: one sentence per line, tokenized (blank lines skipped);
 * ``tokens``: one sentence per line, words separated by whitespace (kept as they are);
 * ``conllu``: a CoNLL-U file, its words tagged as they are.
@@ -43,8 +43,14 @@ from tqdm.auto import tqdm
 
 from .conllu_document import ConlluDocument, format_sentence
 from .data import decode_utf8
+from .segmentation import (
+    Sentence,
+    spacy_pipeline,
+    split_text,
+    tokenize_sentences,
+    whitespace_sentences,
+)
 from .tag import Tagger
-from .text import Sentence, spacy_pipeline, split_text, tokenize_sentences, whitespace_sentences
 
 INPUT_FORMATS = ("text", "lines", "tokens", "conllu")
 OUTPUT_FORMATS = ("conllu", "tsv", "json")

@@ -38,11 +38,11 @@ from transformers import (
 from ..basis import CHANGE_OF_BASIS_METHODS, get_basis
 from ..choices import check_basis_name, check_count
 from ..families import EvalSet, ModelFamily, forward_batches, get_family
+from ..measuring import Workload, time_interleaved
 from ..model_card import CARD_NAME, Evaluation, write_model_card
 from ..training.compiling import compiled
 from ..training.outputs import resolve_model_dir, staged_directory
 from ..transform import change_basis, set_num_steps
-from .benchmarking import Workload, time_interleaved
 
 PathLike = str | os.PathLike
 

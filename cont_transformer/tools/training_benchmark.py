@@ -15,8 +15,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..tagging.trainer import TrainingArguments, train
-from .benchmarking import Case, Settings, Workload
+from ..measuring import Case, Settings, Workload
+from ..tagging.arguments import TrainingArguments
+from ..tagging.trainer import train
 
 ONE_RUN = Settings(warmup=0, repeats=1)  # a training run is long enough to time once
 

@@ -1,302 +1,41 @@
-"""Speed and memory of continuous models against discrete baselines, in one process.
-
-Every figure is a ratio of a *candidate* (a continuous model) to a *baseline* (the
-discrete network it generalises, or the same model in another setting), measured in
-the same process on the same inputs.
-
-Timing (:func:`time_interleaved`): after warm-up runs, candidate and baseline
-alternate rep by rep (candidate first on even reps, baseline first on odd ones), so
-slow drifts and bursts of load on a shared machine hit both alike. The reported
-ratio is the median of the per-rep ratios; the medians of the raw times are
-reported beside it. The garbage collector runs before, and is paused during, the
-series; CUDA work is synchronised before the clock is read.
-
-Peak memory (:func:`peak_memory`): the bytes the workload holds before it runs
-(the unique storages of its parameters, buffers, gradients, optimiser state and
-inputs) plus the highest rise in allocated bytes while it runs. The rise comes
-from the allocator: ``torch.cuda.max_memory_allocated`` on a GPU; on the CPU, the
-allocation and free events that PyTorch's CPU allocator reports to
-``torch.profiler`` (``profile_memory=True``), summed in time order. Both count
-every tensor the step allocates, autograd's saved tensors and the kernels'
-scratch buffers included, and neither counts allocator caching or Python objects.
-The CPU profiler does not report frees of blocks allocated before it started, so a
-run must not free resident tensors: a training step's ``zero_grad`` (to None) runs
-in ``prepare``, outside the measurement.
+"""The continuous transformer's cases of the benchmark (measured by :mod:`cont_transformer.measuring`).
 
 The cases of the continuous transformer are built by :func:`transformer_cases`
 (the image models add theirs from ``image_models.benchmarking``), those of activation
 checkpointing by :func:`checkpointing_cases`, and the compiled variants of measures 1,
 2 and 4 (candidate and baseline compiled with the same ``torch.compile`` mode, warmed
-up before any timing) by :func:`compiled_transformer_cases`; :func:`run_case`
-measures one, and :func:`write_report` writes ``benchmark.json`` and
-``benchmark.md``.
+up before any timing) by :func:`compiled_transformer_cases`.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
-import gc
-import json
-import os
-import platform
 import random
-import statistics
 import string
-import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.profiler import ProfilerActivity, profile
 
 from ..configuration_cont_transformer import ContTransformerConfig
+from ..measuring import (
+    Case,
+    Workload,
+    compiled,
+    compiled_name,
+    resident_tensors,
+    training_step,
+    warmed,
+)
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
+from ..tagging.arguments import TrainingArguments
 from ..tagging.batching import PaddingCollator, encode_for_training
+from ..tagging.optimization import build_optimizer
 from ..tagging.tokenization import build_tokenizer, spelling_tables
-from ..tagging.trainer import TrainingArguments, build_optimizer
 from ..transform import change_basis, set_num_steps
 from .baselines import PreLayerNormTagger
-
-# --- workloads and cases ---------------------------------------------------------
-
-
-@dataclass
-class Workload:
-    """A named piece of work: ``run()`` is what is measured.
-
-    ``prepare()`` runs, unmeasured, before every ``run()`` (an optimiser's
-    ``zero_grad``, a fresh copy of a model to transform). ``resident()`` yields the
-    tensors the workload keeps between runs; their bytes count towards its peak memory.
-    """
-
-    name: str
-    run: Callable[[], object]
-    prepare: Callable[[], object] = lambda: None
-    resident: Callable[[], Iterable[torch.Tensor]] = lambda: ()
-
-
-@dataclass(frozen=True)
-class Settings:
-    """How many unmeasured warm-up runs and measured repeats each timing makes."""
-
-    warmup: int
-    repeats: int
-
-
-@dataclass
-class Case:
-    """One comparison: ``build()`` returns ``(candidate, baseline)`` workloads.
-
-    ``metric`` is ``"time"`` (seconds per run) or ``"memory"`` (peak bytes of a run).
-    The target is ``quantity <= limit``, with ``quantity`` either ``"ratio"``
-    (candidate / baseline) or ``"candidate"`` (the candidate's own median value).
-    """
-
-    name: str
-    measure: int
-    description: str
-    build: Callable[[], tuple[Workload, Workload]]
-    limit: float
-    target: str
-    metric: str = "time"
-    quantity: str = "ratio"
-    sizes: dict = field(default_factory=dict)
-    settings: Settings | None = None  # instead of the run's (e.g. one run of a long workload)
-
-
-QUICK = Settings(warmup=1, repeats=3)
-FULL = Settings(warmup=2, repeats=9)
-
-
-# --- measurement -----------------------------------------------------------------
-
-
-def _synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def _timed(workload: Workload, device: torch.device) -> float:
-    workload.prepare()
-    _synchronize(device)
-    start = time.perf_counter()
-    workload.run()
-    _synchronize(device)
-    return time.perf_counter() - start
-
-
-def time_interleaved(
-    candidate: Workload, baseline: Workload, *, warmup: int, repeats: int, device: torch.device
-) -> tuple[list[float], list[float]]:
-    """Seconds per run of ``candidate`` and ``baseline``, measured alternately.
-
-    Returns two lists of ``repeats`` times; rep ``i`` of both lists was measured
-    back to back, in swapped order on odd reps. The garbage collector is paused for
-    the whole series (a full collection takes long in a process that imported
-    transformers, and would land on whichever run it interrupts).
-    """
-    gc.collect()
-    gc.disable()
-    try:
-        for _ in range(warmup):
-            _timed(candidate, device)
-            _timed(baseline, device)
-        candidate_times, baseline_times = [], []
-        for rep in range(repeats):
-            if rep % 2 == 0:
-                candidate_times.append(_timed(candidate, device))
-                baseline_times.append(_timed(baseline, device))
-            else:
-                baseline_times.append(_timed(baseline, device))
-                candidate_times.append(_timed(candidate, device))
-    finally:
-        gc.enable()
-    return candidate_times, baseline_times
-
-
-def resident_bytes(tensors: Iterable[torch.Tensor]) -> int:
-    """Bytes of the distinct storages behind ``tensors`` (views and repeats count once)."""
-    storages = {}
-    for tensor in tensors:
-        storage = tensor.untyped_storage()
-        storages[(storage.device, storage.data_ptr())] = storage.nbytes()
-    return sum(storages.values())
-
-
-def _cpu_allocation_peak(run: Callable[[], object]) -> int:
-    """Highest running sum of the CPU allocator's allocations and frees during ``run()``.
-
-    The events are the profiler's raw ``[memory]`` records (``kineto_results``): the
-    aggregated ``FunctionEvent`` view nets each op's allocations and loses the peak
-    inside an op.
-    """
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        run()
-    events = [
-        e
-        for e in prof.profiler.kineto_results.events()
-        if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU
-    ]
-    current = peak = 0
-    for event in sorted(events, key=lambda e: e.start_ns()):
-        current += event.nbytes()
-        peak = max(peak, current)
-    return peak
-
-
-def peak_memory(workload: Workload, device: torch.device) -> int:
-    """Peak bytes of one run: resident bytes plus the largest rise in allocated bytes.
-
-    Run the workload once beforehand, so that lazily created state (optimiser
-    moments) already exists and counts as resident. The garbage collector is paused
-    during the run, as in :func:`time_interleaved`.
-    """
-    workload.prepare()
-    resident = resident_bytes(workload.resident())
-    gc.disable()
-    try:
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-            start = torch.cuda.memory_allocated(device)
-            torch.cuda.reset_peak_memory_stats(device)
-            workload.run()
-            torch.cuda.synchronize(device)
-            rise = torch.cuda.max_memory_allocated(device) - start
-        else:
-            rise = _cpu_allocation_peak(workload.run)
-    finally:
-        gc.enable()
-    return resident + rise
-
-
-def _quartiles(values: list[float]) -> list[float]:
-    if len(values) < 2:
-        return [values[0], values[0]]
-    q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
-    return [q1, q3]
-
-
-def run_case(case: Case, settings: Settings, device: torch.device) -> dict:
-    """Measure one case; returns its JSON entry (``ratio``, ``target``, ``pass``, …)."""
-    candidate, baseline = case.build()
-    settings = case.settings or settings
-    if case.metric == "time":
-        candidate_times, baseline_times = time_interleaved(
-            candidate, baseline, warmup=settings.warmup, repeats=settings.repeats, device=device
-        )
-        ratios = [c / b for c, b in zip(candidate_times, baseline_times)]
-        candidate_value = statistics.median(candidate_times)
-        baseline_value = statistics.median(baseline_times)
-        ratio = statistics.median(ratios)
-        spread = _quartiles(ratios)
-        unit = "s"
-    elif case.metric == "memory":
-        for workload in (candidate, baseline):
-            _timed(workload, device)
-        candidate_value = peak_memory(candidate, device)
-        baseline_value = peak_memory(baseline, device)
-        ratio = candidate_value / baseline_value
-        spread = [ratio, ratio]
-        unit = "bytes"
-    else:
-        raise ValueError(f"unknown metric {case.metric!r}")
-    measured = ratio if case.quantity == "ratio" else candidate_value
-    return {
-        "name": case.name,
-        "measure": case.measure,
-        "description": case.description,
-        "metric": case.metric,
-        "unit": unit,
-        "candidate": candidate.name,
-        "baseline": baseline.name,
-        "candidate_value": candidate_value,
-        "baseline_value": baseline_value,
-        "ratio": ratio,
-        "ratio_quartiles": spread,
-        "target": case.target,
-        "target_quantity": case.quantity,
-        "target_limit": case.limit,
-        "pass": bool(measured <= case.limit),
-        "sizes": case.sizes,
-    }
-
-
-# --- the machine -----------------------------------------------------------------
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def machine_info(device: torch.device) -> dict:
-    """CPU model and core count, load, torch version and threads, and the GPU if used."""
-    info = {
-        "cpu": _cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "torch_threads": torch.get_num_threads(),
-        "device": str(device),
-        "gpu": None,
-        "cuda": None,
-    }
-    if device.type == "cuda":
-        info["gpu"] = torch.cuda.get_device_name(device)
-        info["cuda"] = torch.version.cuda
-    return info
-
 
 # --- the continuous transformer's cases ------------------------------------------
 
@@ -347,46 +86,9 @@ def _optimizer(model: nn.Module) -> torch.optim.Optimizer:
     return build_optimizer(model, learning_rate=1e-4, weight_decay=0.1)
 
 
-def _resident(model: nn.Module, optimizer: torch.optim.Optimizer | None, batch: dict) -> Iterable[torch.Tensor]:
-    yield from model.parameters()
-    yield from model.buffers()
-    yield from (p.grad for p in model.parameters() if p.grad is not None)
-    if optimizer is not None:
-        for state in optimizer.state.values():
-            yield from (v for v in state.values() if torch.is_tensor(v))
-    yield from batch.values()
-
-
-def training_step(
-    name: str, model: nn.Module, loss: Callable[[], torch.Tensor], optimizer: torch.optim.Optimizer, batch: dict
-) -> Workload:
-    """Forward, backward and optimiser step; ``zero_grad`` (to None) runs unmeasured."""
-    model.train()
-
-    def run() -> None:
-        loss().backward()
-        optimizer.step()
-
-    return Workload(
-        name,
-        run,
-        prepare=lambda: optimizer.zero_grad(set_to_none=True),
-        resident=lambda: _resident(model, optimizer, batch),
-    )
-
-
 def _grid(config: ContTransformerConfig) -> str:
     k, n = config.num_basis, config.num_steps
     return f"K=N_T={k}" if k == n else f"K={k} N_T={n}"
-
-
-def compiled(model: nn.Module, compile_mode: str | None) -> nn.Module:
-    """``model`` through ``torch.compile(mode=compile_mode)``, or itself for None."""
-    return model if compile_mode is None else torch.compile(model, mode=compile_mode)
-
-
-def _compiled_name(name: str, compile_mode: str | None) -> str:
-    return name if compile_mode is None else f"{name}, compiled ({compile_mode})"
 
 
 def continuous_training(
@@ -409,7 +111,7 @@ def continuous_training(
     forward = compiled(model, compile_mode)
     batch = _tagger_batch(sizes, device)
     return training_step(
-        _compiled_name(name, compile_mode), model, lambda: forward(**batch).loss, _optimizer(model), batch
+        compiled_name(name, compile_mode), model, lambda: forward(**batch).loss, _optimizer(model), batch
     )
 
 
@@ -431,7 +133,7 @@ def baseline_training(
         logits = forward(batch["input_ids"], batch["attention_mask"])  # (batch, seq, num_labels)
         return F.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100)
 
-    name = _compiled_name(f"discrete pre-LN encoder L={num_layers}", compile_mode)
+    name = compiled_name(f"discrete pre-LN encoder L={num_layers}", compile_mode)
     return training_step(name, model, loss, _optimizer(model), batch)
 
 
@@ -447,8 +149,8 @@ def inference(
         with torch.inference_mode():
             forward(**inputs)
 
-    name = _compiled_name(f"inference {_grid(model.config)}", compile_mode)
-    return Workload(name, run, resident=lambda: _resident(model, None, inputs))
+    name = compiled_name(f"inference {_grid(model.config)}", compile_mode)
+    return Workload(name, run, resident=lambda: resident_tensors(model, None, inputs))
 
 
 def shortened_inference(
@@ -729,21 +431,6 @@ def checkpointing_cases(mode: str, device: torch.device) -> list[Case]:
 # --- compiled models (measures 1, 2 and 4 compiled) ------------------------------------
 
 
-def default_compile_mode(device: torch.device) -> str:
-    """CUDA graphs where they exist (launch-bound small models), Inductor's default elsewhere."""
-    return "reduce-overhead" if device.type == "cuda" else "default"
-
-
-def warmed(workloads: tuple[Workload, ...], runs: int = 3) -> tuple[Workload, ...]:
-    """Run each workload ``runs`` times, so that compiling (and recording CUDA graphs)
-    happens before any measurement."""
-    for workload in workloads:
-        for _ in range(runs):
-            workload.prepare()
-            workload.run()
-    return workloads
-
-
 def compiled_transformer_cases(mode: str, device: torch.device, compile_mode: str) -> list[Case]:
     """Measures 1, 2 and 4 with candidate and baseline both compiled with
     ``torch.compile(mode=compile_mode)``, at the first depth of ``sizes["layers"]``
@@ -789,74 +476,4 @@ def compiled_transformer_cases(mode: str, device: torch.device, compile_mode: st
     return cases + shortening_cases(fine, shortened, sizes, compiled_as)
 
 
-# --- the report ------------------------------------------------------------------
-
-
-def _format_value(value: float, unit: str) -> str:
-    if unit == "bytes":
-        return f"{value / 2**20:.1f} MiB"
-    return f"{value * 1e3:.1f} ms" if value < 1 else f"{value:.2f} s"
-
-
-def markdown_table(results: list[dict]) -> str:
-    """The results as a Markdown table, one row per case."""
-    rows = [
-        "| # | case | candidate | baseline | ratio (IQR) | target | pass |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in results:
-        low, high = r["ratio_quartiles"]
-        spread = f" ({low:.2f}–{high:.2f})" if r["metric"] == "time" else ""
-        rows.append(
-            f"| {r['measure']} | {r['description']} | {r['candidate']}: {_format_value(r['candidate_value'], r['unit'])} "
-            f"| {r['baseline']}: {_format_value(r['baseline_value'], r['unit'])} | {r['ratio']:.3f}{spread} "
-            f"| {r['target']} | {'yes' if r['pass'] else '**no**'} |"
-        )
-    return "\n".join(rows)
-
-
-def machine_line(machine: dict) -> str:
-    gpu = f", GPU {machine['gpu']} (CUDA {machine['cuda']})" if machine["gpu"] else ""
-    load = machine.get("load_average")
-    load_text = f", load average {load[0]:.1f}" if load else ""
-    return (
-        f"{machine['cpu']}, {machine['cpu_count']} cores{load_text}; torch {machine['torch']}, "
-        f"{machine['torch_threads']} threads; device {machine['device']}{gpu}"
-    )
-
-
-def write_report(output_dir: str | Path, report: dict) -> tuple[Path, Path]:
-    """Write ``benchmark.json`` (the whole report) and ``benchmark.md`` (machine + table)."""
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    json_path = output_dir / "benchmark.json"
-    md_path = output_dir / "benchmark.md"
-    json_path.write_text(json.dumps(report, indent=2) + "\n")
-    md_path.write_text(
-        f"# Benchmark ({report['mode']} mode)\n\n{machine_line(report['machine'])}\n\n"
-        f"{markdown_table(report['results'])}\n"
-    )
-    return json_path, md_path
-
-
-__all__ = [
-    "FULL",
-    "QUICK",
-    "Case",
-    "Settings",
-    "Workload",
-    "checkpointing_cases",
-    "compiled",
-    "compiled_transformer_cases",
-    "default_compile_mode",
-    "machine_info",
-    "machine_line",
-    "markdown_table",
-    "peak_memory",
-    "run_case",
-    "time_interleaved",
-    "training_step",
-    "transformer_cases",
-    "warmed",
-    "write_report",
-]
+__all__ = ["checkpointing_cases", "compiled_transformer_cases", "transformer_cases"]

@@ -1,0 +1,202 @@
+"""The tagger's training arguments: :class:`TrainingArguments`, its presets and defaults.
+
+The defaults are the paper's recipe on a CoNLL-U treebank (English-GUM, 35,000 steps,
+K = N_T = 64): batch 64, a linear warm-up then inverse-square-root learning rate, and
+multi-level refinement of the ODE block (K and N_T grow at ``refine_steps``). With
+``treebank="sample"`` a short run's presets apply (:data:`SAMPLE_DEFAULTS`); fine-tuning
+a saved tagger (``model_name_or_path``) keeps its tokenizer, K, N_T and tags.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from transformers import AutoConfig
+
+from ..basis import get_basis
+from ..configuration_cont_transformer import check_word_representation
+from ..training.arguments import RunArguments, _help
+from ..training.schedules import parse_steps
+from .data import TAG_COLUMNS
+
+logger = logging.getLogger(__name__)
+
+MODEL_TYPE = "cont_transformer"
+PAPER_REFINE_STEPS = "1000,2000,3000,4000,5000,6000"  # the paper's schedule
+# The default: the paper's first five refinements, the last one late (80% of the 35,000
+# steps) inside a linear cool-down of the learning rate over the last 20% of the run, so
+# that the trained model halves its K and N_T at no cost (README, "Compressible by default").
+DEFAULT_REFINE_STEPS = "1000,2000,3000,4000,5000,28000"
+DEFAULT_COOLDOWN_FRACTION = 0.2
+COMPILE_LENGTH_BUCKETS = 8  # with --torch-compile: eight padded lengths
+
+
+@dataclass
+class TrainingArguments(RunArguments):
+    """Everything ``trainer.train`` needs; the defaults are the paper's recipe (English-GUM,
+    35,000 steps, K = N_T = 64). Names match ``ContTransformerConfig`` and the CLI flags
+    (``num_basis`` is ``--num-basis`` or ``--num_basis``)."""
+
+    output_dir: str = field(
+        default="runs/pos",
+        **_help("run folder: best/ (the best model), checkpoints/, metrics.json, run.json"),
+    )
+    max_steps: int = field(default=35000, **_help("optimiser steps to train for"))
+    learning_rate: float = field(
+        default=1e-3, **_help("peak learning rate, reached at the end of the warm-up")
+    )
+    weight_decay: float = field(
+        default=0.1, **_help("AdamW weight decay (not on biases and LayerNorms)")
+    )
+    num_basis: int = field(default=64, **_help("final K, the number of basis functions"))
+    refine_steps: str | None = field(
+        default=DEFAULT_REFINE_STEPS,
+        **_help("comma-separated steps after which K and N_T are refined ('none': never); "
+                "the initial K is the one that reaches --num-basis after all of them"),
+    )  # fmt: skip
+    treebank: str = field(
+        default="sample",
+        **_help("sample (generated, no data needed) | en_gum | de_hdt (under --data-dir or "
+                "$UD_DIR) | a UD release folder | a Hub dataset name"),
+    )  # fmt: skip
+    data_dir: str | None = field(default=None, **_help("folder of UD release folders ($UD_DIR)"))
+    train_file: list[str] = field(
+        default_factory=list, **_help("CoNLL-U file(s) or glob(s) replacing the train split")
+    )
+    dev_file: list[str] = field(
+        default_factory=list, **_help("CoNLL-U file(s) or glob(s) replacing the dev split")
+    )
+    tag_column: str = field(default="xpos", **_help("tags to predict: xpos or upos"))
+    model_name_or_path: str | None = field(
+        default=None,
+        **_help("fine-tune a saved tagger of this package (folder or Hub id): its tokenizer, "
+                "K, N_T and tags are kept"),
+    )  # fmt: skip
+    warmup_steps: int = field(default=8000, **_help("linear warm-up steps, then 1/sqrt decay"))
+    cooldown_steps: int | None = field(
+        default=None,
+        **_help("the learning rate falls linearly to (almost) 0 over the last N steps "
+                "(default: the last 20%% of --max-steps; 0: no cool-down)"),
+    )  # fmt: skip
+    hidden_size: int = field(default=128, **_help("embedding and ODE state width"))
+    num_attention_heads: int = field(default=1, **_help("attention heads"))
+    intermediate_size: int = field(default=128, **_help("MLP hidden width"))
+    hidden_act: str = field(default="gelu", **_help("MLP activation: gelu or relu"))
+    hidden_dropout_prob: float = field(
+        default=0.1, **_help("dropout on embeddings, rate outputs and before the classifier")
+    )
+    attention_probs_dropout_prob: float = field(
+        default=0.1, **_help("dropout on attention probabilities")
+    )
+    position_encoding: str = field(default="sinusoidal", **_help("sinusoidal or learned"))
+    word_representation: str = field(
+        default="word+chars",
+        **_help("word+chars: word embeddings plus a character CNN over the spelling (unknown "
+                "words are read from their form); word: the paper's word-only model; chars: "
+                "the character CNN alone"),
+    )  # fmt: skip
+    char_embedding_size: int = field(default=32, **_help("character embedding width"))
+    char_hidden_size: int = field(
+        default=512,
+        **_help("filters of the character CNN (512: words never seen in training are tagged "
+                "best; see the README's screening table)"),
+    )  # fmt: skip
+    char_kernel_size: int = field(default=3, **_help("width (odd) of the character CNN"))
+    max_word_length: int = field(
+        default=20, **_help("characters of a word the CNN reads (a longer word: first and last)")
+    )
+    max_length: int = field(
+        default=128,
+        **_help("longest training sentence in words, root included (longer: truncated; "
+                "evaluation scores long sentences in full, in windows)"),
+    )  # fmt: skip
+    length_buckets: int | None = field(
+        default=None,
+        **_help("pad every batch to one of N lengths chosen from the training data, so a "
+                "compiled model sees few shapes (default: 8 with --torch-compile, else 0: "
+                "each batch to its longest row)"),
+    )  # fmt: skip
+    do_predict: bool = field(
+        default=False,
+        **_help("after training, tag the dev (and test) CoNLL-U files with the best model into "
+                "OUTPUT_DIR/predictions/ (only the predicted column changes)"),
+    )  # fmt: skip
+    word_dropout: float = field(
+        default=1.0,
+        **_help("alpha: a training word seen c times becomes [UNK] with probability "
+                "alpha/(alpha+c); 0: off"),
+    )  # fmt: skip
+    eval_steps: int = field(default=1000, **_help("evaluate on dev every N steps"))
+    save_steps: int = field(default=1000, **_help("checkpoint every N steps"))
+
+    def __post_init__(self):
+        self.train_file, self.dev_file = list(self.train_file), list(self.dev_file)
+        if self.tag_column not in TAG_COLUMNS:
+            raise ValueError(f"tag_column: choose one of {TAG_COLUMNS}, got {self.tag_column!r}")
+        if self.word_dropout < 0:
+            raise ValueError(f"word_dropout: must be >= 0, got {self.word_dropout}")
+        if self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps: must be >= 0, got {self.warmup_steps}")
+        if self.cooldown_steps is None:
+            self.cooldown_steps = round(DEFAULT_COOLDOWN_FRACTION * self.max_steps)
+        if not 0 <= self.cooldown_steps <= self.max_steps:
+            raise ValueError(f"cooldown_steps: must lie in [0, max_steps], got {self.cooldown_steps}")
+        check_word_representation(self.word_representation)
+        if self.model_name_or_path is not None:
+            self._adopt_saved_sizes()
+        if self.length_buckets is None:
+            self.length_buckets = COMPILE_LENGTH_BUCKETS if self.torch_compile else 0
+        super().__post_init__()
+        refine_steps = self.refine_steps
+        if refine_steps and refine_steps[-1] >= self.max_steps:
+            logger.warning(
+                "refine_steps %s reach past max_steps=%d: this run ends below num_basis=%d "
+                "(resume it with a larger --max-steps to go on)",
+                list(refine_steps), self.max_steps, self.num_basis,
+            )  # fmt: skip
+
+    def _adopt_saved_sizes(self) -> None:
+        """Fine-tuning keeps the saved model's continuous choices; refinements (if any)
+        grow them from there."""
+        config = AutoConfig.from_pretrained(self.model_name_or_path)
+        if config.model_type != MODEL_TYPE:
+            raise ValueError(
+                f"model_name_or_path: {self.model_name_or_path} holds a {config.model_type!r} "
+                f"model, not a {MODEL_TYPE!r} tagger"
+            )
+        current = get_basis(config.basis, config.num_basis, config.time_horizon)
+        refinements = len(parse_steps(self.refine_steps))
+        for _ in range(refinements):
+            current = current.refine()
+        self.basis, self.scheme, self.time_horizon = config.basis, config.scheme, config.time_horizon
+        self.num_basis, self.num_steps = current.num_basis, config.num_steps * 2**refinements
+
+
+# The generated sample is small (2,000 short sentences): a short run with a small
+# final K trains in well under a minute on a CPU and beats the most-frequent-tag baseline.
+SAMPLE_DEFAULTS: dict[str, object] = {
+    "max_steps": 300,
+    "warmup_steps": 50,
+    "learning_rate": 2e-3,
+    "num_basis": 8,
+    "refine_steps": "50,100,240",
+    "eval_steps": 100,
+    "save_steps": 100,
+}
+
+
+def preset_defaults(given: Mapping[str, object]) -> Mapping[str, object]:
+    """Defaults for what the user did not give: with ``treebank="sample"`` (the default)
+    :data:`SAMPLE_DEFAULTS`; when fine-tuning a saved model, no refinement."""
+    defaults = dict(SAMPLE_DEFAULTS) if given.get("treebank", TrainingArguments.treebank) == "sample" else {}
+    if given.get("model_name_or_path") is not None:
+        defaults["refine_steps"] = "none"
+    return defaults
+
+
+def resolve_arguments(given: Mapping[str, object]) -> TrainingArguments:
+    """:class:`TrainingArguments` from the values a user gave (None = not given)."""
+    given = {key: value for key, value in given.items() if value is not None}
+    return TrainingArguments(**{**preset_defaults(given), **given})

@@ -1,0 +1,176 @@
+"""The layers of docs/design.md §1: a module imports only from its own layer or below.
+
+Two checks. Statically, every import statement in the package (``ast``, function-level
+imports included) points to its own layer or a lower one. Dynamically, importing the core,
+the models, the harnesses, the training scaffold or the compression tool in a fresh
+process loads no application (``cont_transformer.tagging``, ``image_models``): the top
+level's conveniences (``tag``, ``Tagger``) load lazily.
+"""
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("cont_transformer", "image_models")
+APPLICATIONS = ("cont_transformer.tagging", "image_models")
+
+# Lowest first. A module's layer is that of the longest prefix of its dotted name listed here.
+MODELS = [
+    "",  # the package's __init__: the public API and the Auto registrations
+    "configuration_cont_transformer",
+    "configuration_ode_resnet",
+    "modeling_cont_transformer",
+    "modeling_ode_resnet",
+    "image_processing_ode_resnet",
+    "word_representation",
+    "pretrained",
+    "model_card",
+]
+LAYERS = [
+    ("core", ["basis", "integrators", "ode_block", "transform", "choices"]),
+    ("models", MODELS),
+    ("model families", ["families"]),
+    ("training scaffold and shared mechanisms", ["training", "compression", "measuring"]),
+    ("applications", ["tagging", "image_models"]),
+    ("tools", ["tools"]),
+]
+RANK = {
+    ("image_models" if name == "image_models" else f"cont_transformer.{name}".rstrip(".")): rank
+    for rank, (_, names) in enumerate(LAYERS)
+    for name in names
+}
+
+
+def layer_of(module: str) -> int | None:
+    """The rank of ``module``'s layer, None outside the package (torch, transformers, ...)."""
+    if module.split(".")[0] not in PACKAGES:
+        return None
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:end])
+        if prefix in RANK and (prefix != "cont_transformer" or end == len(parts)):
+            return RANK[prefix]
+    raise AssertionError(f"{module}: not in a layer of tests/test_layers.py (add it to LAYERS)")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path) -> list[tuple[int, str]]:
+    """``(line, absolute module)`` of every import in ``path``, relative ones resolved."""
+    package = module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package[: len(package) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            # ``from . import x`` may name a submodule: judge each name as one.
+            found += [
+                (node.lineno, f"{base}.{alias.name}" if not node.module else base)
+                for alias in node.names
+            ]
+    return found
+
+
+def package_files() -> list[Path]:
+    return sorted(path for package in PACKAGES for path in (ROOT / package).rglob("*.py"))
+
+
+def test_every_module_has_a_layer():
+    for path in package_files():
+        layer_of(module_name(path))
+
+
+def test_no_module_imports_a_higher_layer():
+    violations = []
+    for path in package_files():
+        own = layer_of(module_name(path))
+        for line, imported in imported_modules(path):
+            target = layer_of(imported)
+            if target is not None and target > own:
+                violations.append(
+                    f"{path.relative_to(ROOT)}:{line} ({LAYERS[own][0]}) imports {imported} ({LAYERS[target][0]})"
+                )
+    assert not violations, "\n".join(violations)
+
+
+# Lowest first: a module that loads an application is reported before those above it.
+ENTRY_MODULES = [
+    "cont_transformer",
+    "cont_transformer.basis",
+    "cont_transformer.integrators",
+    "cont_transformer.ode_block",
+    "cont_transformer.transform",
+    "cont_transformer.modeling_cont_transformer",
+    "cont_transformer.modeling_ode_resnet",
+    "cont_transformer.measuring",
+    "cont_transformer.training.scaffold",
+    "cont_transformer.tools.compression",
+]
+
+# One fresh process imports the modules in order and records the modules each import
+# added (one process per module would cost the suite seconds of torch imports each).
+PROBE = """
+import importlib, json, sys
+loaded = {}
+for name in sys.argv[1:]:
+    before = set(sys.modules)
+    importlib.import_module(name)
+    loaded[name] = sorted(set(sys.modules) - before)
+print(json.dumps(loaded))
+"""
+
+
+@pytest.fixture(scope="module")
+def loaded_by_import() -> dict[str, list[str]]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE, *ENTRY_MODULES],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("module", ENTRY_MODULES)
+def test_importing_a_lower_layer_loads_no_application(module, loaded_by_import):
+    applications = [name for name in loaded_by_import[module] if name.startswith(APPLICATIONS)]
+    assert not applications, f"import {module} loads {applications}"
+
+
+def test_the_top_level_conveniences_load_on_first_use():
+    import cont_transformer
+    from cont_transformer.tagging.tag import Tagger, tag
+    from cont_transformer.tagging.tokenization import build_tokenizer
+
+    assert cont_transformer.tag is tag and cont_transformer.Tagger is Tagger
+    assert cont_transformer.build_tokenizer is build_tokenizer
+    assert (
+        {"tag", "Tagger", "build_tokenizer"}
+        <= set(cont_transformer.__all__)
+        <= set(dir(cont_transformer))
+    )
+    assert isinstance(cont_transformer.__version__, str)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        cont_transformer.no_such_name  # noqa: B018
