@@ -50,7 +50,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 from transformers import AutoConfig, AutoTokenizer
 
-from ..basis import get_basis
+from ..basis import get_basis, refined_num_steps
 from ..configuration_cont_transformer import ContTransformerConfig, check_word_representation
 from ..model_card import Evaluation
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
@@ -239,7 +239,7 @@ class TrainingArguments(RunArguments):
         for _ in range(refinements):
             current = current.refine()
         self.basis, self.scheme, self.time_horizon = config.basis, config.scheme, config.time_horizon
-        self.num_basis, self.num_steps = current.num_basis, config.num_steps * 2**refinements
+        self.num_basis, self.num_steps = current.num_basis, refined_num_steps(config.num_steps, refinements)
 
 
 # The generated sample is small (2,000 short sentences): a short run with a small

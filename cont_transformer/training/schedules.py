@@ -26,7 +26,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..basis import get_basis
+from ..basis import get_basis, initial_num_basis, refined_num_steps
 
 
 def inverse_sqrt_learning_rate(step: int, learning_rate: float, warmup_steps: int) -> float:
@@ -57,31 +57,6 @@ def cooldown_factor(step: int, max_steps: int, cooldown_steps: int) -> float:
     return min(1.0, max(0.0, (max_steps - step + 1) / cooldown_steps))
 
 
-def initial_num_basis(basis: str, num_basis: int, num_refinements: int) -> int:
-    """The K from which ``num_refinements`` refinements of ``basis`` end at ``num_basis``.
-
-    Raises ``ValueError`` when no start reaches ``num_basis`` exactly (e.g. an odd K
-    for ``piecewise_constant`` after one refinement), naming the nearest reachable K.
-    """
-    reachable = {}
-    for start in range(1, num_basis + 1):
-        try:
-            current = get_basis(basis, start)
-        except ValueError:  # e.g. odd K for discontinuous_linear
-            continue
-        for _ in range(num_refinements):
-            current = current.refine()
-        reachable[current.num_basis] = start
-        if current.num_basis >= num_basis:
-            break
-    if num_basis not in reachable:
-        raise ValueError(
-            f"num_basis={num_basis} is not reachable with {num_refinements} refinements of "
-            f"{basis!r}; reachable final K: {sorted(reachable)}"
-        )
-    return reachable[num_basis]
-
-
 @dataclass(frozen=True)
 class RefinementSchedule:
     """Sizes of the ODE block over training under multi-level refinement.
@@ -109,7 +84,7 @@ class RefinementSchedule:
                 f"refine_steps must be strictly increasing steps >= 1, got {list(steps)}"
             )
         object.__setattr__(self, "refine_steps", steps)
-        scale = 2 ** len(steps)
+        scale = refined_num_steps(1, len(steps))
         if self.num_steps % scale:
             raise ValueError(
                 f"num_steps={self.num_steps} must be divisible by 2**{len(steps)}={scale}: "
@@ -125,7 +100,7 @@ class RefinementSchedule:
     @property
     def initial_num_steps(self) -> int:
         """N_T at step 0."""
-        return self.num_steps // 2 ** len(self.refine_steps)
+        return self.num_steps // refined_num_steps(1, len(self.refine_steps))
 
     def num_refinements(self, step: int) -> int:
         """Refinements done by the end of optimiser step ``step``."""
@@ -136,7 +111,7 @@ class RefinementSchedule:
         basis = get_basis(self.basis, self.initial_num_basis)
         for _ in range(self.num_refinements(step)):
             basis = basis.refine()
-        return basis.num_basis, self.initial_num_steps * 2 ** self.num_refinements(step)
+        return basis.num_basis, refined_num_steps(self.initial_num_steps, self.num_refinements(step))
 
 
 def parse_steps(text: str | Sequence[int] | None) -> tuple[int, ...]:
