@@ -182,6 +182,7 @@ def compression_table(
     rows: Sequence[Mapping[str, object]],
     metrics: Sequence[str] = ("accuracy",),
     columns: Sequence[str] | None = None,
+    name: str = "model",
 ) -> str:
     """Compressed models as one Markdown table; the first row is the reference (the source).
 
@@ -192,6 +193,7 @@ def compression_table(
     for each name in ``metrics``. Every metric gets a column in percent and a column of
     its drop in points below the first row. A column is shown when some row has a value
     for it, and only the keys in ``columns`` when given; a missing value reads "–".
+    ``name`` heads the first column (``model``: the row's name).
     """
     reference = rows[0] if rows else {}
 
@@ -202,7 +204,7 @@ def compression_table(
             return 100 * (reference[metric] - row[metric])
         return value
 
-    spec = [(h, k, f, lambda row, k=k: row.get(k)) for h, k, f in _LEADING]
+    spec = [(name if k == "model" else h, k, f, lambda row, k=k: row.get(k)) for h, k, f in _LEADING]
     for metric in metrics:
         suffix = "" if len(metrics) == 1 else f" {metric}"
         spec += [

@@ -212,7 +212,7 @@ def markdown_table(rows: Sequence[SweepRow]) -> str:
     compression table (accuracy in percent, time in seconds); a column for the K of the
     running statistics when the model has them."""
     records = [{**asdict(row), "model": row.grid} for row in rows]
-    return compression_table(records, ["accuracy"], columns=SWEEP_COLUMNS)
+    return compression_table(records, ["accuracy"], columns=SWEEP_COLUMNS, name="grid")
 
 
 def plot_parameters(rows: Sequence[SweepRow], path: Path) -> None:
