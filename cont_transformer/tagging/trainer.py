@@ -167,7 +167,7 @@ class TrainingArguments(RunArguments):
     )  # fmt: skip
     char_embedding_size: int = field(default=32, **_help("character embedding width"))
     char_hidden_size: int = field(
-        default=512,
+        default=ContTransformerConfig.char_hidden_size,
         **_help("filters of the character CNN (512: words never seen in training are tagged "
                 "best; see the README's screening table)"),
     )  # fmt: skip
