@@ -74,6 +74,7 @@ from .outputs import (
     write_json,
 )
 from .refinement import refine_with_optimizer
+from .schedules import RefinementSchedule, RunPlan
 
 logger = logging.getLogger(__name__)
 
@@ -143,8 +144,8 @@ def split_batch(batch: dict, parts: int) -> list[dict]:
 class Trainer:
     """One training run under Accelerate; subclasses fill the hooks marked below.
 
-    Hooks: :meth:`load_data` (data, preprocessing; prepare loaders here),
-    :attr:`steps_per_epoch`, :meth:`epoch_batches`, :meth:`build_model` (at the schedule's
+    Hooks: :meth:`load_data` (data, preprocessing; prepare loaders here), optionally
+    :meth:`run_plan` (step counts that depend on the data size), :attr:`steps_per_epoch`, :meth:`epoch_batches`, :meth:`build_model` (at the schedule's
     initial sizes), :meth:`build_optimizer`, :meth:`learning_rate`, :meth:`loss`,
     :meth:`evaluate` (returns at least ``selection_metric``), :meth:`save_model` (writes a
     complete model folder), and optionally :meth:`data_fingerprint`, :meth:`summary`,
@@ -170,9 +171,8 @@ class Trainer:
             prepare_run_folder(self.output_dir, resuming=resuming, overwrite=args.overwrite_output_dir)
             remove_abandoned(self.output_dir)
         accelerator.wait_for_everyone()
-        self.schedule = args.refinement_schedule
-        self.load_data()  # may set step-based fields from the data size (epochs → steps)
-        self.schedule = args.refinement_schedule
+        self.load_data()
+        self.plan = self.run_plan()  # derived once, after the data size is known
         if resuming:
             check_identity(self.output_dir, args.identity(), self.data_fingerprint())
         elif accelerator.is_main_process:
@@ -233,9 +233,20 @@ class Trainer:
             accelerator.load_state(str(checkpoint))
             logger.info("resumed from %s at step %d", checkpoint, self.state.step)
 
+    @property
+    def schedule(self) -> RefinementSchedule:
+        """When K and N_T are refined (the plan's); :meth:`build_model` starts at its initial sizes."""
+        return self.plan.schedule
+
     # --- hooks ---------------------------------------------------------------------
     def load_data(self) -> None:
         raise NotImplementedError
+
+    def run_plan(self) -> RunPlan:
+        """The run's step counts and refinement schedule, after :meth:`load_data`; by
+        default the arguments' own (a trainer counting epochs derives them from the data
+        size here, without writing them back into the arguments)."""
+        return RunPlan.from_arguments(self.args)
 
     @property
     def steps_per_epoch(self) -> int:
@@ -290,17 +301,17 @@ class Trainer:
 
     # --- the loop ------------------------------------------------------------------
     def run(self) -> dict:
-        """Train from the current step to ``max_steps``; returns the final metrics."""
-        args, accelerator, state = self.args, self.accelerator, self.state
+        """Train from the current step to the plan's ``max_steps``; returns the final metrics."""
+        args, accelerator, state, plan = self.args, self.accelerator, self.state, self.plan
         progress = tqdm(
-            total=args.max_steps, initial=state.step, desc="training", dynamic_ncols=True,
+            total=plan.max_steps, initial=state.step, desc="training", dynamic_ncols=True,
             disable=not accelerator.is_local_main_process,
             mininterval=1 if sys.stderr.isatty() else 30,  # a log file gets a line every 30 s
         )  # fmt: skip
         self.model.train()
         self._items = torch.zeros((), dtype=torch.long, device=accelerator.device)
         tick = time.perf_counter()
-        while state.step < args.max_steps:
+        while state.step < plan.max_steps:
             epoch, skip = divmod(state.step, self.steps_per_epoch)
             for batch in self.epoch_batches(epoch, skip):
                 loss, learning_rate = self._optimizer_step(batch)
@@ -309,8 +320,8 @@ class Trainer:
                     N_T=state.num_steps, refresh=False,
                 )  # fmt: skip
                 progress.update(1)
-                evaluate_now = state.step % args.eval_steps == 0 or state.step == args.max_steps
-                save_now = state.step % args.save_steps == 0 or state.step == args.max_steps
+                evaluate_now = state.step % plan.eval_steps == 0 or state.step == plan.max_steps
+                save_now = state.step % plan.save_steps == 0 or state.step == plan.max_steps
                 refine_now = state.step in self.schedule.refine_steps
                 if evaluate_now or save_now:
                     state.train_seconds += time.perf_counter() - tick
@@ -326,7 +337,7 @@ class Trainer:
                     self.save_checkpoint()
                 if evaluate_now or save_now:
                     tick = time.perf_counter()
-                if state.step >= args.max_steps:
+                if state.step >= plan.max_steps:
                     break
         progress.close()
         if self.compiled:

@@ -13,6 +13,10 @@ over the last ``cooldown_steps`` steps of a run (as in warm-up–stable–decay 
 the weights settle, and, with a late refinement inside the cool-down, the coefficients
 of neighbouring basis functions stay close, which is what makes a model compressible.
 
+Plan. :class:`RunPlan` holds a run's step counts and refinement schedule, derived once
+from its arguments (and, for a trainer that counts epochs, the data size) and never
+written back into them.
+
 Refinement. :class:`RefinementSchedule` turns the final K and N_T and the steps at
 which to refine (multi-level refinement training) into the sizes to start from and
 the sizes at any step: each refinement refines the basis (K → 2K for piecewise
@@ -112,6 +116,28 @@ class RefinementSchedule:
         for _ in range(self.num_refinements(step)):
             basis = basis.refine()
         return basis.num_basis, refined_num_steps(self.initial_num_steps, self.num_refinements(step))
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """A run's step counts and refinement schedule, derived once (see the module docstring).
+
+    Attributes:
+        max_steps: optimiser steps to train for.
+        eval_steps: evaluate every this many steps (and at the end).
+        save_steps: checkpoint every this many steps (and at the end).
+        schedule: when K and N_T are refined, in optimiser steps.
+    """
+
+    max_steps: int
+    eval_steps: int
+    save_steps: int
+    schedule: RefinementSchedule
+
+    @classmethod
+    def from_arguments(cls, args) -> RunPlan:
+        """The plan of arguments that count in steps (:class:`~.arguments.RunArguments`)."""
+        return cls(args.max_steps, args.eval_steps, args.save_steps, args.refinement_schedule)
 
 
 def parse_steps(text: str | Sequence[int] | None) -> tuple[int, ...]:
