@@ -337,6 +337,37 @@ def refine(basis: Basis) -> Basis:
     return basis.refine()
 
 
+def refined_num_steps(num_steps: int, refinements: int = 1) -> int:
+    """N_T after ``refinements`` refinements: every refinement doubles N_T, so the finer
+    basis is read on as many steps per element as before."""
+    return num_steps * 2**refinements
+
+
+def initial_num_basis(basis: str, num_basis: int, num_refinements: int) -> int:
+    """The K from which ``num_refinements`` refinements of ``basis`` end at ``num_basis``.
+
+    Raises ``ValueError`` when no start reaches ``num_basis`` exactly (e.g. an odd K
+    for ``piecewise_constant`` after one refinement), naming the nearest reachable K.
+    """
+    reachable = {}
+    for start in range(1, num_basis + 1):
+        try:
+            current = get_basis(basis, start)
+        except ValueError:  # e.g. odd K for discontinuous_linear
+            continue
+        for _ in range(num_refinements):
+            current = current.refine()
+        reachable[current.num_basis] = start
+        if current.num_basis >= num_basis:
+            break
+    if num_basis not in reachable:
+        raise ValueError(
+            f"num_basis={num_basis} is not reachable with {num_refinements} refinements of "
+            f"{basis!r}; reachable final K: {sorted(reachable)}"
+        )
+    return reachable[num_basis]
+
+
 def _check_same_horizon(src: Basis, dst: Basis) -> None:
     if not math.isclose(src.time_horizon, dst.time_horizon):
         raise ValueError(

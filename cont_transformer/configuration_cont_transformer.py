@@ -122,7 +122,7 @@ class ContTransformerConfig(PreTrainedConfig):
     word_representation: str = "word"
     char_vocab_size: int = 256
     char_embedding_size: int = 32
-    char_hidden_size: int = 128
+    char_hidden_size: int = 512
     char_kernel_size: int = 3
     max_word_length: int = 20
 

@@ -2,8 +2,9 @@
 
 The tools (compression, sweeps) handle every model family the same way through a
 :class:`ModelFamily`: how to load its preprocessor (tokenizer, image processor), how to
-read an evaluation file into an :class:`EvalSet`, what random input times it, and what
-record a compressed folder gets besides the model. Each application defines its family
+read an evaluation file into an :class:`EvalSet`, what random input times it, what
+record a compressed folder gets besides the model, and what its model card says
+(:class:`CardText`, read by :mod:`.model_card`). Each application defines its family
 and registers it; the tools never import an application. A family not yet registered is
 found through the ``cont_transformer.model_families`` entry points (declared in the
 package metadata, name = ``model_type``), so compressing an ``ode_resnet`` folder imports
@@ -37,6 +38,26 @@ class EvalSet:
 
 
 @dataclass(frozen=True)
+class CardText:
+    """What a model card says about the models of a family.
+
+    Attributes:
+        title: the card's heading (the basis, K and N_T follow it).
+        pipeline_tag: the Hub task (``"token-classification"``), None for none.
+        description: one paragraph on what the model is.
+        usage: Markdown showing how to load and run it.
+        facts: ``config -> {name: value}``, the family's rows of the architecture table
+            (after basis, K, N_T, scheme and T; before the parameter counts).
+    """
+
+    title: str
+    pipeline_tag: str | None
+    description: str
+    usage: str
+    facts: Callable[[object], dict[str, object]] = lambda config: {}
+
+
+@dataclass(frozen=True)
 class ModelFamily:
     """How the tools treat the models of one ``model_type``.
 
@@ -49,6 +70,7 @@ class ModelFamily:
             input for timing when no evaluation data is given.
         write_record: ``(source_folder, folder, accuracy, description)``, files a compressed
             folder needs besides the model and preprocessor (a tagger's metrics.json).
+        card: what the family's model cards say (:class:`CardText`).
     """
 
     model_type: str
@@ -56,6 +78,7 @@ class ModelFamily:
     eval_set: Callable[..., EvalSet]
     synthetic_inputs: Callable[..., tuple[dict, str]]
     write_record: Callable[[Path, Path, float | None, str], None] | None = None
+    card: CardText | None = None
 
 
 FAMILIES: dict[str, ModelFamily] = {}

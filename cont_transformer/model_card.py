@@ -1,7 +1,9 @@
 """Model cards (``README.md`` with Hub metadata) for saved continuous models.
 
 ``save_pretrained`` of this package's models writes a card describing the architecture
-(basis, K, N_T, scheme, parameter counts). Callers that know more call
+(basis, K, N_T, scheme, parameter counts); what it says about a kind of model (title,
+task, description, usage, its own facts) comes from the model's family
+(:class:`~.families.CardText` of :mod:`.families`). Callers that know more call
 :func:`write_model_card` again with it: training (data set, language, licence, the
 measured accuracy as :class:`Evaluation` results), compression
 (:func:`cont_transformer.tools.compression.write_compression_card`: the source model as
@@ -26,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+from .families import CardText, get_family
 
 TAGS = ["cont-transformer", "continuous-depth", "ode-net"]
 CARD_NAME = "README.md"
@@ -52,54 +56,30 @@ class Evaluation:
     dataset_config: str | None = None
 
 
-# What a card says about each model type of this package: title, one paragraph, the
-# Hub task and how to load it.
-_KINDS = {
-    "cont_transformer": {
-        "title": "Continuous-in-depth transformer",
-        "pipeline_tag": "token-classification",
-        "description": (
-            "A part-of-speech tagger whose encoder is one ODE block: the weights are\n"
-            "functions of depth-time, θ(t) = Σ_k φ_k(t) θ̂_k, integrated with a Runge–Kutta scheme\n"
-            "(Stateful ODE-Nets, Queiruga et al., NeurIPS 2021). Compression (change of basis,\n"
-            "fewer steps) acts on the non-embedding parameters; the input representation (the\n"
-            "embedding parameters) is left as it is."
-        ),
-        "usage": (
-            "```python\n"
-            "from transformers import AutoModelForTokenClassification, AutoTokenizer, pipeline\n\n"
-            'model = AutoModelForTokenClassification.from_pretrained("<this repo>", trust_remote_code=True)\n'
-            'tokenizer = AutoTokenizer.from_pretrained("<this repo>")\n'
-            'tagger = pipeline("token-classification", model="<this repo>", trust_remote_code=True,\n'
-            '                  aggregation_strategy="first")  # one entry per word\n'
-            "```\n\n"
-            "With the `cont-transformer` package installed, `import cont_transformer` registers the\n"
-            "Auto classes (no remote code needed) and `cont_transformer.tag(sentence, model, tokenizer)`\n"
-            "returns `(word, tag)` pairs."
-        ),
-    },
-    "ode_resnet": {
-        "title": "Stateful ODE-ResNet",
-        "pipeline_tag": "image-classification",
-        "description": (
-            "An image classifier whose residual stages are ODE blocks: the convolution weights and\n"
-            "the BatchNorm running statistics are functions of depth-time, θ(t) = Σ_k φ_k(t) θ̂_k,\n"
-            "integrated with a Runge–Kutta scheme (Stateful ODE-Nets, Queiruga et al., NeurIPS\n"
-            "2021). Compression (change of basis, fewer steps) needs no retraining and no data."
-        ),
-        "usage": (
-            "```python\n"
-            "from transformers import pipeline\n\n"
-            'classifier = pipeline("image-classification", model="<this repo>", trust_remote_code=True)\n'
-            "```\n\n"
-            "With the `cont-transformer` package installed, `import cont_transformer` registers the\n"
-            "Auto classes and the image processor (no remote code needed)."
-        ),
-    },
-}
+# A model whose family is not registered (remote code without this package installed)
+# gets a card without the family's text and facts.
+GENERIC_CARD = CardText(
+    title="Stateful ODE-Net",
+    pipeline_tag=None,
+    description=(
+        "A network whose weights are functions of depth-time, θ(t) = Σ_k φ_k(t) θ̂_k, integrated\n"
+        "with a Runge–Kutta scheme (Stateful ODE-Nets, Queiruga et al., NeurIPS 2021)."
+    ),
+    usage="Load it with the Auto class of its architecture and `trust_remote_code=True`.",
+)
 
 
-def _architecture_facts(model) -> dict[str, object]:
+def card_text(config) -> CardText:
+    """What the card of a ``config.model_type`` model says: its family's
+    :class:`~.families.CardText`, or :data:`GENERIC_CARD` when no family is known."""
+    try:
+        card = get_family(config.model_type).card
+    except ValueError:
+        card = None
+    return card or GENERIC_CARD
+
+
+def _architecture_facts(model, card: CardText) -> dict[str, object]:
     config = model.config
     facts: dict[str, object] = {
         "architecture": type(model).__name__,
@@ -108,20 +88,8 @@ def _architecture_facts(model) -> dict[str, object]:
         "N_T (num_steps)": config.num_steps,
         "scheme": config.scheme,
         "T (time_horizon)": config.time_horizon,
+        **card.facts(config),
     }
-    if config.model_type == "ode_resnet":
-        facts["K of the running statistics"] = config.state_num_basis or config.num_basis
-        facts["stages (channels / strides)"] = (
-            f"{list(config.stage_channels)} / {list(config.stage_strides)}"
-        )
-        facts["input channels"] = config.num_channels
-        facts["classes (labels)"] = config.num_labels
-    else:
-        facts["word representation"] = _representation(config)
-        facts["hidden size / heads / MLP"] = (
-            f"{config.hidden_size} / {config.num_attention_heads} / {config.intermediate_size}"
-        )
-        facts["tags (labels)"] = len(getattr(config, "id2label", None) or {})
     counts = model.num_parameters_split()
     facts["parameters, embedding"] = counts["embedding"]
     facts["parameters, non-embedding"] = counts["non_embedding"]
@@ -133,18 +101,6 @@ def _row(name: str, value: object) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         value = f"{value:,}"
     return f"| {name} | {value} |"
-
-
-def _representation(config) -> str:
-    """The word representation in words (configs without the field are word-only)."""
-    kind = getattr(config, "word_representation", "word")
-    if kind == "word":
-        return "word embeddings (unknown words: [UNK])"
-    cnn = (
-        f"character CNN over the spelling ({config.char_hidden_size} filters of width "
-        f"{config.char_kernel_size}, first/last {config.max_word_length} characters)"
-    )
-    return {"word+chars": f"word embeddings + {cnn}", "chars": cnn}.get(kind, kind)
 
 
 def _digest(text: str) -> str:
@@ -179,8 +135,7 @@ def write_model_card(
     the folder holds a card the user wrote (or edited) and ``overwrite`` is False.
 
     Args:
-        model: a model of this package (``model_type`` ``cont_transformer`` or
-            ``ode_resnet``), with the continuous choices in its ``config`` and a
+        model: a model of this package (a registered family's ``model_type``), with the continuous choices in its ``config`` and a
             ``num_parameters_split()`` method.
         folder: the ``save_pretrained`` folder.
         extra: further facts listed after the architecture in the card's table, e.g.
@@ -207,11 +162,11 @@ def write_model_card(
             f"base_model_relation: choose one of {BASE_MODEL_RELATIONS}, got {base_model_relation!r}"
         )
     config = model.config
-    kind = _KINDS[config.model_type]
+    kind = card_text(config)
     card_data = ModelCardData(
         library_name="transformers",
-        pipeline_tag=kind["pipeline_tag"],
-        tags=sorted({*TAGS, kind["pipeline_tag"], *tags}),
+        pipeline_tag=kind.pipeline_tag,
+        tags=sorted({*TAGS, *([kind.pipeline_tag] if kind.pipeline_tag else []), *tags}),
         language=language,
         license=license,
         datasets=[datasets] if isinstance(datasets, str) else datasets,
@@ -219,7 +174,7 @@ def write_model_card(
         model_name=(model_name or Path(folder).resolve().name) if results else None,
         eval_results=[
             EvalResult(
-                task_type=kind["pipeline_tag"],
+                task_type=kind.pipeline_tag,
                 dataset_type=r.dataset_id or r.dataset_name,
                 dataset_name=r.dataset_name,
                 dataset_config=r.dataset_config,
@@ -234,11 +189,11 @@ def write_model_card(
         **({"base_model_relation": base_model_relation} if base_model_relation else {}),
         **(metadata or {}),
     )
-    facts = {**_architecture_facts(model), **(extra or {})}
+    facts = {**_architecture_facts(model, kind), **(extra or {})}
     table = "\n".join(["| | |", "|---|---|", *(_row(k, v) for k, v in facts.items())])
     body = [
-        f"# {kind['title']} ({config.basis}, K = {config.num_basis}, N_T = {config.num_steps})",
-        kind["description"],
+        f"# {kind.title} ({config.basis}, K = {config.num_basis}, N_T = {config.num_steps})",
+        kind.description,
         table,
     ]
     if results:
@@ -247,7 +202,7 @@ def write_model_card(
             + "\n".join(f"| {r.dataset_name} | {r.split} | {100 * r.accuracy:.2f}% |" for r in results)
         )
     body += [f"## {heading}\n\n{text.strip()}" for heading, text in (sections or {}).items()]
-    body.append(f"## Usage\n\n{kind['usage']}")
+    body.append(f"## Usage\n\n{kind.usage}")
     content = f"---\n{card_data.to_yaml()}\n---\n\n" + "\n\n".join(body) + "\n\n"
     ModelCard(content, ignore_metadata_errors=False)  # refuses metadata the Hub would reject
     path.write_text(content + _MARKER.format(_digest(content)), encoding="utf-8")

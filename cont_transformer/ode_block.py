@@ -35,6 +35,7 @@ from .basis import (
     combine_stages,
     get_basis,
     point_fit_operators,
+    refined_num_steps,
 )
 from .integrators import check_num_steps, get_scheme, odeint_stepwise, stage_times, step_stage_times
 
@@ -431,7 +432,7 @@ class OdeBlock(nn.Module):
         self.change_basis(
             refined.name, refined.num_basis, "projection", self._state_basis.refine().num_basis
         )
-        self.set_num_steps(2 * self._num_steps)
+        self.set_num_steps(refined_num_steps(self._num_steps))
 
     def extra_repr(self) -> str:
         return (

@@ -18,6 +18,7 @@ index slices, augmented and normalised as tensors, never image by image.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from cont_transformer.modeling_ode_resnet import OdeResNetForImageClassification
 from cont_transformer.training.arguments import RunArguments, _help
 from cont_transformer.training.outputs import BEST_MODEL_DIR, METRICS_FILE
 from cont_transformer.training.scaffold import Trainer
+from cont_transformer.training.schedules import RefinementSchedule, RunPlan
 
 from .augmentation import augment_cifar
 from .data import load_image_dataset, to_tensors
@@ -48,7 +50,7 @@ class ImageTrainingArguments(RunArguments):
     """Everything an image training run depends on; the flags carry the same names.
 
     Epoch-based fields (``epochs``, ``refine_epochs``, ``lr_decay_epochs``) become the
-    scaffold's steps once the data size is known.
+    scaffold's steps once the data size is known (:meth:`ImageTrainer.run_plan`).
     """
 
     dataset: str | None = field(
@@ -91,7 +93,11 @@ class ImageTrainingArguments(RunArguments):
     max_eval_samples: int | None = field(
         default=None, **_help("score only this many validation images each epoch (the test split is scored in full, once)")
     )
-    max_steps: int = field(default=1, **_help("set from --epochs (do not give)"))
+    # Counted in epochs here (ImageTrainer.run_plan derives the steps): no flags.
+    max_steps: int = field(default=1, init=False)
+    eval_steps: int = field(default=1, init=False)
+    save_steps: int = field(default=1, init=False)
+    refine_steps: str | None = field(default=None, init=False)
 
     def __post_init__(self):
         if not self.dataset:
@@ -106,9 +112,13 @@ class ImageTrainingArguments(RunArguments):
             check_count(name, getattr(self, name), optional=True)
         if any(e < 1 for e in self.refine_epochs):
             raise ValueError(f"refine_epochs: must be >= 1 (refine after training), got {self.refine_epochs}")
-        # Epoch numbers stand in for steps until the data size is known (same order and count).
-        self.refine_steps = ",".join(map(str, sorted(self.refine_epochs))) or "none"
         super().__post_init__()
+
+    @property
+    def refinement_schedule(self) -> RefinementSchedule:
+        """The refinements in epochs (the same order and count as in steps, so the same
+        sizes); :meth:`ImageTrainer.run_plan` converts them to steps."""
+        return RefinementSchedule(self.basis, self.num_basis, self.num_steps, tuple(sorted(self.refine_epochs)))
 
 
 # Training schedules of the presets, used for what the command line leaves out. The last
@@ -211,11 +221,14 @@ class ImageTrainer(Trainer):
         self.augment = self.train_split[0].shape[1] == 3 if args.augment is None else args.augment
         epoch_size = min(args.samples_per_epoch or len(self.train_split[1]), len(self.train_split[1]))
         self._steps_per_epoch = epoch_size // args.batch_size
-        spe = self._steps_per_epoch
-        args.max_steps = args.epochs * spe
-        args.eval_steps = args.save_steps = spe
-        args.refine_steps = tuple(e * spe for e in sorted(args.refine_epochs))
         self.fingerprint = _tensor_fingerprint(self.train_split, self.validation)
+
+    def run_plan(self) -> RunPlan:
+        """Epochs in steps: train ``epochs`` epochs, evaluate and checkpoint after each,
+        refine at the start of each of ``refine_epochs``."""
+        spe, in_epochs = self._steps_per_epoch, self.args.refinement_schedule
+        schedule = dataclasses.replace(in_epochs, refine_steps=tuple(e * spe for e in in_epochs.refine_steps))
+        return RunPlan(max_steps=self.args.epochs * spe, eval_steps=spe, save_steps=spe, schedule=schedule)
 
     @property
     def steps_per_epoch(self) -> int:

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from cont_transformer import OdeBlock
+from cont_transformer.compression import compression_variants
 from cont_transformer.tools.cli import run_cli
 from cont_transformer.training.arguments import RunArguments, parse_arguments
 from cont_transformer.training.checkpoints import (
@@ -33,7 +34,7 @@ from cont_transformer.training.outputs import (
     staged_directory,
 )
 from cont_transformer.training.refinement import refine_with_optimizer
-from cont_transformer.training.scaffold import Trainer, compression_variants, split_batch
+from cont_transformer.training.scaffold import Trainer, split_batch
 
 REPO = Path(__file__).resolve().parents[1]
 

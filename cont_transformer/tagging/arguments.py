@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from transformers import AutoConfig
 
-from ..basis import get_basis
-from ..configuration_cont_transformer import check_word_representation
+from ..basis import get_basis, refined_num_steps
+from ..configuration_cont_transformer import ContTransformerConfig, check_word_representation
 from ..training.arguments import RunArguments, _help
 from ..training.schedules import parse_steps
 from .data import TAG_COLUMNS
@@ -99,7 +99,7 @@ class TrainingArguments(RunArguments):
     )  # fmt: skip
     char_embedding_size: int = field(default=32, **_help("character embedding width"))
     char_hidden_size: int = field(
-        default=512,
+        default=ContTransformerConfig.char_hidden_size,
         **_help("filters of the character CNN (512: words never seen in training are tagged "
                 "best; see the README's screening table)"),
     )  # fmt: skip
@@ -171,7 +171,7 @@ class TrainingArguments(RunArguments):
         for _ in range(refinements):
             current = current.refine()
         self.basis, self.scheme, self.time_horizon = config.basis, config.scheme, config.time_horizon
-        self.num_basis, self.num_steps = current.num_basis, config.num_steps * 2**refinements
+        self.num_basis, self.num_steps = current.num_basis, refined_num_steps(config.num_steps, refinements)
 
 
 # The generated sample is small (2,000 short sentences): a short run with a small

@@ -1,4 +1,5 @@
-"""The tagger as a model family for the tools (compression, sweeps): see ``families.py``."""
+"""The tagger as a model family for the tools (compression, sweeps) and its model card: see
+``families.py``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import torch
 from transformers import AutoTokenizer
 
-from ..families import EvalSet, ModelFamily, forward_batches, register_family
+from ..families import CardText, EvalSet, ModelFamily, forward_batches, register_family
 from ..training.outputs import METRICS_FILE, write_json
 from ..training.scaffold import make_accelerator
 from .batching import PaddingCollator, encode_for_evaluation
@@ -68,5 +69,56 @@ def write_record(source: Path, folder: Path, accuracy: float | None, description
     write_json(folder / METRICS_FILE, record)
 
 
-FAMILY = ModelFamily("cont_transformer", load_preprocessor, eval_set, synthetic_inputs, write_record)
+def card_facts(config) -> dict[str, object]:
+    """A tagger's rows of its model card's architecture table."""
+    return {
+        "word representation": representation(config),
+        "hidden size / heads / MLP": (
+            f"{config.hidden_size} / {config.num_attention_heads} / {config.intermediate_size}"
+        ),
+        "tags (labels)": len(getattr(config, "id2label", None) or {}),
+    }
+
+
+def representation(config) -> str:
+    """The word representation in words (configs without the field are word-only)."""
+    kind = getattr(config, "word_representation", "word")
+    if kind == "word":
+        return "word embeddings (unknown words: [UNK])"
+    cnn = (
+        f"character CNN over the spelling ({config.char_hidden_size} filters of width "
+        f"{config.char_kernel_size}, first/last {config.max_word_length} characters)"
+    )
+    return {"word+chars": f"word embeddings + {cnn}", "chars": cnn}.get(kind, kind)
+
+
+# What a tagger's model card says (cont_transformer.model_card).
+CARD = CardText(
+    title="Continuous-in-depth transformer",
+    pipeline_tag="token-classification",
+    description=(
+        "A part-of-speech tagger whose encoder is one ODE block: the weights are\n"
+        "functions of depth-time, θ(t) = Σ_k φ_k(t) θ̂_k, integrated with a Runge–Kutta scheme\n"
+        "(Stateful ODE-Nets, Queiruga et al., NeurIPS 2021). Compression (change of basis,\n"
+        "fewer steps) acts on the non-embedding parameters; the input representation (the\n"
+        "embedding parameters) is left as it is."
+    ),
+    usage=(
+        "```python\n"
+        "from transformers import AutoModelForTokenClassification, AutoTokenizer, pipeline\n\n"
+        'model = AutoModelForTokenClassification.from_pretrained("<this repo>", trust_remote_code=True)\n'
+        'tokenizer = AutoTokenizer.from_pretrained("<this repo>")\n'
+        'tagger = pipeline("token-classification", model="<this repo>", trust_remote_code=True,\n'
+        '                  aggregation_strategy="first")  # one entry per word\n'
+        "```\n\n"
+        "With the `cont-transformer` package installed, `import cont_transformer` registers the\n"
+        "Auto classes (no remote code needed) and `cont_transformer.tag(sentence, model, tokenizer)`\n"
+        "returns `(word, tag)` pairs."
+    ),
+    facts=card_facts,
+)
+
+FAMILY = ModelFamily(
+    "cont_transformer", load_preprocessor, eval_set, synthetic_inputs, write_record, card=CARD
+)
 register_family(FAMILY)

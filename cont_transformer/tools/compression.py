@@ -10,18 +10,19 @@ of this package (:mod:`cont_transformer.families`: a ``cont_transformer`` tagger
 ``ode_resnet`` image classifier, ...) or a training run's ``best/``: load, transform,
 measure accuracy and inference time before and after in the same run, and write a
 complete folder (weights, config, tokenizer or image processor, model card) atomically.
-The pieces (:func:`load_model`, :func:`check_choices`, :func:`compressed_copy`,
-:func:`load_eval_set`, :func:`compare`, :func:`save_compressed`) serve the sweep in
-:mod:`cont_transformer.tools.sweep` too. The source folder is only ever read.
+The pieces (:func:`load_model`, :func:`load_eval_set`, :func:`compare`,
+:func:`save_compressed`) serve the sweep in :mod:`cont_transformer.tools.sweep` too; the
+checks, the transformed copy and the card's compression section come from
+:mod:`cont_transformer.compression`, which the training scaffold's report uses as well.
+The source folder is only ever read.
 """
 
 from __future__ import annotations
 
-import copy
 import os
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
 
@@ -35,14 +36,19 @@ from transformers import (
     PretrainedConfig,
 )
 
-from ..basis import CHANGE_OF_BASIS_METHODS, get_basis
-from ..choices import check_basis_name, check_count
+from ..choices import check_count
+from ..compression import (
+    SECTION_HEADING,
+    check_arguments,
+    check_choices,
+    compressed_copy,
+    compression_section,
+)
 from ..families import EvalSet, ModelFamily, forward_batches, get_family
 from ..measuring import Workload, time_interleaved
 from ..model_card import CARD_NAME, Evaluation, write_model_card
 from ..training.compiling import compiled
 from ..training.outputs import resolve_model_dir, staged_directory
-from ..transform import change_basis, set_num_steps
 
 PathLike = str | os.PathLike
 
@@ -134,84 +140,6 @@ def _head(config: PretrainedConfig) -> tuple[type, str | None]:
     )
 
 
-# --- choices ---------------------------------------------------------------------------
-def check_choices(
-    config: PretrainedConfig,
-    basis: str | None = None,
-    num_basis: int | None = None,
-    num_steps: int | None = None,
-    method: str = "projection",
-    state_num_basis: int | None = None,
-) -> None:
-    """Raise ``ValueError`` naming the argument if the target cannot be reached from ``config``.
-
-    ``None`` keeps the source's basis, K or N_T. Interpolation needs control points in
-    both the source and the target basis (``legendre`` has none). ``state_num_basis``
-    needs a model with running statistics in its ODE blocks.
-    """
-    check_arguments(basis, num_basis, num_steps, method, state_num_basis)
-    if state_num_basis is not None and not hasattr(config, "state_num_basis"):
-        raise ValueError(
-            f"state_num_basis: a {config.model_type} model has no running statistics in its ODE blocks"
-        )
-    source = get_basis(config.basis, config.num_basis, config.time_horizon)
-    try:
-        target = get_basis(
-            config.basis if basis is None else basis,
-            config.num_basis if num_basis is None else num_basis,
-            config.time_horizon,
-        )
-    except ValueError as err:
-        raise ValueError(f"num_basis: {err}") from err
-    if method == "interpolation":
-        for argument, role, space in (("method", "source", source), ("basis", "target", target)):
-            if space.control_points() is None:
-                raise ValueError(
-                    f"{argument}: interpolation needs control points, but the {role} basis "
-                    f"{space.name!r} has none; use method='projection'"
-                )
-
-
-def check_arguments(
-    basis: str | None,
-    num_basis: int | None,
-    num_steps: int | None,
-    method: str,
-    state_num_basis: int | None = None,
-) -> None:
-    """The checks of :func:`check_choices` that need no source model (run before loading)."""
-    if method not in CHANGE_OF_BASIS_METHODS:
-        raise ValueError(
-            f"method: unknown method {method!r}; choose one of {sorted(CHANGE_OF_BASIS_METHODS)}"
-        )
-    check_basis_name("basis", basis, optional=True)
-    check_count("num_basis", num_basis, optional=True)
-    check_count("num_steps", num_steps, optional=True)
-    check_count("state_num_basis", state_num_basis, optional=True)
-
-
-def compressed_copy(
-    model: torch.nn.Module,
-    basis: str | None = None,
-    num_basis: int | None = None,
-    num_steps: int | None = None,
-    method: str = "projection",
-    state_num_basis: int | None = None,
-) -> torch.nn.Module:
-    """A transformed copy of ``model`` (left unchanged): change of basis, then N_T.
-
-    ``None`` keeps the current basis, K or N_T; the running statistics follow the new K
-    unless ``state_num_basis`` is given.
-    """
-    check_choices(model.config, basis, num_basis, num_steps, method, state_num_basis)
-    model = copy.deepcopy(model)
-    if basis is not None or num_basis is not None or state_num_basis is not None:
-        change_basis(model, basis, num_basis, method, state_num_basis)
-    if num_steps is not None:
-        set_num_steps(model, num_steps)
-    return model.eval()
-
-
 # --- evaluation data -------------------------------------------------------------------
 def load_eval_set(source: SourceModel, eval_file: PathLike, batch_size: int = 128) -> EvalSet:
     """The evaluation pass of ``source`` on ``eval_file``, as its family reads it (taggers:
@@ -270,7 +198,7 @@ def compare(
 ) -> Comparison:
     """Score ``model`` on ``eval_set``, then time its inference pass against ``source``'s.
 
-    The two alternate pass by pass (``benchmarking.time_interleaved``), so load on a
+    The two alternate pass by pass (``measuring.time_interleaved``), so load on a
     shared machine hits both alike; the scoring pass is ``model``'s warm-up (the caller
     has run ``source`` before). Timing-only data gets one warm-up pass each.
     ``torch_compile`` times both compiled (``torch.compile``, after a warm-up pass that
@@ -319,14 +247,6 @@ def check_output_dir(output_dir: PathLike, source_dir: PathLike, overwrite: bool
     return output
 
 
-def _percent(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.2f}%"
-
-
-def _seconds(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3f} s"
-
-
 def write_compression_card(
     folder: Path,
     model: torch.nn.Module,
@@ -337,7 +257,8 @@ def write_compression_card(
     """Write ``folder/README.md`` for a compressed model with the shared card builder
     (:func:`~cont_transformer.model_card.write_model_card`).
 
-    The card holds the architecture, a "Compression" section comparing the source and
+    The card holds the architecture, the compression section
+    (:func:`~cont_transformer.compression.compression_section`) comparing the source and
     the compressed model, the same facts as ``compression`` metadata, and the accuracy
     as a ``model-index`` result (the model named after ``result.output_dir``; ``folder``
     may be a staging folder). The data the source was trained on (``language``,
@@ -345,58 +266,27 @@ def write_compression_card(
     Hub id, recorded as ``base_model`` with ``base_model_relation: quantized`` (the
     Hub's relation for a model compressed without training; its others are adapter,
     merge and finetune); without it the card names the source folder only. ``extra``
-    facts are listed after the table.
+    facts are listed after the table, with the other notes.
     """
     before, after, method = result.source, result.compressed, result.method
     ratio = before.non_embedding_parameters / after.non_embedding_parameters
     rows = [
-        ("basis", before.basis, after.basis),
-        ("K (num_basis)", before.num_basis, after.num_basis),
-        ("N_T (num_steps)", before.num_steps, after.num_steps),
-        *(
-            [("K of the running statistics", before.state_num_basis, after.state_num_basis)]
-            if after.state_num_basis is not None
-            else []
-        ),
-        (
-            "parameters, embedding",
-            f"{before.embedding_parameters:,}",
-            f"{after.embedding_parameters:,}",
-        ),
-        (
-            "parameters, non-embedding",
-            f"{before.non_embedding_parameters:,}",
-            f"{after.non_embedding_parameters:,}",
-        ),
-        ("parameters, total", f"{before.total_parameters:,}", f"{after.total_parameters:,}"),
-        ("accuracy", _percent(before.accuracy), _percent(after.accuracy)),
-        ("inference time", _seconds(before.inference_seconds), _seconds(after.inference_seconds)),
-    ]
-    table = "\n".join(
-        [
-            "| | source | compressed |",
-            "|---|---|---|",
-            *(f"| {n} | {a} | {b} |" for n, a, b in rows),
-        ]
-    )
+        {"model": "source", **asdict(before), "total_parameters": before.total_parameters},
+        {"model": "compressed", **asdict(after), "total_parameters": after.total_parameters,
+         "compression_ratio": ratio, "speedup": result.speedup},
+    ]  # fmt: skip
     notes = [
-        f"- source model: `{base_model or result.source_dir}`",
-        f"- method: {method} (no retraining, no data)",
-        f"- compression ratio (non-embedding parameters): {ratio:.2f}x",
-        f"- inference speed-up: {result.speedup:.2f}x",
+        f"source model: `{base_model or result.source_dir}`",
+        f"method: {method} (no retraining, no data)",
+        f"compression ratio (non-embedding parameters): {ratio:.2f}x",
+        f"inference speed-up: {result.speedup:.2f}x",
         (
-            f"- measured in one run on {result.eval_description}: median of repeated passes,"
+            f"measured in one run on {result.eval_description}: median of repeated passes,"
             f" source and compressed model alternating (CPU threads: {torch.get_num_threads()})"
         ),
-        *(f"- {key}: {value}" for key, value in (extra or {}).items()),
+        *(f"{key}: {value}" for key, value in (extra or {}).items()),
     ]
-    section = (
-        "Derived from a trained model by a change of basis of its depth-dependent weights"
-        " and/or fewer integration steps (Stateful ODE-Nets, §5).\n\n"
-        + table
-        + "\n\n"
-        + "\n".join(notes)
-    )
+    section = compression_section(rows, ["accuracy"], notes, scored_on=result.eval_description)
     compression = {
         "source_model": base_model or str(result.source_dir),
         "method": method,
@@ -430,7 +320,7 @@ def write_compression_card(
         base_model=base_model,
         base_model_relation="quantized" if base_model else None,
         tags=["compressed"],
-        sections={"Compression": section},
+        sections={SECTION_HEADING: section},
         metadata={"compression": compression},
         overwrite=True,
     )

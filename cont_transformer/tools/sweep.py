@@ -23,17 +23,15 @@ from matplotlib.figure import Figure
 
 from ..basis import get_basis
 from ..choices import check_count
+from ..compression import check_arguments, check_choices, compressed_copy, compression_table
 from ..training.outputs import staged_directory
 from .compression import (
     Comparison,
     CompressionResult,
     ModelStats,
     PathLike,
-    check_arguments,
-    check_choices,
     check_output_dir,
     compare,
-    compressed_copy,
     load_eval_set,
     load_model,
     model_stats,
@@ -48,6 +46,9 @@ PARAMETERS_PLOT = "accuracy_vs_parameters.png"
 NUM_STEPS_PLOT = "accuracy_vs_num_steps.png"
 # Fig. 5a with the running statistics kept at the source's K (weights reduced only).
 STATES_KEPT = "num_basis_states_kept"
+# The columns of sweep.md (the rest of a row is in sweep.csv).
+SWEEP_COLUMNS = ("model", "basis", "num_basis", "state_num_basis", "num_steps",
+                 "non_embedding_parameters", "compression_ratio", "inference_seconds", "speedup")  # fmt: skip
 
 
 @dataclass
@@ -207,23 +208,11 @@ def read_csv(path: PathLike) -> list[SweepRow]:
 
 
 def markdown_table(rows: Sequence[SweepRow]) -> str:
-    """The rows as a Markdown table (accuracy in percent, time in seconds); a column for
-    the K of the running statistics when the model has them."""
-    states = any(r.state_num_basis is not None for r in rows)
-    lines = [
-        "| grid | basis | K |" + (" statistics K |" if states else "")
-        + " N_T | non-emb. params | ratio | accuracy | drop (pts) | time (s) | speed-up |",
-        "|---|---|---:|" + ("---:|" if states else "") + "---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r.grid} | {r.basis} | {r.num_basis} |"
-            + (f" {r.state_num_basis} |" if states else "")
-            + f" {r.num_steps} | {r.non_embedding_parameters:,} "
-            f"| {r.compression_ratio:.2f}x | {100 * r.accuracy:.2f}% | {r.accuracy_drop:+.2f} "
-            f"| {r.inference_seconds:.3f} | {r.speedup:.2f}x |"
-        )
-    return "\n".join(lines)
+    """The rows as :func:`~cont_transformer.compression.compression_table` writes every
+    compression table (accuracy in percent, time in seconds); a column for the K of the
+    running statistics when the model has them."""
+    records = [{**asdict(row), "model": row.grid} for row in rows]
+    return compression_table(records, ["accuracy"], columns=SWEEP_COLUMNS, name="grid")
 
 
 def plot_parameters(rows: Sequence[SweepRow], path: Path) -> None:

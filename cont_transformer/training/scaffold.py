@@ -29,7 +29,6 @@ docs/design.md describes how the tagger and the image trainer fill the hooks.
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import itertools
 import logging
@@ -46,8 +45,14 @@ from huggingface_hub import HfApi
 from torch import nn
 from tqdm.auto import tqdm
 
+from ..compression import (
+    SECTION_HEADING,
+    compressed_copy,
+    compression_section,
+    compression_variants,
+)
 from ..model_card import write_model_card
-from ..transform import change_basis, refine, set_num_steps
+from ..transform import refine
 from .arguments import RunArguments
 from .checkpoints import (
     CheckpointError,
@@ -69,7 +74,7 @@ from .outputs import (
     write_json,
 )
 from .refinement import refine_with_optimizer
-from .schedules import initial_num_basis
+from .schedules import RefinementSchedule, RunPlan
 
 logger = logging.getLogger(__name__)
 
@@ -136,52 +141,11 @@ def split_batch(batch: dict, parts: int) -> list[dict]:
     ]  # fmt: skip
 
 
-def coarser_num_basis(basis: str, num_basis: int) -> int:
-    """The K one refinement below ``num_basis`` (K/2 for piecewise constant, (K+1)/2 for
-    piecewise linear); ``num_basis // 2`` when no basis refines to it."""
-    try:
-        return initial_num_basis(basis, num_basis, 1)
-    except ValueError:
-        return max(num_basis // 2, 1)
-
-
-def compression_variants(config) -> list[tuple[str, dict]]:
-    """The compressions of the report: K/2, K/4, N_T/2, N_T/4 and K, N_T both halved."""
-    k, n = config.num_basis, config.num_steps
-    k2 = coarser_num_basis(config.basis, k)
-    k4 = coarser_num_basis(config.basis, k2)
-    variants = [
-        ("K/2", {"num_basis": k2}),
-        ("K/4", {"num_basis": k4}),
-        ("N_T/2", {"num_steps": max(n // 2, 1)}),
-        ("N_T/4", {"num_steps": max(n // 4, 1)}),
-        ("K/2, N_T/2", {"num_basis": k2, "num_steps": max(n // 2, 1)}),
-    ]
-    seen, unique = {(k, n)}, []
-    for name, change in variants:
-        sizes = (change.get("num_basis", k), change.get("num_steps", n))
-        if sizes not in seen:
-            seen.add(sizes)
-            unique.append((name, change))
-    return unique
-
-
-def compressed(model: nn.Module, num_basis: int | None = None, num_steps: int | None = None):
-    """A copy of ``model`` projected onto ``num_basis`` functions and/or integrated in
-    ``num_steps`` steps (no retraining, no data)."""
-    model = copy.deepcopy(model)
-    if num_basis is not None:
-        change_basis(model, num_basis=num_basis)
-    if num_steps is not None:
-        set_num_steps(model, num_steps)
-    return model
-
-
 class Trainer:
     """One training run under Accelerate; subclasses fill the hooks marked below.
 
-    Hooks: :meth:`load_data` (data, preprocessing; prepare loaders here),
-    :attr:`steps_per_epoch`, :meth:`epoch_batches`, :meth:`build_model` (at the schedule's
+    Hooks: :meth:`load_data` (data, preprocessing; prepare loaders here), optionally
+    :meth:`run_plan` (step counts that depend on the data size), :attr:`steps_per_epoch`, :meth:`epoch_batches`, :meth:`build_model` (at the schedule's
     initial sizes), :meth:`build_optimizer`, :meth:`learning_rate`, :meth:`loss`,
     :meth:`evaluate` (returns at least ``selection_metric``), :meth:`save_model` (writes a
     complete model folder), and optionally :meth:`data_fingerprint`, :meth:`summary`,
@@ -207,9 +171,8 @@ class Trainer:
             prepare_run_folder(self.output_dir, resuming=resuming, overwrite=args.overwrite_output_dir)
             remove_abandoned(self.output_dir)
         accelerator.wait_for_everyone()
-        self.schedule = args.refinement_schedule
-        self.load_data()  # may set step-based fields from the data size (epochs → steps)
-        self.schedule = args.refinement_schedule
+        self.load_data()
+        self.plan = self.run_plan()  # derived once, after the data size is known
         if resuming:
             check_identity(self.output_dir, args.identity(), self.data_fingerprint())
         elif accelerator.is_main_process:
@@ -270,9 +233,20 @@ class Trainer:
             accelerator.load_state(str(checkpoint))
             logger.info("resumed from %s at step %d", checkpoint, self.state.step)
 
+    @property
+    def schedule(self) -> RefinementSchedule:
+        """When K and N_T are refined (the plan's); :meth:`build_model` starts at its initial sizes."""
+        return self.plan.schedule
+
     # --- hooks ---------------------------------------------------------------------
     def load_data(self) -> None:
         raise NotImplementedError
+
+    def run_plan(self) -> RunPlan:
+        """The run's step counts and refinement schedule, after :meth:`load_data`; by
+        default the arguments' own (a trainer counting epochs derives them from the data
+        size here, without writing them back into the arguments)."""
+        return RunPlan.from_arguments(self.args)
 
     @property
     def steps_per_epoch(self) -> int:
@@ -327,17 +301,17 @@ class Trainer:
 
     # --- the loop ------------------------------------------------------------------
     def run(self) -> dict:
-        """Train from the current step to ``max_steps``; returns the final metrics."""
-        args, accelerator, state = self.args, self.accelerator, self.state
+        """Train from the current step to the plan's ``max_steps``; returns the final metrics."""
+        args, accelerator, state, plan = self.args, self.accelerator, self.state, self.plan
         progress = tqdm(
-            total=args.max_steps, initial=state.step, desc="training", dynamic_ncols=True,
+            total=plan.max_steps, initial=state.step, desc="training", dynamic_ncols=True,
             disable=not accelerator.is_local_main_process,
             mininterval=1 if sys.stderr.isatty() else 30,  # a log file gets a line every 30 s
         )  # fmt: skip
         self.model.train()
         self._items = torch.zeros((), dtype=torch.long, device=accelerator.device)
         tick = time.perf_counter()
-        while state.step < args.max_steps:
+        while state.step < plan.max_steps:
             epoch, skip = divmod(state.step, self.steps_per_epoch)
             for batch in self.epoch_batches(epoch, skip):
                 loss, learning_rate = self._optimizer_step(batch)
@@ -346,8 +320,8 @@ class Trainer:
                     N_T=state.num_steps, refresh=False,
                 )  # fmt: skip
                 progress.update(1)
-                evaluate_now = state.step % args.eval_steps == 0 or state.step == args.max_steps
-                save_now = state.step % args.save_steps == 0 or state.step == args.max_steps
+                evaluate_now = state.step % plan.eval_steps == 0 or state.step == plan.max_steps
+                save_now = state.step % plan.save_steps == 0 or state.step == plan.max_steps
                 refine_now = state.step in self.schedule.refine_steps
                 if evaluate_now or save_now:
                     state.train_seconds += time.perf_counter() - tick
@@ -363,7 +337,7 @@ class Trainer:
                     self.save_checkpoint()
                 if evaluate_now or save_now:
                     tick = time.perf_counter()
-                if state.step >= args.max_steps:
+                if state.step >= plan.max_steps:
                     break
         progress.close()
         if self.compiled:
@@ -521,9 +495,8 @@ class Trainer:
         compression table; the subclass's facts may include e.g. a test score)."""
         sections = {}
         if "compression" in self.extra_metrics:
-            sections["Compression without retraining"] = compression_table(
-                self.extra_metrics["compression"], self.selection_metric
-            )
+            rows, metric = self.extra_metrics["compression"], self.selection_metric
+            sections[SECTION_HEADING] = compression_section(rows, [metric], scored_on="the dev data")
         self.write_card(self.load_best(), self.output_dir / BEST_MODEL_DIR, self.state.best, sections)
 
     def load_best(self) -> nn.Module:
@@ -531,15 +504,16 @@ class Trainer:
         raise NotImplementedError
 
     def compression_report(self) -> list[dict]:
-        """Score the best model compressed without retraining (:func:`compression_variants`)
-        on dev; writes ``compression.json`` beside ``metrics.json`` and returns the rows."""
+        """Score the best model compressed without retraining
+        (:func:`~cont_transformer.compression.compression_variants`) on dev; writes
+        ``compression.json`` beside ``metrics.json`` and returns the rows."""
         model = self.load_best()
         source = self.evaluate(model)[self.selection_metric]
         config = model.config
         rows = [{"model": "trained", "num_basis": config.num_basis, "num_steps": config.num_steps,
                  self.selection_metric: source, "drop_points": 0.0}]  # fmt: skip
         for name, change in compression_variants(config):
-            variant = compressed(model, **change)
+            variant = compressed_copy(model, **change)
             score = self.evaluate(variant)[self.selection_metric]
             rows.append({
                 "model": name, "num_basis": variant.config.num_basis,
@@ -549,25 +523,6 @@ class Trainer:
         if self.accelerator.is_main_process:
             write_json(self.output_dir / COMPRESSION_FILE, rows)
         return rows
-
-
-def compression_table(rows: list[dict], metric: str = "accuracy") -> str:
-    """The compression report as Markdown (what a model card shows)."""
-    lines = [
-        (
-            "The best model compressed after training, without retraining or data (change of "
-            "basis to fewer functions K, fewer integration steps N_T), scored on the dev (validation) data:"
-        ),
-        "",
-        f"| model | K | N_T | dev {metric} | drop (points) |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for row in rows:
-        lines.append(
-            f"| {row['model']} | {row['num_basis']} | {row['num_steps']} | "
-            f"{100 * row[metric]:.2f}% | {row['drop_points']:+.2f} |"
-        )
-    return "\n".join(lines)
 
 
 def _sizes(model: nn.Module) -> tuple[int, int]:
@@ -592,8 +547,6 @@ def push_folder_to_hub(folder: Path | str, repo_id: str) -> str:
 __all__ = [
     "Trainer",
     "TrainerState",
-    "compressed",
-    "compression_variants",
     "end_distributed",
     "make_accelerator",
     "push_folder_to_hub",

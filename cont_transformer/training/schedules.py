@@ -13,6 +13,10 @@ over the last ``cooldown_steps`` steps of a run (as in warm-up–stable–decay 
 the weights settle, and, with a late refinement inside the cool-down, the coefficients
 of neighbouring basis functions stay close, which is what makes a model compressible.
 
+Plan. :class:`RunPlan` holds a run's step counts and refinement schedule, derived once
+from its arguments (and, for a trainer that counts epochs, the data size) and never
+written back into them.
+
 Refinement. :class:`RefinementSchedule` turns the final K and N_T and the steps at
 which to refine (multi-level refinement training) into the sizes to start from and
 the sizes at any step: each refinement refines the basis (K → 2K for piecewise
@@ -26,7 +30,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..basis import get_basis
+from ..basis import get_basis, initial_num_basis, refined_num_steps
 
 
 def inverse_sqrt_learning_rate(step: int, learning_rate: float, warmup_steps: int) -> float:
@@ -57,31 +61,6 @@ def cooldown_factor(step: int, max_steps: int, cooldown_steps: int) -> float:
     return min(1.0, max(0.0, (max_steps - step + 1) / cooldown_steps))
 
 
-def initial_num_basis(basis: str, num_basis: int, num_refinements: int) -> int:
-    """The K from which ``num_refinements`` refinements of ``basis`` end at ``num_basis``.
-
-    Raises ``ValueError`` when no start reaches ``num_basis`` exactly (e.g. an odd K
-    for ``piecewise_constant`` after one refinement), naming the nearest reachable K.
-    """
-    reachable = {}
-    for start in range(1, num_basis + 1):
-        try:
-            current = get_basis(basis, start)
-        except ValueError:  # e.g. odd K for discontinuous_linear
-            continue
-        for _ in range(num_refinements):
-            current = current.refine()
-        reachable[current.num_basis] = start
-        if current.num_basis >= num_basis:
-            break
-    if num_basis not in reachable:
-        raise ValueError(
-            f"num_basis={num_basis} is not reachable with {num_refinements} refinements of "
-            f"{basis!r}; reachable final K: {sorted(reachable)}"
-        )
-    return reachable[num_basis]
-
-
 @dataclass(frozen=True)
 class RefinementSchedule:
     """Sizes of the ODE block over training under multi-level refinement.
@@ -109,7 +88,7 @@ class RefinementSchedule:
                 f"refine_steps must be strictly increasing steps >= 1, got {list(steps)}"
             )
         object.__setattr__(self, "refine_steps", steps)
-        scale = 2 ** len(steps)
+        scale = refined_num_steps(1, len(steps))
         if self.num_steps % scale:
             raise ValueError(
                 f"num_steps={self.num_steps} must be divisible by 2**{len(steps)}={scale}: "
@@ -125,7 +104,7 @@ class RefinementSchedule:
     @property
     def initial_num_steps(self) -> int:
         """N_T at step 0."""
-        return self.num_steps // 2 ** len(self.refine_steps)
+        return self.num_steps // refined_num_steps(1, len(self.refine_steps))
 
     def num_refinements(self, step: int) -> int:
         """Refinements done by the end of optimiser step ``step``."""
@@ -136,7 +115,29 @@ class RefinementSchedule:
         basis = get_basis(self.basis, self.initial_num_basis)
         for _ in range(self.num_refinements(step)):
             basis = basis.refine()
-        return basis.num_basis, self.initial_num_steps * 2 ** self.num_refinements(step)
+        return basis.num_basis, refined_num_steps(self.initial_num_steps, self.num_refinements(step))
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """A run's step counts and refinement schedule, derived once (see the module docstring).
+
+    Attributes:
+        max_steps: optimiser steps to train for.
+        eval_steps: evaluate every this many steps (and at the end).
+        save_steps: checkpoint every this many steps (and at the end).
+        schedule: when K and N_T are refined, in optimiser steps.
+    """
+
+    max_steps: int
+    eval_steps: int
+    save_steps: int
+    schedule: RefinementSchedule
+
+    @classmethod
+    def from_arguments(cls, args) -> RunPlan:
+        """The plan of arguments that count in steps (:class:`~.arguments.RunArguments`)."""
+        return cls(args.max_steps, args.eval_steps, args.save_steps, args.refinement_schedule)
 
 
 def parse_steps(text: str | Sequence[int] | None) -> tuple[int, ...]:
