@@ -115,8 +115,8 @@ class Tagger:
         self.batch_size = batch_size
         self.labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
         # The length the model was trained on; longer sentences go in windows (see above),
-        # even with sinusoidal positions: on GUM dev run together into 250-word stretches,
-        # windows of 128 scored 85.6% and whole stretches 74.3%.
+        # even with sinusoidal positions: windows score better than whole long stretches
+        # (docs/experiments.md, "Long sentences").
         self.max_length = getattr(model.config, "max_position_embeddings", None) or 2**62
         self.collate = PaddingCollator(tokenizer.pad_token_id)
         device = next(model.parameters()).device

@@ -3,7 +3,7 @@
 A training step measured alone (measures 1 and 2) misses what a compiled run pays for in
 practice: the first batch of every shape compiles, every refinement recompiles, and the
 data pipeline runs beside the model. This measure trains the recommended English-GUM
-recipe (:data:`GUM_RECIPE`, the README's command) for its first ``steps`` optimiser steps,
+recipe (``recipes/en_gum.json``, the README's command) for its first ``steps`` optimiser steps,
 refinements included, once eager and once with ``--torch-compile``, in the same process,
 and compares the two wall times (steps per second = steps / time). Without the UD data
 it trains on the generated sample treebank.
@@ -18,29 +18,26 @@ from pathlib import Path
 from ..measuring import Case, Settings, Workload
 from ..tagging.arguments import TrainingArguments
 from ..tagging.trainer import train
+from ..training.arguments import RECIPES, read_recipe
 
 ONE_RUN = Settings(warmup=0, repeats=1)  # a training run is long enough to time once
 
-# The README's recommended CPU recipe for English-GUM (see "Part-of-speech tagging").
-GUM_RECIPE: dict[str, object] = {
-    "treebank": "en_gum",
-    "max_steps": 4000,
-    "warmup_steps": 500,
-    "learning_rate": 3e-3,
-    "basis": "piecewise_constant",
-    "scheme": "euler",
-    "num_basis": 16,
-    "num_steps": 16,
-    "refine_steps": "200,400,600,3000",
-    "cooldown_steps": 1500,
-    "word_dropout": 4.0,
-}
+# The recommended CPU recipe for English-GUM (the README's command), less what it does
+# after training.
+GUM_RECIPE_FILE = RECIPES / "en_gum.json"
+AFTER_TRAINING = ("output_dir", "compression_report", "do_predict")
+
+
+def gum_recipe() -> dict[str, object]:
+    """The arguments of ``recipes/en_gum.json`` that determine training."""
+    recipe = read_recipe(GUM_RECIPE_FILE, TrainingArguments)
+    return {key: value for key, value in recipe.items() if key not in AFTER_TRAINING}
 
 
 def recipe_run(steps: int, data_dir: str | None, **options) -> Workload:
-    """A workload that trains the first ``steps`` steps of :data:`GUM_RECIPE` (the sample
+    """A workload that trains the first ``steps`` steps of :func:`gum_recipe` (the sample
     treebank when ``data_dir`` is None) in a fresh folder each time, without evaluating."""
-    values = dict(GUM_RECIPE) if data_dir else {"treebank": "sample", "num_basis": 8, "refine_steps": "5,10,15"}
+    values = gum_recipe() if data_dir else {"treebank": "sample", "num_basis": 8, "refine_steps": "5,10,15"}
     values.update(max_steps=steps, eval_steps=10**9, save_steps=10**9, data_dir=data_dir, **options)
     name = "compiled" if options.get("torch_compile") else "eager"
 

@@ -8,14 +8,23 @@ cadence, resuming, logging. Each trainer's arguments extend it with their own fi
 a flag in both spellings (``--learning-rate`` and ``--learning_rate``), and a value the
 user left out keeps the field's default. Defaults that depend on other flags (a preset)
 come from ``preset_defaults``: a mapping from the given arguments to defaults.
+
+A recipe is a JSON file of arguments (``recipes/*.json``), HfArgumentParser's JSON-file
+convention with the command line on top: ``train_pos.py recipes/en_gum.json --max-steps
+100`` reads the file (:func:`read_recipe`: its keys are flags in either spelling, its
+values are checked and converted as the flags' values are) and then the flags, so a flag
+beats the file. A recipe's values count as given, like flags.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from transformers import HfArgumentParser
@@ -24,6 +33,13 @@ from ..choices import check_basis_name, check_count, check_scheme_name
 from .schedules import RefinementSchedule, parse_steps
 
 REPORT_TO = ("none", "tensorboard")
+# The recipes of a source checkout (the README's commands): <repository>/recipes/*.json.
+RECIPES = Path(__file__).resolve().parents[2] / "recipes"
+RECIPE_SUFFIX = ".json"
+RECIPE_HELP = (
+    "A first argument FILE.json is a recipe: a JSON object of these arguments "
+    "(recipes/*.json); the flags after it override it."
+)
 # Fields a resumed run may change: they do not change what the run computes up to the
 # resumed step (max_steps extends a run).
 RESUMABLE = frozenset(
@@ -150,7 +166,69 @@ def _one_line_error(message: str) -> NoReturn:
     print(f"error: {message} (see --help)", file=sys.stderr)
     sys.exit(2)
 
+
 _NOT_GIVEN = object()
+
+
+def _recipe_value(action: argparse.Action, value: Any) -> Any:
+    """``value`` converted as the flag's value would be; ValueError says why not."""
+    if value is None:
+        if action.default is not None:
+            raise ValueError("null is not allowed here")
+        return None
+    if action.nargs in ("+", "*"):
+        if not isinstance(value, list):
+            raise ValueError(f"expected a list, got {value!r}")
+        return [_one_value(action, item) for item in value]
+    return _one_value(action, value)
+
+
+def _one_value(action: argparse.Action, value: Any) -> Any:
+    if isinstance(value, (list, dict)):
+        raise ValueError(f"expected one value, got {value!r}")  # noqa: TRY004 (one line, exit 2)
+    try:
+        # As on the command line: the flag's type reads the value's text (bools as they are).
+        text = value if isinstance(value, bool) else str(value)
+        converted = value if action.type is None else action.type(text)
+    except (TypeError, ValueError, argparse.ArgumentTypeError):
+        raise ValueError(f"invalid value {value!r}") from None
+    if action.choices is not None and converted not in action.choices:
+        raise ValueError(f"choose one of {list(action.choices)}, got {value!r}")
+    return converted
+
+
+def read_recipe(path: str | Path, kind: type[RunArguments]) -> dict[str, Any]:
+    """The arguments a recipe file holds, as field values of ``kind`` (see the module doc).
+
+    Keys are flag names without the dashes, in either spelling (``max_steps`` or
+    ``max-steps``). A missing file, bad JSON, a key that is not a field of ``kind`` or a
+    value the flag would refuse raises an error naming the file and the key.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such recipe file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise OSError(f"{path}: cannot read the recipe: {err}") from None
+    try:
+        recipe = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON: {err}") from None
+    if not isinstance(recipe, dict):
+        kind_of = type(recipe).__name__
+        raise ValueError(f"{path}: a recipe is a JSON object of arguments, got {kind_of}")  # noqa: TRY004
+    names = {f.name for f in dataclasses.fields(kind) if f.init}
+    flags = HfArgumentParser(kind)._option_string_actions
+    values: dict[str, Any] = {}
+    for key, value in recipe.items():
+        action = flags.get(f"--{key}")
+        if action is None or action.dest not in names or action.const is False:
+            raise ValueError(f"{path}: {key!r} is not an argument of {kind.__name__}")
+        try:
+            values[action.dest] = _recipe_value(action, value)
+        except ValueError as err:
+            raise ValueError(f"{path}: {key}: {err}") from None
+    return values
 
 
 def parse_arguments(
@@ -162,16 +240,20 @@ def parse_arguments(
     extra: Callable[[HfArgumentParser], None] | None = None,
 ) -> tuple[Arguments, dict[str, Any]]:
     """Parse ``argv`` into ``kind``; returns the arguments and the values of ``extra`` flags
-    (with ``given_fields``: the names of the fields the user gave).
+    (with ``given_fields``: the names of the fields the user gave). A first argument ending
+    in ``.json`` is a recipe (:func:`read_recipe`); the flags after it override it.
 
     ``preset_defaults(given)`` returns defaults for the fields the user did not give
     (``given``: the fields they did). ``extra(parser)`` may add flags that are not fields
     (``--eval-only``); their values come back in the dict.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
+    recipe: dict[str, Any] = {}
+    if argv and argv[0].endswith(RECIPE_SUFFIX):
+        recipe = read_recipe(argv.pop(0), kind)
 
     def build() -> HfArgumentParser:
-        parser = HfArgumentParser(kind, description=description)
+        parser = HfArgumentParser(kind, description=description, epilog=RECIPE_HELP)
         parser.error = _one_line_error
         if extra is not None:
             extra(parser)
@@ -183,8 +265,8 @@ def parse_arguments(
     # still counts as given (the first parser's help shows the real defaults).
     marked = build()
     marked.set_defaults(**{name: _NOT_GIVEN for name in names})
-    given = {name: values[name] for name, value in vars(marked.parse_args(argv)).items()
-             if name in names and value is not _NOT_GIVEN}  # fmt: skip
+    given = recipe | {name: values[name] for name, value in vars(marked.parse_args(argv)).items()
+                      if name in names and value is not _NOT_GIVEN}  # fmt: skip
     defaults = dict(preset_defaults(given)) if preset_defaults else {}
     extra_values = {k: v for k, v in values.items() if k not in names}
     extra_values["given_fields"] = set(given)

@@ -8,11 +8,10 @@ so the model compiles once per bucket at each K, not once per batch. Where compi
 cannot work (Inductor on a CPU without a C++ compiler) or does not pay (training with
 Inductor on a CPU) the model runs eager, with a warning.
 
-Training on a CPU: measured on this project's 2-core machine (README, "Fast on a GPU"),
-an Inductor-compiled training step of the K = N_T = 16 tagger took 1.2–1.3 times the
-eager step (compiling only the rate function, too), and each shape and K costs tens of
-seconds to compile, so a compiled run would be slower from start to end; inference does
-gain (about 0.8 times the eager time).
+Training on a CPU: an Inductor-compiled training step of the tagger was slower than the
+eager one (compiling only the rate function, too), and every shape and K compiles anew,
+so a compiled run would be slower from start to end; inference does gain. The
+measurements: docs/experiments.md, "Compiled models on a CPU".
 """
 
 from __future__ import annotations
@@ -36,8 +35,8 @@ def compile_problem(device: torch.device, backend: str, training: bool = False) 
     here, or None if it can."""
     if backend == "inductor" and device.type == "cpu" and training:
         return (
-            "torch.compile (Inductor) makes training slower on a CPU (measured: 1.2-1.3x the "
-            "eager step, plus minutes of compiling); compile on a GPU"
+            "torch.compile (Inductor) makes training slower on a CPU (a slower step, plus "
+            "minutes of compiling; docs/experiments.md); compile on a GPU"
         )
     if backend == "inductor" and device.type == "cpu":
         compiler = os.environ.get("CXX", "g++")

@@ -1,0 +1,136 @@
+"""Recipes as data: every ``recipes/*.json`` parses into its script's arguments, flags
+beat the file, a bad recipe is one line naming the file and key, and the sample recipe
+trains end to end through ``scripts/train_pos.py``."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from cont_transformer.tagging import trainer as tagging
+from cont_transformer.tools.cli import run_cli
+from cont_transformer.tools.training_benchmark import gum_recipe
+from cont_transformer.training.arguments import RECIPES, parse_arguments, read_recipe
+from cont_transformer.training.outputs import BEST_MODEL_DIR, METRICS_FILE
+from image_models import training as imaging
+
+ROOT = Path(__file__).resolve().parents[1]
+TAGGER = (tagging.TrainingArguments, tagging.preset_defaults)
+IMAGES = (imaging.ImageTrainingArguments, imaging.preset_defaults)
+# Each recipe and the arguments of the script that reads it.
+KINDS = {
+    "en_gum": TAGGER,
+    "de_lit": TAGGER,
+    "sample": TAGGER,
+    "mnist_small": IMAGES,
+    "cifar10_small": IMAGES,
+}
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _parse(name: str, *flags: str):
+    kind, defaults = KINDS[name]
+    return parse_arguments(kind, [str(RECIPES / f"{name}.json"), *flags], preset_defaults=defaults)
+
+
+def test_recipes_are_the_repository_files():
+    assert RECIPES == ROOT / "recipes"
+    assert {path.stem for path in RECIPES.glob("*.json")} == set(KINDS)
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_every_recipe_parses_into_valid_arguments(name):
+    args, extra = _parse(name)
+    recipe = json.loads((RECIPES / f"{name}.json").read_text())
+    assert extra["given_fields"] == set(recipe)  # every key a field, given like a flag
+    assert args.output_dir.startswith("runs/")
+    for key, value in recipe.items():
+        parsed = getattr(args, key)
+        assert parsed == (
+            tuple(int(s) for s in value.split(",")) if key == "refine_steps" else value
+        )
+
+
+def test_a_flag_beats_the_recipe_file():
+    args, extra = _parse(
+        "en_gum", "--max-steps", "3500", "--word_dropout", "1", "--output-dir", "x"
+    )
+    assert (args.max_steps, args.word_dropout, args.output_dir) == (3500, 1.0, "x")
+    assert (args.num_basis, args.refine_steps, args.cooldown_steps) == (
+        16,
+        (200, 400, 600, 3000),
+        1500,
+    )
+    assert {"max_steps", "word_dropout", "treebank"} <= extra["given_fields"]
+
+
+def test_the_sample_recipe_leaves_the_rest_to_the_sample_defaults():
+    args, _ = _parse("sample")
+    assert (args.treebank, args.max_steps) == ("sample", tagging.SAMPLE_DEFAULTS["max_steps"])
+
+
+def test_recipe_keys_in_either_spelling_and_values_checked_like_flags(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text(
+        '{"max-steps": "7", "learning_rate": 0.5, "refine-epochs": [1, 2], "augment": false}'
+    )
+    assert read_recipe(path, imaging.ImageTrainingArguments) == {
+        "max_steps": 7, "learning_rate": 0.5, "refine_epochs": [1, 2], "augment": False,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"max_stepz": 3}', "'max_stepz' is not an argument of TrainingArguments"),
+        ('{"eval_only": "runs/gum"}', "'eval_only' is not an argument of TrainingArguments"),
+        ('{"max_steps": 3,', "not valid JSON: Expecting property name"),
+        ('["--max-steps", "3"]', "a recipe is a JSON object of arguments, got list"),
+        ('{"max_steps": "many"}', "max_steps: invalid value 'many'"),
+        ('{"max_steps": null}', "max_steps: null is not allowed here"),
+        ('{"train_file": "a.conllu"}', "train_file: expected a list, got 'a.conllu'"),
+    ],
+)
+def test_a_bad_recipe_is_one_line_naming_the_file_and_key(tmp_path, capsys, text, message):
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(_script("train_pos").main, [str(path)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: ") and message in err and err.count("\n") == 1
+
+
+def test_a_missing_recipe_names_the_file(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(_script("train_image").main, ["recipes/no_such_recipe.json"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == "error: recipes/no_such_recipe.json: no such recipe file\n"
+
+
+def test_the_benchmark_trains_the_gum_recipe_file():
+    recipe = read_recipe(RECIPES / "en_gum.json", tagging.TrainingArguments)
+    assert gum_recipe() == {
+        key: value for key, value in recipe.items()
+        if key not in ("output_dir", "compression_report", "do_predict")
+    }  # fmt: skip
+    assert gum_recipe()["treebank"] == "en_gum"
+
+
+def test_the_sample_recipe_trains_end_to_end(tmp_path, capsys):
+    out = tmp_path / "pos"
+    flags = ["--output-dir", str(out), "--max-steps", "4", "--warmup-steps", "2",
+             "--refine-steps", "2", "--eval-steps", "4", "--save-steps", "4"]  # fmt: skip
+    run_cli(_script("train_pos").main, [str(RECIPES / "sample.json"), *flags])
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["step"] == 4
+    assert (out / METRICS_FILE).is_file()
+    config = json.loads((out / BEST_MODEL_DIR / "config.json").read_text())
+    assert config["num_basis"] == tagging.SAMPLE_DEFAULTS["num_basis"]  # the sample's K, reached
