@@ -34,8 +34,8 @@ MODELS = [
 ]
 LAYERS = [
     ("core", ["basis", "integrators", "ode_block", "transform", "choices"]),
-    ("models", MODELS),
     ("model families", ["families"]),
+    ("models", MODELS),
     ("training scaffold and shared mechanisms", ["training", "compression", "measuring"]),
     ("applications", ["tagging", "image_models"]),
     ("tools", ["tools"]),
