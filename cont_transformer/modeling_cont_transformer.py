@@ -351,7 +351,7 @@ class ContTransformerForTokenClassification(ContTransformerPreTrainedModel):
 
 __all__ = [
     "ContTransformerForTokenClassification",
-    "ContTransformerTaggerOutput",
     "ContTransformerModel",
     "ContTransformerPreTrainedModel",
+    "ContTransformerTaggerOutput",
 ]

@@ -136,12 +136,12 @@ def test_collator_pads_every_label_column_like_labels(treebank):
 
 
 def multi_config(**overrides) -> ContTransformerConfig:
-    options = dict(
-        vocab_size=len(WORDS) + 3, hidden_size=16, num_attention_heads=2, intermediate_size=24,
-        num_basis=4, pad_token_id=0, bos_token_id=2, id2label=dict(enumerate(TAGS)),
-        label2id={t: i for i, t in enumerate(TAGS)}, primary_column="xpos", column_labels=COLUMNS,
-        feats_mode="factored",
-    )  # fmt: skip
+    options = {
+        "vocab_size": len(WORDS) + 3, "hidden_size": 16, "num_attention_heads": 2, "intermediate_size": 24,
+        "num_basis": 4, "pad_token_id": 0, "bos_token_id": 2, "id2label": dict(enumerate(TAGS)),
+        "label2id": {t: i for i, t in enumerate(TAGS)}, "primary_column": "xpos", "column_labels": COLUMNS,
+        "feats_mode": "factored",
+    }  # fmt: skip
     return ContTransformerConfig(**{**options, **overrides})
 
 

@@ -27,7 +27,7 @@ features assembled into the canonical ``Name=Value|...`` string (``_`` when none
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 import datasets
 
