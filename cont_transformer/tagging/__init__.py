@@ -1,9 +1,12 @@
 """The tagging application: CoNLL-U data, batching, the tagger's training and tagging text.
 
+Columns: :mod:`.columns` (which CoNLL-U columns a treebank annotates, their labels, ids
+and back) and :mod:`.lemmas` (lemmas as edit scripts learnt from the treebank).
+
 Tagging text: :mod:`.text` (raw text to sentences of UD words), :mod:`.tag` (``tag()``,
 ``Tagger``), :mod:`.tag_files` (files in and out, behind ``scripts/tag.py``),
-:mod:`.conllu_document` (CoNLL-U line for line) and :mod:`.scoring` (CoNLL 2018-style
-scores by character offsets).
+:mod:`.conllu_document` (CoNLL-U line for line) and :mod:`.scoring` (the CoNLL 2018
+scores, by the local `evaluate` module :mod:`.metrics.conll18`).
 
 Built on the core (bases, integrators, ``OdeBlock``), the continuous transformer model
 and the training scaffold (:mod:`cont_transformer.training`); the tools
