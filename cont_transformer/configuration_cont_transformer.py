@@ -16,12 +16,35 @@ POSITION_ENCODINGS = ("sinusoidal", "learned")
 # character CNN over the spelling, and the character CNN alone.
 WORD_REPRESENTATIONS = ("word", "word+chars", "chars")
 ACTIVATIONS = ("gelu", "relu")
+# The CoNLL-U columns a tagger can predict, each with a head of its own.
+PREDICTED_COLUMNS = ("upos", "xpos", "feats", "lemma")
+# UFeats as one class per whole FEATS string, or one class per value of each feature.
+FEATS_MODES = ("whole", "factored")
+ABSENT_FEATURE = "_"  # the value of a feature a word does not have (factored features)
 
 
 def check_word_representation(name: str) -> None:
     """``name`` is one of :data:`WORD_REPRESENTATIONS` (a ``ValueError`` naming the field if not)."""
     if name not in WORD_REPRESENTATIONS:
         raise ValueError(f"word_representation: choose one of {WORD_REPRESENTATIONS}, got {name!r}")
+
+
+def feature_groups(labels: list[str]) -> list[tuple[str, list[str]]]:
+    """The factored features head's groups: ``["Case=_", "Case=Nom", "Number=_", ...]`` ->
+    ``[("Case", ["_", "Nom"]), ("Number", ["_", ...])]``, in label order (labels of one
+    feature are contiguous; each group's labels are its values)."""
+    groups: list[tuple[str, list[str]]] = []
+    for label in labels:
+        name, equals, value = label.partition("=")
+        if not equals or not name or not value:
+            raise ValueError(f"column_labels: factored feature label {label!r} is not Name=Value")
+        if groups and groups[-1][0] == name:
+            groups[-1][1].append(value)
+        elif any(group == name for group, _ in groups):
+            raise ValueError(f"column_labels: labels of feature {name!r} are not contiguous")
+        else:
+            groups.append((name, [value]))
+    return groups
 
 
 @strict
@@ -84,7 +107,23 @@ class ContTransformerConfig(PreTrainedConfig):
         max_word_length: characters of a word the CNN reads; a longer word keeps its
             first and last ones.
 
-    Tags go in ``id2label`` / ``label2id`` (their size sets ``num_labels``).
+    Columns. ``id2label`` / ``label2id`` name the tags of the primary column (their size
+    sets ``num_labels``; its scores are the output's ``logits``, so transformers'
+    token-classification pipeline reads it). A model that predicts more columns has a
+    head per column, all after the final LayerNorm (outside the ODE block: compression
+    and change of basis never touch them):
+
+        primary_column: the column ``id2label`` names (one of ``PREDICTED_COLUMNS``:
+            ``"upos"``, ``"xpos"``, ``"feats"``, ``"lemma"``); None in configs saved
+            before there were several heads (the column is then recorded beside the
+            model, in ``metrics.json``).
+        column_labels: the other predicted columns -> their labels: UPOS or XPOS tags,
+            FEATS strings (``feats_mode="whole"``) or ``Name=Value`` per feature value,
+            ``Name=_`` for an absent feature, labels of one feature together
+            (``"factored"``), lemma edit scripts as text
+            (``cont_transformer.tagging.lemmas``). None or empty: one column only.
+        feats_mode: ``"whole"`` (a class per FEATS string seen in training) or
+            ``"factored"`` (a class per value of each feature, "_" for absent).
 
     Example:
 
@@ -125,6 +164,9 @@ class ContTransformerConfig(PreTrainedConfig):
     char_hidden_size: int = 512
     char_kernel_size: int = 3
     max_word_length: int = 20
+    primary_column: str | None = None
+    column_labels: dict[str, list[str]] | None = None
+    feats_mode: str = "whole"
 
     def __post_init__(self, **kwargs):
         if self.num_steps is None:
@@ -135,6 +177,7 @@ class ContTransformerConfig(PreTrainedConfig):
         self.validate_continuous_choices()
         self.validate_encoder()
         self.validate_word_representation()
+        self.validate_columns()
 
     def validate_continuous_choices(self):
         """Basis, K, N_T, scheme and T name registered choices with valid sizes."""
@@ -182,6 +225,36 @@ class ContTransformerConfig(PreTrainedConfig):
             check_count(name, getattr(self, name))
         if self.char_kernel_size % 2 == 0:
             raise ValueError(f"char_kernel_size: must be odd, got {self.char_kernel_size}")
+
+    def validate_columns(self):
+        """The predicted columns are known, none twice, and each has labels."""
+        if self.feats_mode not in FEATS_MODES:
+            raise ValueError(f"feats_mode: choose one of {FEATS_MODES}, got {self.feats_mode!r}")
+        if self.primary_column is not None and self.primary_column not in PREDICTED_COLUMNS:
+            raise ValueError(
+                f"primary_column: choose one of {PREDICTED_COLUMNS}, got {self.primary_column!r}"
+            )
+        if self.primary_column == "feats" and self.feats_mode == "factored":
+            raise ValueError("primary_column: factored features have several heads; predict them beside a tag column")
+        for column, labels in (self.column_labels or {}).items():
+            if column not in PREDICTED_COLUMNS:
+                raise ValueError(f"column_labels: {column!r} is not one of {PREDICTED_COLUMNS}")
+            if column == self.primary_column:
+                raise ValueError(f"column_labels: {column!r} is the primary column (its labels are id2label)")
+            if not labels:
+                raise ValueError(f"column_labels: {column!r} has no labels")
+            if column == "feats" and self.feats_mode == "factored":
+                feature_groups(labels)
+        if self.column_labels and self.primary_column is None:
+            raise ValueError("primary_column: needed when column_labels names other columns")
+
+    @property
+    def predicted_columns(self) -> tuple[str, ...]:
+        """The columns the model predicts, the primary first, the others in the order of
+        ``PREDICTED_COLUMNS`` (() when the primary column is not recorded)."""
+        primary = (self.primary_column,) if self.primary_column else ()
+        others = tuple(c for c in PREDICTED_COLUMNS if c in (self.column_labels or {}))
+        return primary + others
 
 
 __all__ = ["ContTransformerConfig"]

@@ -6,7 +6,8 @@ the spelling: ``word_representation.py``) plus a position encoding feed one
 ``dx/dt = a + MLP(LayerNorm(x + a))`` with ``a = SelfAttention(LayerNorm(x))``; a final
 LayerNorm closes the encoder, whose output is mapped back onto the tokens (every piece
 of a word gets the word's vector), and a Linear layer over the tags makes the token
-classifier.
+classifier: one per predicted column (UPOS, XPOS, features, lemma scripts; see
+``ContTransformerConfig``), all reading the same final encoding.
 
 Every import of this package's own modules is a relative ``from .module import name``:
 ``save_pretrained`` copies exactly the files found that way, so a saved folder loads
@@ -16,6 +17,7 @@ with ``trust_remote_code=True`` where this package is not installed.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -24,7 +26,7 @@ from transformers.activations import ACT2FN
 from transformers.modeling_outputs import BaseModelOutput, TokenClassifierOutput
 from transformers.utils import can_return_tuple
 
-from .configuration_cont_transformer import ContTransformerConfig
+from .configuration_cont_transformer import ContTransformerConfig, feature_groups
 from .ode_block import Coefficients, OdeBlock
 from .pretrained import ContinuousPreTrainedModel
 from .word_representation import WordRepresentation, WordVectors
@@ -244,8 +246,36 @@ class ContTransformerModel(ContTransformerPreTrainedModel):
         )
 
 
+@dataclass
+class ContTransformerTaggerOutput(TokenClassifierOutput):
+    """:class:`TokenClassifierOutput` (``logits``: the primary column) plus the scores of
+    the other predicted columns, None for a column the model does not predict besides
+    its primary one: ``upos_logits``, ``xpos_logits``, ``lemma_logits``
+    ``(batch, seq, labels of the column)``; ``feats_logits`` likewise, with factored
+    features the groups' scores side by side (``(batch, seq, labels)``, split by
+    ``feature_groups(config.column_labels["feats"])``)."""
+
+    upos_logits: torch.FloatTensor | None = None
+    xpos_logits: torch.FloatTensor | None = None
+    feats_logits: torch.FloatTensor | None = None
+    lemma_logits: torch.FloatTensor | None = None
+
+
+def _mean_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over the targets >= 0 (-100: not scored; -1: a label the model
+    does not have, scored as an error by the metrics, never a training target); 0 when none."""
+    targets = targets.flatten()
+    scored = targets >= 0
+    losses = F.cross_entropy(
+        logits.flatten(0, -2), targets.masked_fill(~scored, -100), ignore_index=-100, reduction="sum"
+    )
+    return losses / scored.sum().clamp(min=1)
+
+
 class ContTransformerForTokenClassification(ContTransformerPreTrainedModel):
-    """:class:`ContTransformerModel` with dropout and a Linear layer over the tags."""
+    """:class:`ContTransformerModel` with dropout and a Linear layer over the tags of each
+    predicted column (``classifier`` for the primary one, ``column_classifiers[column]``
+    for the others)."""
 
     def __init__(self, config: ContTransformerConfig):
         super().__init__(config)
@@ -253,7 +283,28 @@ class ContTransformerForTokenClassification(ContTransformerPreTrainedModel):
         self.cont_transformer = ContTransformerModel(config)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        column_labels = config.column_labels or {}
+        if column_labels:
+            self.column_classifiers = nn.ModuleDict(
+                {column: nn.Linear(config.hidden_size, len(labels)) for column, labels in column_labels.items()}
+            )
         self.post_init()
+
+    def feature_group_sizes(self) -> list[int] | None:
+        """Labels per feature of a factored features head, in order; None without one."""
+        labels = (self.config.column_labels or {}).get("feats")
+        if labels is None or self.config.feats_mode != "factored":
+            return None
+        return [len(values) for _, values in feature_groups(labels)]
+
+    def _column_loss(self, column: str, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        sizes = self.feature_group_sizes() if column == "feats" else None
+        if sizes is None:
+            return _mean_cross_entropy(logits, labels)
+        # Factored features: labels (batch, seq, groups), each group's id among its values;
+        # the column's loss is the mean over the groups.
+        groups = logits.split(sizes, dim=-1)
+        return sum(_mean_cross_entropy(g, labels[..., i]) for i, g in enumerate(groups)) / len(groups)
 
     @can_return_tuple
     def forward(
@@ -262,22 +313,45 @@ class ContTransformerForTokenClassification(ContTransformerPreTrainedModel):
         attention_mask: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
         output_hidden_states: bool | None = None,
-    ) -> TokenClassifierOutput:
+        upos_labels: torch.Tensor | None = None,
+        xpos_labels: torch.Tensor | None = None,
+        feats_labels: torch.Tensor | None = None,
+        lemma_labels: torch.Tensor | None = None,
+    ) -> ContTransformerTaggerOutput:
         """``input_ids``, ``attention_mask`` ``(batch, seq)`` as in :class:`ContTransformerModel`;
-        ``labels`` ``(batch, seq)`` tag ids, -100 where no tag is scored (padding, the
-        root token). Returns ``logits`` ``(batch, seq, num_labels)`` and, with labels,
-        the mean cross-entropy ``loss`` over the scored tokens; ``hidden_states`` (the
-        depth trajectory) and ``return_dict`` as in :class:`ContTransformerModel`."""
+        ``labels`` ``(batch, seq)`` ids of the primary column's tags, -100 where no tag is
+        scored (padding, the root token, a word's further tokens), -1 for a tag the model
+        does not have (not trained on). ``{column}_labels`` likewise for the other
+        predicted columns (factored ``feats_labels``: ``(batch, seq, features)``, each
+        feature's value id). Returns ``logits`` ``(batch, seq, num_labels)``, the other
+        columns' ``{column}_logits`` and, with labels, ``loss``: the sum over the columns
+        given of each column's mean cross-entropy over its scored words;
+        ``hidden_states`` (the depth trajectory) and ``return_dict`` as in
+        :class:`ContTransformerModel`."""
         encoded = self.cont_transformer(input_ids, attention_mask, output_hidden_states, return_dict=True)
-        logits = self.classifier(self.dropout(encoded.last_hidden_state))  # (batch, seq, num_labels)
-        loss = None
-        if labels is not None:
-            loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
-        return TokenClassifierOutput(loss=loss, logits=logits, hidden_states=encoded.hidden_states)
+        features = self.dropout(encoded.last_hidden_state)  # (batch, seq, hidden)
+        logits = self.classifier(features)  # (batch, seq, num_labels)
+        given = {"upos": upos_labels, "xpos": xpos_labels, "feats": feats_labels, "lemma": lemma_labels}
+        column_logits = {}
+        losses = [] if labels is None else [_mean_cross_entropy(logits, labels)]
+        for column, classifier in getattr(self, "column_classifiers", {}).items():
+            column_logits[column] = classifier(features)  # (batch, seq, labels of the column)
+            if given[column] is not None:
+                losses.append(self._column_loss(column, column_logits[column], given[column]))
+        unused = [c for c, value in given.items() if value is not None and c not in column_logits]
+        if unused:
+            raise ValueError(f"{unused[0]}_labels: the model has no {unused[0]} head besides its primary column")
+        return ContTransformerTaggerOutput(
+            loss=sum(losses) if losses else None,
+            logits=logits,
+            hidden_states=encoded.hidden_states,
+            **{f"{column}_logits": value for column, value in column_logits.items()},
+        )
 
 
 __all__ = [
     "ContTransformerForTokenClassification",
     "ContTransformerModel",
     "ContTransformerPreTrainedModel",
+    "ContTransformerTaggerOutput",
 ]

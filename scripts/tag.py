@@ -19,7 +19,7 @@ import torch
 from transformers.utils import logging as transformers_logging
 
 from cont_transformer.tagging.conllu_document import ConlluDocument
-from cont_transformer.tagging.scoring import format_scores, score
+from cont_transformer.tagging.scoring import format_scores, score, scored_columns
 from cont_transformer.tagging.segmentation import LANGUAGES
 from cont_transformer.tagging.tag import Tagger
 from cont_transformer.tagging.tag_files import INPUT_FORMATS, OUTPUT_FORMATS, tag_file
@@ -36,7 +36,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "per line, words split by spaces; conllu: re-tag a CoNLL-U file")
     parser.add_argument("--output", help="file to write (default: stdout)")
     parser.add_argument("--format", choices=OUTPUT_FORMATS, default="conllu",
-                        help="output: conllu, tsv (word, tag) or json (JSON Lines)")
+                        help="output: conllu, tsv (word, then each predicted column) or json (JSON Lines)")
     parser.add_argument("--language", choices=LANGUAGES,
                         help="language of raw text (default: the model's, else en)")
     parser.add_argument("--batch-size", type=int, default=2048,
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> None:
     )
     print(stats.summary(), file=sys.stderr)
     if gold is not None:
-        result = score(gold, ConlluDocument.read(args.output), (tagger.column,))
+        result = score(gold, ConlluDocument.read(args.output), scored_columns(tagger.columns))
         print(format_scores(result), file=sys.stderr)
 
 

@@ -65,8 +65,13 @@ def test_read_skips_multiword_ranges_empty_nodes_and_comments(tmp_path):
             "tokens": ["Cats", "do", "n't", "sleep", "."],
             "upos": ["NOUN", "AUX", "PART", "VERB", "PUNCT"],
             "xpos": ["NNS", "VBP", "RB", "VB", "."],
+            "feats": ["_"] * 5,
+            "lemma": ["cats", "do", "n't", "sleep", "."],
         },
-        {"tokens": ["Dogs", "bark"], "upos": ["NOUN", "VERB"], "xpos": ["NNS", "_"]},
+        {
+            "tokens": ["Dogs", "bark"], "upos": ["NOUN", "VERB"], "xpos": ["NNS", "_"],
+            "feats": ["_", "_"], "lemma": ["dogs", "bark"],
+        },
     ]
 
 

@@ -6,7 +6,11 @@ tokenizer. Each word's tag goes on the word's first token; the root token, furth
 tokens of a word and padding get the label ``IGNORE_INDEX`` (-100), which the loss and
 the accuracy metric skip. A tag id of -1 (a dev/test tag unseen in train, see
 ``data.UNSEEN_TAG``) is kept: the metric scores it as an error. Words the tokenizer
-drops (empty ones) raise an error rather than silently going unscored.
+drops (empty ones) raise an error rather than silently going unscored. The other
+predicted columns (``columns``: e.g. ``{"upos_labels": ..., "lemma_labels": ...}``, see
+``columns.py``) are aligned the same way into fields of their own; a word's label may be
+a list (factored features: one value id per feature), then its further tokens get a
+list of ``IGNORE_INDEX``.
 
 Long sentences (the documented policy). ``max_length`` counts words, the root
 included, and equals the model's ``max_position_embeddings`` (the model encodes one
@@ -43,32 +47,47 @@ from transformers import PreTrainedTokenizerBase
 IGNORE_INDEX = -100
 
 
+Label = int | list[int]  # a word's label id; factored features: one per feature
+Columns = Mapping[str, Sequence[Sequence[Label]]]  # field name -> per sentence, per word
+
+
+def _ignored(label: Label) -> Label:
+    return [IGNORE_INDEX] * len(label) if isinstance(label, list) else IGNORE_INDEX
+
+
 @dataclass
 class _Encoded:
     """One sentence through the tokenizer: the root token's id, then per word its token
-    ids and labels (the tag on the first token, ``IGNORE_INDEX`` on the others)."""
+    ids, and per label field (``labels``, other columns) the word's labels."""
 
     root: int
     word_ids: list[list[int]]
-    word_labels: list[list[int]]
+    word_labels: dict[str, list[Label]]
 
-    def row(self, start: int, end: int, owned: range | None = None) -> tuple[list[int], list[int]]:
-        """``(input_ids, labels)`` of the root and words ``[start, end)``; only words in
-        ``owned`` (default: all) keep their labels."""
-        input_ids, labels = [self.root], [IGNORE_INDEX]
+    def row(self, start: int, end: int, owned: range | None = None) -> dict[str, list]:
+        """``{"input_ids", "labels", ...}`` of the root and words ``[start, end)``: a word's
+        label on its first token, ``IGNORE_INDEX`` on the others and the root; only words
+        in ``owned`` (default: all) keep their labels."""
+        row = {"input_ids": [self.root]}
         for word in range(start, end):
-            input_ids += self.word_ids[word]
-            keep = owned is None or word in owned
-            labels += self.word_labels[word] if keep else [IGNORE_INDEX] * len(self.word_ids[word])
-        return input_ids, labels
+            row["input_ids"] += self.word_ids[word]
+        for name, labels in self.word_labels.items():
+            values = [_ignored(labels[0]) if labels else IGNORE_INDEX]
+            for word in range(start, end):
+                label = labels[word] if owned is None or word in owned else _ignored(labels[word])
+                values += [label] + [_ignored(label)] * (len(self.word_ids[word]) - 1)
+            row[name] = values
+        return row
 
 
 def _encoded(
-    tokenizer: PreTrainedTokenizerBase, sentences: Sequence[Sequence[str]], tags
+    tokenizer: PreTrainedTokenizerBase, sentences: Sequence[Sequence[str]], tags,
+    columns: Columns | None = None,
 ) -> Iterator[_Encoded]:
     """Each sentence's tokens grouped by word, in full (no truncation)."""
     encoding = tokenizer(list(map(list, sentences)), is_split_into_words=True)
-    for index, (words, sentence_tags) in enumerate(zip(sentences, tags)):
+    fields = {"labels": tags, **(columns or {})}
+    for index, words in enumerate(sentences):
         input_ids, word_of = encoding["input_ids"][index], encoding.word_ids(index)
         if word_of[0] is not None or any(w is None for w in word_of[1:]):
             raise ValueError("the tokenizer must prepend exactly one special (root) token")
@@ -79,10 +98,8 @@ def _encoded(
             raise ValueError(
                 f"sentence {index} has a word the tokenizer drops (an empty word?): {list(words)}"
             )
-        word_labels = [
-            [tag] + [IGNORE_INDEX] * (len(ids) - 1) for tag, ids in zip(sentence_tags, word_ids)
-        ]
-        yield _Encoded(input_ids[0], word_ids, word_labels)
+        labels = {name: list(values[index]) for name, values in fields.items()}
+        yield _Encoded(input_ids[0], word_ids, labels)
 
 
 def encode_for_training(
@@ -90,17 +107,18 @@ def encode_for_training(
     sentences: Sequence[Sequence[str]],
     tags: Sequence[Sequence[int]],
     max_length: int,
+    columns: Columns | None = None,
 ) -> tuple[list[dict[str, list[int]]], int]:
-    """Rows ``{"input_ids", "labels"}``, each truncated to ``max_length`` words (root included).
+    """Rows ``{"input_ids", "labels"}`` (and a field per entry of ``columns``, the other
+    predicted columns' label ids), each truncated to ``max_length`` words (root included).
 
     Returns the rows and the number of words cut off by truncation.
     """
     rows, cut = [], 0
-    for sentence in _encoded(tokenizer, sentences, tags):
+    for sentence in _encoded(tokenizer, sentences, tags, columns):
         kept = min(len(sentence.word_ids), max_length - 1)
         cut += len(sentence.word_ids) - kept
-        input_ids, labels = sentence.row(0, kept)
-        rows.append({"input_ids": input_ids, "labels": labels})
+        rows.append(sentence.row(0, kept))
     return rows, cut
 
 
@@ -138,8 +156,10 @@ def encode_for_evaluation(
     tags: Sequence[Sequence[int]],
     max_length: int,
     known_words: Container[str] | None = None,
+    columns: Columns | None = None,
 ) -> list[dict[str, list[int] | int]]:
-    """Rows ``{"input_ids", "labels", "sentence_start"}`` that score every word exactly once.
+    """Rows ``{"input_ids", "labels", "sentence_start"}`` (and a field per entry of
+    ``columns``, as in :func:`encode_for_training`) that score every word exactly once.
 
     A sentence of at most ``max_length`` words (root included) is one row; a longer one
     becomes overlapping windows of words (see the module docstring), each word labelled
@@ -151,12 +171,12 @@ def encode_for_evaluation(
             f"max_length must leave room for the root token and a word, got {max_length}"
         )
     rows = []
-    for words, sentence in zip(sentences, _encoded(tokenizer, sentences, tags)):
+    for words, sentence in zip(sentences, _encoded(tokenizer, sentences, tags, columns)):
         windows = evaluation_windows(len(sentence.word_ids), max_length - 1)
         for number, (start, owned_start, owned_end) in enumerate(windows):
             end = min(start + max_length - 1, len(sentence.word_ids))
-            input_ids, labels = sentence.row(start, end, range(owned_start, owned_end))
-            row = {"input_ids": input_ids, "labels": labels, "sentence_start": int(number == 0)}
+            row = sentence.row(start, end, range(owned_start, owned_end))
+            row["sentence_start"] = int(number == 0)
             if known_words is not None:
                 row["unseen"] = [0] + [
                     int(words[w] not in known_words)
@@ -169,8 +189,10 @@ def encode_for_evaluation(
 
 class PaddingCollator:
     """Pads rows to the longest in the batch: ``input_ids`` with ``pad_token_id``,
-    ``attention_mask`` with 0, ``labels`` with ``IGNORE_INDEX``, other per-token fields
-    (``unseen``) with 0; scalar fields are stacked.
+    ``attention_mask`` with 0, ``labels`` and every other label field (``*_labels``)
+    with ``IGNORE_INDEX``, other per-token fields (``unseen``) with 0; scalar fields are
+    stacked. A field whose tokens hold lists (factored features) becomes
+    ``(batch, seq, features)``.
 
     ``lengths`` (sorted bucket lengths, see :func:`bucket_lengths`) pads a batch to the
     shortest bucket that holds it (shape-stable batches: a compiled model then sees a
@@ -184,26 +206,25 @@ class PaddingCollator:
         self.lengths = sorted(lengths)
         self.real_tokens = self.padded_tokens = 0
 
+    def _fill(self, key: str) -> int:
+        if key == "input_ids":
+            return self.pad_token_id
+        return IGNORE_INDEX if key == "labels" or key.endswith("_labels") else 0
+
     def __call__(self, rows: Sequence[dict]) -> dict[str, torch.Tensor]:
         length = max(len(row["input_ids"]) for row in rows)
         length = next((bucket for bucket in self.lengths if bucket >= length), length)
-        batch = {
-            "input_ids": torch.full((len(rows), length), self.pad_token_id, dtype=torch.long),
-            "attention_mask": torch.zeros((len(rows), length), dtype=torch.long),
-            "labels": torch.full((len(rows), length), IGNORE_INDEX, dtype=torch.long),
-        }
+        batch = {"attention_mask": torch.zeros((len(rows), length), dtype=torch.long)}
         for i, row in enumerate(rows):
-            n = len(row["input_ids"])
-            batch["input_ids"][i, :n] = torch.tensor(row["input_ids"])
-            batch["attention_mask"][i, :n] = 1
-            batch["labels"][i, :n] = torch.tensor(row["labels"])
-        for key in rows[0].keys() - batch.keys():
-            if isinstance(rows[0][key], list):
-                batch[key] = torch.zeros((len(rows), length), dtype=torch.long)
-                for i, row in enumerate(rows):
-                    batch[key][i, : len(row[key])] = torch.tensor(row[key])
-            else:
+            batch["attention_mask"][i, : len(row["input_ids"])] = 1
+        for key, first in rows[0].items():
+            if not isinstance(first, list):
                 batch[key] = torch.tensor([row[key] for row in rows])
+                continue
+            inner = (len(first[0]),) if first and isinstance(first[0], list) else ()
+            batch[key] = torch.full((len(rows), length, *inner), self._fill(key), dtype=torch.long)
+            for i, row in enumerate(rows):
+                batch[key][i, : len(row[key])] = torch.tensor(row[key], dtype=torch.long)
         self.real_tokens += sum(len(row["input_ids"]) for row in rows)
         self.padded_tokens += len(rows) * length
         return batch

@@ -1,13 +1,13 @@
-"""CoNLL-U line for line: read a file's words, replace one column, write tagged raw text.
+"""CoNLL-U line for line: read a file's words, replace the predicted columns, write tagged raw text.
 
 Re-tagging. :class:`ConlluDocument` keeps a file's lines as they are (line ends
 included) after validating them with the reader's checker (``data._check_conllu``, so a
-malformed line fails with ``file:line``). :meth:`ConlluDocument.retagged` replaces one
-column of the word lines (integer ids) and nothing else: comments, multiword-token
+malformed line fails with ``file:line``). :meth:`ConlluDocument.retagged` replaces the
+predicted columns of the word lines (integer ids) and nothing else: comments, multiword-token
 lines, empty nodes and every other column come back byte for byte.
 
 Writing. :func:`format_sentence` writes one tagged sentence of raw text as a CoNLL-U
-block: ``# sent_id``, ``# text``, ID, FORM, the tag column filled, the others ``_``.
+block: ``# sent_id``, ``# text``, ID, FORM, the predicted columns filled, the others ``_``.
 MISC records the whitespace that followed each token, so the input can be rebuilt
 character for character: ``SpaceAfter=No`` where none did, nothing for one space,
 ``SpacesAfter=`` for anything else (and ``SpacesBefore=`` on a document's first token),
@@ -20,10 +20,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from .data import PathLike, _check_conllu, decode_utf8
 
 COLUMNS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")
+T = TypeVar("T")
+
+
+def by_column(tags: Sequence[T] | Mapping[str, Sequence[T]], column: str | None) -> dict[str, Sequence[T]]:
+    """``{column: tags}`` from one column's ``tags`` and its name, or ``tags`` itself when it
+    already maps columns to their values; ``ValueError`` naming an unknown column."""
+    columns = dict(tags) if isinstance(tags, Mapping) else {column: tags}
+    for name in columns:
+        if name not in COLUMNS[2:6]:
+            raise ValueError(f"column: {name!r} is not one of {COLUMNS[2:6]}")
+    return columns
 _ESCAPES = {" ": "\\s", "\t": "\\t", "\r": "\\r", "\n": "\\n", "|": "\\p", "\\": "\\\\"}
 
 
@@ -73,20 +85,26 @@ class ConlluDocument:
         are not words)."""
         return [[self.lines[i].split("\t", 2)[1] for i in sentence] for sentence in self.sentences]
 
-    def retagged(self, column: str, tags: Sequence[Sequence[str]]) -> str:
+    def retagged(
+        self, column: str | Mapping[str, Sequence[Sequence[str]]], tags: Sequence[Sequence[str]] | None = None
+    ) -> str:
         """The text with ``column`` (e.g. ``"xpos"``) of each word line replaced by
-        ``tags[sentence][word]``; every other byte is unchanged."""
-        if len(tags) != len(self.sentences):
-            raise ValueError(f"{len(tags)} tagged sentences for {len(self.sentences)} in {self.name}")
-        position = COLUMNS.index(column)
+        ``tags[sentence][word]``, or with each column of a mapping ``{column: tags}``
+        (``"lemma"``, ``"upos"``, ``"xpos"``, ``"feats"``) replaced by its tags; every
+        other byte is unchanged."""
+        columns = by_column(column, None) if tags is None else by_column(tags, column)
         lines = list(self.lines)
-        for sentence, sentence_tags in zip(self.sentences, tags):
-            if len(sentence_tags) != len(sentence):
-                raise ValueError(f"{len(sentence_tags)} tags for a sentence of {len(sentence)} words")
-            for index, tag in zip(sentence, sentence_tags):
-                fields = lines[index].split("\t")
-                fields[position] = tag
-                lines[index] = "\t".join(fields)
+        for name, values in columns.items():
+            if len(values) != len(self.sentences):
+                raise ValueError(f"{len(values)} tagged sentences for {len(self.sentences)} in {self.name}")
+            position = COLUMNS.index(name)
+            for sentence, sentence_tags in zip(self.sentences, values):
+                if len(sentence_tags) != len(sentence):
+                    raise ValueError(f"{len(sentence_tags)} tags for a sentence of {len(sentence)} words")
+                for index, tag in zip(sentence, sentence_tags):
+                    fields = lines[index].split("\t")
+                    fields[position] = tag
+                    lines[index] = "\t".join(fields)
         return "\n".join(lines)
 
     def text(self, one_sentence_per_line: bool = False) -> str:
@@ -124,8 +142,8 @@ def _misc(spaces_after: str) -> str:
 def format_sentence(
     sent_id: str,
     words: Sequence[str],
-    tags: Sequence[str],
-    column: str,
+    tags: Sequence[str] | Mapping[str, Sequence[str]],
+    column: str | None = None,
     spaces_after: Sequence[str] | None = None,
     spaces_before: str = "",
     comments: Sequence[str] = (),
@@ -135,7 +153,9 @@ def format_sentence(
 
     Args:
         sent_id: the ``# sent_id``.
-        words, tags: the FORMs and the tags for ``column`` (``"upos"`` or ``"xpos"``).
+        words, tags: the FORMs and the tags for ``column`` (``"upos"`` or ``"xpos"``), or
+            ``tags`` a mapping of columns (``"lemma"``, ``"upos"``, ``"xpos"``,
+            ``"feats"``) to their values, ``column`` None.
         spaces_after: the whitespace after each word in the input text, or None for
             pre-split words (then each is taken as followed by one space).
         spaces_before: whitespace before the first word (a document's start).
@@ -147,14 +167,14 @@ def format_sentence(
     if spaces_after is None:
         spaces_after = [" "] * len(words)
     multiword = multiword or {}
-    position = COLUMNS.index(column)
+    columns = {COLUMNS.index(name): values for name, values in by_column(tags, column).items()}
     text = "".join(
         word + (" " if spaces and index < len(words) - 1 else "")
         for index, (word, spaces) in enumerate(zip(words, spaces_after))
     )
     rows = [*comments, f"# sent_id = {sent_id}", f"# text = {text}"]
     token_end = 0  # end of the multiword token being written, 0 outside one
-    for index, (word, tag, spaces) in enumerate(zip(words, tags, spaces_after)):
+    for index, (word, spaces) in enumerate(zip(words, spaces_after)):
         misc = _misc(spaces)
         if index in multiword:
             token_end = multiword[index]
@@ -166,7 +186,8 @@ def format_sentence(
         else:
             misc = _with_spaces_before(misc, index, spaces_before)
         fields = [str(index + 1), word, "_", "_", "_", "_", "_", "_", "_", misc]
-        fields[position] = tag
+        for position, values in columns.items():
+            fields[position] = values[index]
         rows.append("\t".join(fields))
     return "\n".join(rows) + "\n\n"
 

@@ -11,7 +11,9 @@ surface tokens.
 
 Loading. `load_treebank` returns a `DatasetDict` with splits `train`,
 `validation` (UD "dev") and `test` when present, and columns `tokens`
-(`Sequence(Value("string"))`), `upos` and `xpos` (`Sequence(ClassLabel)`). The
+(`Sequence(Value("string"))`), `upos` and `xpos` (`Sequence(ClassLabel)`), and
+`feats` and `lemma` as they are written (`Sequence(Value("string"))`, `_` where the
+treebank has none; `columns.py` turns them into labels). The
 tag names are the sorted tags of the train split (or `label_names`, e.g. those
 of a saved model). A treebank is named by a known UD name (`TREEBANKS`,
 resolved under `data_dir` or `$UD_DIR`), `"sample"`, a UD release folder, an
@@ -54,6 +56,7 @@ from .sample_treebank import write_sample_treebank
 logger = logging.getLogger(__name__)
 
 TAG_COLUMNS = ("upos", "xpos")
+TEXT_COLUMNS = ("feats", "lemma")  # kept as strings; see columns.py for their labels
 UNSEEN_TAG = -1
 
 PathLike = str | os.PathLike
@@ -158,10 +161,11 @@ def decode_utf8(data: bytes, path: PathLike) -> str:
 
 
 def read_conllu(path: PathLike) -> list[dict[str, list[str]]]:
-    """Read a CoNLL-U file into sentences `{"tokens", "upos", "xpos"}` of words.
+    """Read a CoNLL-U file into sentences `{"tokens", "upos", "xpos", "feats", "lemma"}`
+    of words.
 
     Multiword-token ranges and empty nodes are skipped, comments ignored, a
-    missing XPOS (`_`) is kept as the tag `"_"`. Raises `FileNotFoundError` for
+    missing XPOS (`_`) is kept as the tag `"_"`, FEATS and LEMMA are kept as written. Raises `FileNotFoundError` for
     a missing file and `ValueError` naming `file:line` for malformed input.
     """
     path = Path(path)
@@ -180,6 +184,8 @@ def read_conllu(path: PathLike) -> list[dict[str, list[str]]]:
                 "tokens": [word["form"] for word in words],
                 "upos": [word["upos"] for word in words],
                 "xpos": [word["xpos"] or "_" for word in words],
+                "feats": [word["feats"] for word in words],
+                "lemma": [word["lemma"] or "_" for word in words],
             }
         )
     return sentences
@@ -306,6 +312,11 @@ def _hub_sentences(name: str) -> dict[str, list[dict[str, list[str]]]]:
             if isinstance(feature, datasets.ClassLabel):
                 values = [feature.int2str(tags) for tags in values]
             columns[column] = values
+        for column in TEXT_COLUMNS:  # absent (or named "lemmas", as UD's Hub data set does)
+            source = next((c for c in (column, column + "s") if c in dataset.column_names), None)
+            columns[column] = (
+                dataset[source] if source else [["_"] * len(tokens) for tokens in columns["tokens"]]
+            )
         splits[SPLIT_ALIASES.get(split, split)] = [
             dict(zip(columns, row)) for row in zip(*columns.values())
         ]
@@ -332,6 +343,7 @@ def _to_dataset_dict(
                 column: datasets.Sequence(datasets.ClassLabel(names=names[column]))
                 for column in TAG_COLUMNS
             },
+            **{column: datasets.Sequence(datasets.Value("string")) for column in TEXT_COLUMNS},
         }
     )
     result = datasets.DatasetDict()
@@ -355,6 +367,8 @@ def _to_dataset_dict(
                     dict(unseen.most_common(5)),
                 )
             columns[column] = encoded
+        for column in TEXT_COLUMNS:
+            columns[column] = [sentence.get(column, ["_"] * len(sentence["tokens"])) for sentence in sentences]
         result[split] = datasets.Dataset.from_dict(columns, features=features)
     return result
 
@@ -365,7 +379,8 @@ def load_treebank(
     *,
     label_names: Mapping[str, Sequence[str]] | None = None,
 ) -> datasets.DatasetDict:
-    """Load a treebank as a `DatasetDict` with `tokens`, `upos`, `xpos` columns.
+    """Load a treebank as a `DatasetDict` with `tokens`, `upos`, `xpos`, `feats`, `lemma`
+    columns.
 
     `name_or_files` is one of: a name in `TREEBANKS` (files under `data_dir`
     or `$UD_DIR`); `"sample"` (generated, see `write_sample_treebank`); a UD

@@ -1,5 +1,11 @@
 """Tag text with a trained token classifier: raw text, sentences or words in, tags per word out.
 
+A model may predict several CoNLL-U columns (UPOS, XPOS, features, lemmas: one head
+each, see ``ContTransformerConfig``); every one is filled: a lemma by applying the
+predicted edit script to the word (:mod:`.lemmas`), factored features assembled into
+one FEATS string (:mod:`.columns`). ``TaggedSentence.tags`` and the ``(word, tag)``
+pairs it iterates hold the primary column, as for a model of one column.
+
 :func:`tag` takes raw text (split into sentences and UD words by
 :mod:`~cont_transformer.tagging.segmentation`), a list of sentences (each tokenized) or a list of
 already tokenized sentences, and returns one :class:`TaggedSentence` per sentence.
@@ -26,26 +32,50 @@ from pathlib import Path
 
 import torch
 
+from ..configuration_cont_transformer import feature_groups
 from ..training.compiling import compiled
 from ..training.outputs import METRICS_FILE, resolve_model_dir
 from .batching import IGNORE_INDEX, PaddingCollator, encode_for_evaluation
+from .columns import decode_column
+from .conllu_document import COLUMNS
+from .lemmas import parse_script
 from .segmentation import check_language, split_text, tokenize_sentences
 
 
 @dataclass
 class TaggedSentence:
-    """One tagged sentence: iterate it for ``(word, tag)`` pairs.
+    """One tagged sentence: iterate it for ``(word, tag)`` pairs (the primary column).
 
     Attributes:
         words: the words (UD syntactic words).
-        tags: one tag per word.
+        tags: one tag per word, of the model's primary column.
         spans: ``(start, end)`` of each word in the input string (raw text input only,
             else None).
+        columns: every predicted column (``"upos"``, ``"xpos"``, ``"feats"``,
+            ``"lemma"``) -> one value per word, the primary column included; also read
+            as ``upos``, ``xpos``, ``feats``, ``lemma`` (None where not predicted).
     """
 
     words: list[str]
     tags: list[str]
     spans: list[tuple[int, int]] | None = None
+    columns: dict[str, list[str]] | None = None
+
+    @property
+    def upos(self) -> list[str] | None:
+        return (self.columns or {}).get("upos")
+
+    @property
+    def xpos(self) -> list[str] | None:
+        return (self.columns or {}).get("xpos")
+
+    @property
+    def feats(self) -> list[str] | None:
+        return (self.columns or {}).get("feats")
+
+    @property
+    def lemma(self) -> list[str] | None:
+        return (self.columns or {}).get("lemma")
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
         return zip(self.words, self.tags)
@@ -93,7 +123,9 @@ class Tagger:
         model: any ``AutoModelForTokenClassification`` of this package (its
             ``config.id2label`` names the tags); it is put in eval mode while tagging.
         tokenizer: its tokenizer (one or more tokens per word, a root token first).
-        column: the CoNLL-U column the model predicts (``"xpos"`` or ``"upos"``).
+        column: the CoNLL-U column of the model's ``logits`` (its primary column:
+            ``config.primary_column``; for models saved before it existed, this, default
+            ``"xpos"``); the model's other heads (``config.column_labels``) fill theirs.
         language: ``"en"`` or ``"de"`` for raw text; None reads ``model.config.language``
             when the config has one, else English.
         batch_size: tokens per forward pass, padding included (sentences sorted by
@@ -110,10 +142,16 @@ class Tagger:
             raise ValueError(f"batch_size must be >= 1 token, got {batch_size}")
         self.model = model
         self.tokenizer = tokenizer
-        self.column = column
+        self.column = getattr(model.config, "primary_column", None) or column
         self.language = check_language(language or getattr(model.config, "language", None) or "en")
         self.batch_size = batch_size
         self.labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
+        self.feats_mode = getattr(model.config, "feats_mode", "whole")
+        # Column -> its labels (lemma scripts parsed once), the primary column's from id2label.
+        self.column_labels = {self.column: self.labels, **(getattr(model.config, "column_labels", None) or {})}
+        if "lemma" in self.column_labels:
+            self.column_labels["lemma"] = [parse_script(text) for text in self.column_labels["lemma"]]
+        self.columns = tuple(c for c in COLUMNS if c in self.column_labels)  # in CoNLL-U order
         # The length the model was trained on; longer sentences go in windows (see above),
         # even with sinusoidal positions: windows score better than whole long stretches
         # (docs/experiments.md, "Long sentences").
@@ -146,18 +184,32 @@ class Tagger:
     def predict(
         self, sentences: Sequence[Sequence[str]], progress: Callable[[int], object] | None = None
     ) -> list[list[str]]:
-        """Tags of ``sentences`` (lists of non-empty words), in their order.
+        """Tags of the primary column of ``sentences`` (lists of non-empty words), in their
+        order: one list of tags per sentence, one tag per word. ``progress`` is called
+        with the number of words tagged after each batch."""
+        return [columns[self.column] for columns in self.predict_columns(sentences, progress)]
 
-        Returns one list of tags per sentence, one tag per word. ``progress`` is called
-        with the number of words tagged after each batch.
-        """
+    def _predicted_ids(self, output, column: str) -> torch.Tensor:
+        """``(batch, seq)`` label ids of ``column``; factored features ``(batch, seq, features)``."""
+        logits = output.logits if column == self.column else output[f"{column}_logits"]
+        if column != "feats" or self.feats_mode != "factored":
+            return logits.argmax(-1)
+        groups = logits.split([len(values) for _, values in feature_groups(self.column_labels["feats"])], dim=-1)
+        return torch.stack([group.argmax(-1) for group in groups], dim=-1)
+
+    def predict_columns(
+        self, sentences: Sequence[Sequence[str]], progress: Callable[[int], object] | None = None
+    ) -> list[dict[str, list[str]]]:
+        """Every predicted column of ``sentences`` (lists of non-empty words), in their
+        order: per sentence, ``{column: one value per word}`` (``self.columns``).
+        ``progress`` is called with the number of words tagged after each batch."""
         if not sentences:
             return []
         rows = encode_for_evaluation(
             self.tokenizer, sentences, [[0] * len(words) for words in sentences], self.max_length
         )
         owner = torch.tensor([row["sentence_start"] for row in rows]).cumsum(0) - 1  # (rows,)
-        predicted: list[list[int]] = [[] for _ in rows]
+        predicted: list[dict[str, list]] = [{} for _ in rows]
         device = next(self.model.parameters()).device
         was_training = self.model.training
         self.model.eval()
@@ -166,31 +218,39 @@ class Tagger:
                 for chosen in token_batches([len(row["input_ids"]) for row in rows], self.batch_size):
                     batch = self.collate([rows[i] for i in chosen])
                     mask = batch["attention_mask"]
-                    logits = self.forward(
+                    output = self.forward(
                         input_ids=batch["input_ids"].to(device),
                         attention_mask=None if bool(mask.all()) else mask.to(device),
-                    ).logits  # (batch, seq, labels)
+                    )
                     scored = batch["labels"] != IGNORE_INDEX  # (batch, seq)
-                    tags = logits.argmax(-1).cpu()[scored].split(scored.sum(1).tolist())
-                    for i, row_tags in zip(chosen, tags):
-                        predicted[i] = row_tags.tolist()
+                    for column in self.columns:
+                        ids = self._predicted_ids(output, column).cpu()[scored].split(scored.sum(1).tolist())
+                        for i, row_ids in zip(chosen, ids):
+                            predicted[i][column] = row_ids.tolist()
                     if progress is not None:
                         progress(int(scored.sum()))
         finally:
             self.model.train(was_training)
-        result: list[list[str]] = [[] for _ in sentences]
-        for sentence, row_tags in zip(owner.tolist(), predicted):
-            result[sentence].extend(self.labels[t] for t in row_tags)
-        return result
+        ids: list[dict[str, list]] = [{column: [] for column in self.columns} for _ in sentences]
+        for sentence, row_ids in zip(owner.tolist(), predicted):
+            for column in self.columns:
+                ids[sentence][column].extend(row_ids[column])
+        return [
+            {
+                column: decode_column(column, words, sentence_ids[column], self.column_labels[column], self.feats_mode)
+                for column in self.columns
+            }
+            for words, sentence_ids in zip(sentences, ids)
+        ]
 
     def __call__(self, inputs: str | Sequence[str] | Sequence[Sequence[str]]) -> list[TaggedSentence]:
         """Tag raw text, sentences, or tokenized sentences; see :func:`tag`."""
         if isinstance(inputs, str):
             sentences = list(split_text(inputs, self.language))
             words = [sentence.words(inputs) for sentence in sentences]
-            tags = self.predict(words)
             return [
-                TaggedSentence(w, t, s.spans) for w, t, s in zip(words, tags, sentences)
+                TaggedSentence(w, c[self.column], s.spans, c)
+                for w, c, s in zip(words, self.predict_columns(words), sentences)
             ]
         inputs = list(inputs)
         if all(isinstance(item, str) for item in inputs):
@@ -203,7 +263,7 @@ class Tagger:
                 "tag() takes a string, a list of strings (sentences) or a list of lists of "
                 "strings (words), not a mix"
             )
-        return [TaggedSentence(w, t) for w, t in zip(words, self.predict(words))]
+        return [TaggedSentence(w, c[self.column], None, c) for w, c in zip(words, self.predict_columns(words))]
 
 
 def tag(

@@ -10,14 +10,17 @@ Inputs (``input_format``):
 
 Outputs (``output_format``):
 
-* ``conllu``: from a CoNLL-U input, that file with only the predicted column changed
+* ``conllu``: from a CoNLL-U input, that file with only the predicted columns changed
   (:meth:`ConlluDocument.retagged`); from the other inputs, one block per sentence
   (:func:`format_sentence`: ``# newdoc`` / ``# newpar`` for raw text, ``# sent_id``,
-  ``# text``, the tag column, whitespace in MISC so the input can be rebuilt);
-* ``tsv``: ``word<TAB>tag`` lines, a blank line after each sentence;
+  ``# text``, the predicted columns, whitespace in MISC so the input can be rebuilt);
+* ``tsv``: ``word<TAB>value...`` lines, a value per predicted column in CoNLL-U order
+  (LEMMA, UPOS, XPOS, FEATS; ``word<TAB>tag`` for a model of one column), a blank line
+  after each sentence;
 * ``json``: JSON Lines, one object per sentence: ``sent_id``, ``text`` (raw inputs),
-  ``words``, the tags under the column's name, and ``spans`` (character offsets of the
-  words in the input, raw inputs only).
+  ``words``, each predicted column's values under its name (``lemma``, ``upos``,
+  ``xpos``, ``feats``), and ``spans`` (character offsets of the words in the input, raw
+  inputs only).
 
 Sentences are tagged in chunks (each sorted by length inside :meth:`Tagger.predict`),
 so long inputs stream. The output is written to a staging file beside ``output`` and
@@ -122,11 +125,11 @@ def _raw_sentences(text: str, input_format: str, language: str) -> Iterator[Sent
 class _Formatter:
     """Formats tagged sentences for one output format."""
 
-    def __init__(self, output_format: str, column: str, text: str | None, raw_format: str | None):
-        self.format, self.column, self.text, self.raw_format = output_format, column, text, raw_format
+    def __init__(self, output_format: str, text: str | None, raw_format: str | None):
+        self.format, self.text, self.raw_format = output_format, text, raw_format
         self.count = 0
 
-    def __call__(self, words: list[str], tags: list[str], sentence: Sentence | None) -> str:
+    def __call__(self, words: list[str], columns: dict[str, list[str]], sentence: Sentence | None) -> str:
         self.count += 1
         sent_id = str(self.count)
         spaces_after, spaces_before, comments, multiword = None, "", [], None
@@ -143,14 +146,15 @@ class _Formatter:
                 )
         if self.format == "conllu":
             return format_sentence(
-                sent_id, words, tags, self.column, spaces_after, spaces_before, comments, multiword
+                sent_id, words, columns, None, spaces_after, spaces_before, comments, multiword
             )
         if self.format == "tsv":
-            return "".join(f"{word}\t{tag}\n" for word, tag in zip(words, tags)) + "\n"
+            lines = zip(words, *columns.values())
+            return "".join("\t".join(values) + "\n" for values in lines) + "\n"
         record = {"sent_id": sent_id}
         if sentence is not None:
             record["text"] = self.text[sentence.spans[0][0] : sentence.spans[-1][1]]
-        record.update({"words": words, self.column: tags})
+        record.update({"words": words, **columns})
         if sentence is not None:
             record["spans"] = sentence.spans
         return json.dumps(record, ensure_ascii=False) + "\n"
@@ -209,7 +213,7 @@ def tag_file(
     """Tag ``input`` (a file, or stdin) into ``output`` (a file, or stdout).
 
     Args:
-        tagger: the model, tokenizer, column and language (:class:`Tagger`).
+        tagger: the model, tokenizer, columns and language (:class:`Tagger`).
         input_format: ``text``, ``lines``, ``tokens`` or ``conllu`` (module docstring).
         output_format: ``conllu``, ``tsv`` or ``json``.
         progress: show a progress bar on stderr; None shows one when stderr is a
@@ -236,7 +240,7 @@ def tag_file(
             _check_forms(document)
             units: Iterator = ((words, None) for words in document.words())
             total = sum(map(len, document.sentences))
-            formatter = _Formatter(output_format, tagger.column, None, None)
+            formatter = _Formatter(output_format, None, None)
         else:
             if input_format != "tokens" and text.strip():
                 spacy_pipeline(tagger.language)  # load spaCy now, outside the tokenizer's time
@@ -246,9 +250,9 @@ def tag_file(
                 if s.spans
             )
             total = None
-            formatter = _Formatter(output_format, tagger.column, text, input_format)
+            formatter = _Formatter(output_format, text, input_format)
     retag = document is not None and output_format == "conllu"
-    all_tags: list[list[str]] = []
+    all_tags: dict[str, list[list[str]]] = {column: [] for column in tagger.columns}
     # tqdm: disable=None hides the bar when stderr is not a terminal.
     disable = None if progress is None else not progress
     bar = tqdm(total=total, unit=" words", file=sys.stderr, delay=1.0, disable=disable)
@@ -259,16 +263,18 @@ def tag_file(
             if not chunk:
                 break
             with stats.timing("model"):
-                tags = tagger.predict([words for words, _ in chunk], bar.update)
+                predicted = tagger.predict_columns([words for words, _ in chunk], bar.update)
             with stats.timing("output"):
                 if retag:
-                    all_tags.extend(tags)
+                    for columns in predicted:
+                        for column, values in columns.items():
+                            all_tags[column].append(values)
                 else:
-                    blocks = (formatter(w, t, s) for (w, s), t in zip(chunk, tags))
+                    blocks = (formatter(w, c, s) for (w, s), c in zip(chunk, predicted))
                     stream.write("".join(blocks).encode("utf-8"))
             stats.sentences += len(chunk)
             stats.words += sum(len(words) for words, _ in chunk)
         if retag:
             with stats.timing("output"):
-                stream.write(document.retagged(tagger.column, all_tags).encode("utf-8"))
+                stream.write(document.retagged(all_tags).encode("utf-8"))
     return stats

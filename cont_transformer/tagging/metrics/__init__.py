@@ -15,3 +15,12 @@ def load_token_accuracy(**kwargs: Any) -> evaluate.EvaluationModule:
     `experiment_id` for distributed evaluation).
     """
     return evaluate.load(str(METRICS_DIR / "token_accuracy"), **kwargs)
+
+
+def load_conll18(**kwargs: Any) -> evaluate.EvaluationModule:
+    """Load the CoNLL 2018 UD scorer (see `conll18/conll18.py`):
+    ``compute(predictions=[system CoNLL-U text], references=[gold CoNLL-U text])``.
+
+    Keyword arguments go to `evaluate.load`.
+    """
+    return evaluate.load(str(METRICS_DIR / "conll18"), **kwargs)

@@ -1,0 +1,203 @@
+"""The CoNLL-U columns a tagger predicts: which a treebank annotates, their labels, label
+ids and back.
+
+Columns (:data:`PREDICTED_COLUMNS`): ``upos``, ``xpos``, ``feats`` (UFeats) and ``lemma``.
+A treebank annotates a column unless its train split has ``_`` for every word there
+(:func:`annotated_columns`): a treebank without lemmas gets no lemma head. By default a
+tagger predicts every annotated column, XPOS first (the primary column, the model's
+``logits``; UPOS where there is no XPOS).
+
+Labels (:func:`column_labels`), per column, from the train split:
+
+* ``upos``, ``xpos``: the tags (the data set's ``ClassLabel`` names);
+* ``feats``, ``feats_mode="whole"``: each distinct FEATS string, written canonically
+  (:func:`canonical_feats`: features sorted by name, case-insensitively, as UD orders
+  them), ``_`` for none; ``"factored"``: per feature name, ``Name=_`` (absent) and
+  ``Name=Value`` for each value seen, names sorted as above, ``_`` first;
+* ``lemma``: the edit scripts (:mod:`.lemmas`) of the train words seen at least
+  ``lemma_min_count`` times.
+
+Ids (:func:`encode_column`). Per word, the label's index; a value that has no label
+(a dev tag unseen in train, a rare lemma script) is ``UNSEEN_TAG`` (-1), which the model's
+loss skips and the metrics count as an error; factored features give per word a list
+with one value id per feature. :func:`decode_column` turns predicted ids back into
+column values: a lemma by applying the predicted script to the word, factored
+features assembled into the canonical ``Name=Value|...`` string (``_`` when none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import datasets
+
+from ..configuration_cont_transformer import (
+    ABSENT_FEATURE,
+    FEATS_MODES,
+    PREDICTED_COLUMNS,
+    feature_groups,
+)
+from .data import UNSEEN_TAG
+from .lemmas import apply_script, edit_script, script_labels
+
+__all__ = [
+    "ABSENT_FEATURE",
+    "FEATS_MODES",
+    "PREDICTED_COLUMNS",
+    "annotated_columns",
+    "canonical_feats",
+    "column_labels",
+    "column_values",
+    "decode_column",
+    "encode_column",
+    "feature_groups",
+    "label_field",
+    "primary_column",
+]
+
+
+def label_field(column: str, primary: str) -> str:
+    """The name of a column's label ids in a batch and in the model's forward: ``labels``
+    for the primary column, ``{column}_labels`` for the others."""
+    return "labels" if column == primary else f"{column}_labels"
+
+
+def canonical_feats(feats: str) -> str:
+    """``"Number=Sing|Case=Nom"`` -> ``"Case=Nom|Number=Sing"`` (UD's order: by feature
+    name, case-insensitively); ``_`` stays ``_``."""
+    if feats == "_" or not feats:
+        return "_"
+    return "|".join(sorted(feats.split("|"), key=lambda pair: pair.partition("=")[0].lower()))
+
+
+def _features(feats: str) -> dict[str, str]:
+    canonical = canonical_feats(feats)
+    return {} if canonical == "_" else dict(pair.split("=", 1) for pair in canonical.split("|"))
+
+
+def column_values(dataset: datasets.Dataset, column: str) -> list[list[str]]:
+    """The column's values as strings, per sentence (tag columns are stored as ids)."""
+    values = dataset[column]
+    feature = dataset.features[column].feature
+    if isinstance(feature, datasets.ClassLabel):
+        return [[feature.int2str(tag) if tag >= 0 else "_" for tag in tags] for tags in values]
+    return values
+
+
+def annotated_columns(train: datasets.Dataset) -> tuple[str, ...]:
+    """The columns of :data:`PREDICTED_COLUMNS` that ``train`` fills for at least one word."""
+    return tuple(
+        column
+        for column in PREDICTED_COLUMNS
+        if column in train.column_names
+        and any(value != "_" for values in column_values(train, column) for value in values)
+    )
+
+
+def primary_column(columns: Sequence[str]) -> str:
+    """The column a model's ``logits`` predict: XPOS if among ``columns``, else UPOS, else
+    the first."""
+    return next((c for c in ("xpos", "upos") if c in columns), columns[0])
+
+
+def column_labels(
+    train: datasets.Dataset,
+    columns: Sequence[str] | None = None,
+    *,
+    feats_mode: str = "whole",
+    lemma_min_count: int = 1,
+) -> dict[str, list[str]]:
+    """Labels of each of ``columns`` (default: every column ``train`` annotates), learnt from
+    ``train`` (see the module docstring). Raises ``ValueError`` for an unknown column, one
+    ``train`` does not annotate, or an unknown ``feats_mode``."""
+    if feats_mode not in FEATS_MODES:
+        raise ValueError(f"feats_mode: choose one of {FEATS_MODES}, got {feats_mode!r}")
+    annotated = annotated_columns(train)
+    columns = annotated if columns is None else tuple(columns)
+    for column in columns:
+        if column not in PREDICTED_COLUMNS:
+            raise ValueError(f"columns: {column!r} is not one of {PREDICTED_COLUMNS}")
+        if column not in annotated:
+            raise ValueError(f"columns: the train split has no {column} (all '_')")
+    labels = {}
+    for column in columns:
+        values = column_values(train, column)
+        if column in ("upos", "xpos"):
+            labels[column] = list(train.features[column].feature.names)
+        elif column == "lemma":
+            forms = train["tokens"]
+            labels[column] = script_labels(
+                ((form, lemma) for f, ls in zip(forms, values) for form, lemma in zip(f, ls)),
+                lemma_min_count,
+            )
+        elif feats_mode == "whole":
+            labels[column] = sorted({canonical_feats(v) for vs in values for v in vs})
+        else:
+            labels[column] = _factored_labels(v for vs in values for v in vs)
+    return labels
+
+
+def _factored_labels(feats: Iterable[str]) -> list[str]:
+    seen: dict[str, set[str]] = {}
+    for value in feats:
+        for name, feature_value in _features(value).items():
+            seen.setdefault(name, set()).add(feature_value)
+    return [
+        f"{name}={value}"
+        for name in sorted(seen, key=str.lower)
+        for value in [ABSENT_FEATURE, *sorted(seen[name])]
+    ]
+
+
+def encode_column(
+    column: str,
+    words: Sequence[Sequence[str]],
+    values: Sequence[Sequence[str]],
+    labels: Sequence[str],
+    feats_mode: str = "whole",
+) -> list[list[int]] | list[list[list[int]]]:
+    """Label ids of ``values`` (a column's strings per sentence; ``words``: the forms),
+    ``UNSEEN_TAG`` for a value without a label; factored features: per word a list of
+    value ids, one per feature."""
+    if column == "feats" and feats_mode == "factored":
+        groups = [(name, {v: i for i, v in enumerate(vals)}) for name, vals in feature_groups(list(labels))]
+        return [
+            [
+                [ids.get(_features(value).get(name, ABSENT_FEATURE), UNSEEN_TAG) for name, ids in groups]
+                for value in sentence
+            ]
+            for sentence in values
+        ]
+    ids = {label: index for index, label in enumerate(labels)}
+    if column == "lemma":
+        return [
+            [ids.get(str(edit_script(form, lemma)), UNSEEN_TAG) for form, lemma in zip(forms, lemmas)]
+            for forms, lemmas in zip(words, values)
+        ]
+    if column == "feats":
+        values = [[canonical_feats(v) for v in sentence] for sentence in values]
+    return [[ids.get(value, UNSEEN_TAG) for value in sentence] for sentence in values]
+
+
+def decode_column(
+    column: str,
+    words: Sequence[str],
+    ids: Sequence[int] | Sequence[Sequence[int]],
+    labels: Sequence[str],
+    feats_mode: str = "whole",
+) -> list[str]:
+    """The column's values for one sentence's ``words`` from predicted label ``ids``
+    (factored features: per word one value id per feature)."""
+    if column == "feats" and feats_mode == "factored":
+        groups = feature_groups(list(labels))
+        result = []
+        for word_ids in ids:
+            pairs = [
+                f"{name}={values[i]}" for (name, values), i in zip(groups, word_ids)
+                if values[i] != ABSENT_FEATURE
+            ]
+            result.append(canonical_feats("|".join(pairs)))
+        return result
+    if column == "lemma":
+        return [apply_script(labels[i], word) for word, i in zip(words, ids)]
+    return [labels[i] for i in ids]

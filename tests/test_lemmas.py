@@ -1,0 +1,68 @@
+"""Lemma edit scripts: learnt from (form, lemma) pairs, applied to forms never seen."""
+
+import pytest
+
+from cont_transformer.tagging.lemmas import (
+    EditScript,
+    apply_script,
+    edit_script,
+    parse_script,
+    script_labels,
+)
+
+
+def test_a_made_up_verbs_ed_form_gets_its_lemma_from_the_walked_script():
+    script = edit_script("walked", "walk")
+    assert str(script) == "lower|-0+|-2+"
+    assert apply_script(script, "blorped") == "blorp"
+    assert apply_script(str(script), "Blorped") == "blorp"  # through its text, sentence-initial
+
+
+def test_a_capitalised_sentence_initial_word_is_lower_cased():
+    # "the -> the" is the script of every lower-case word that is its own lemma.
+    assert edit_script("the", "the") == edit_script("The", "the")
+    assert apply_script(edit_script("dog", "dog"), "The") == "the"
+
+
+def test_proper_nouns_keep_their_case():
+    script = edit_script("Paris", "Paris")
+    assert script.casing == "keep"
+    assert apply_script(script, "Blorpville") == "Blorpville"
+    assert apply_script(script, "NASA") == "NASA"
+    assert apply_script(edit_script("i", "I"), "i") == "I"  # title case
+
+
+def test_case_sensitive_rewrites_and_absolute_lemmas():
+    assert apply_script(edit_script("Häuser", "Haus"), "Häuser") == "Haus"
+    went = edit_script("went", "go")
+    assert went == EditScript(absolute="go") and str(went) == "=go"
+    assert apply_script(went, "Went") == "go"
+    assert apply_script(edit_script("ran", "run"), "ran") == "run"
+
+
+def test_a_script_that_does_not_fit_the_form_falls_back_to_the_cased_form():
+    studies = edit_script("studies", "study")  # strip "ies", add "y"
+    assert apply_script(studies, "Ies") == "ies"  # would strip the whole word: lower-cased form
+    assert apply_script(edit_script("Vögeln", "Vogel"), "Xy") == "Xy"  # keep: the form itself
+
+
+@pytest.mark.parametrize(
+    "form, lemma", [("walked", "walk"), ("a|b", "a|b"), ("x+|-1+", "y"), ("USA", "U.S.A."), ("", "x")]
+)
+def test_scripts_round_trip_through_their_text(form, lemma):
+    script = edit_script(form, lemma)
+    assert parse_script(str(script)) == script
+    assert apply_script(str(script), form) == lemma
+
+
+def test_bad_script_text_is_named():
+    with pytest.raises(ValueError, match="'nonsense'"):
+        parse_script("nonsense")
+
+
+def test_script_labels_keep_scripts_seen_min_count_times_most_frequent_first():
+    pairs = [("walked", "walk"), ("talked", "talk"), ("dogs", "dog"), ("went", "go")]
+    assert script_labels(pairs) == ["lower|-0+|-2+", "=go", "lower|-0+|-1+"]
+    assert script_labels(pairs, min_count=2) == ["lower|-0+|-2+"]
+    with pytest.raises(ValueError, match="lemma_min_count"):
+        script_labels(pairs, min_count=0)
