@@ -3,10 +3,8 @@
 The tokenizer and sentence splitter are spaCy's rule-based ones (``spacy.blank(language)``
 with its ``sentencizer``: language-specific tokenizer exceptions and affix rules, no
 trained model to download). They were chosen by measurement on the UD English-GUM and
-German-GSD dev texts against their gold tokens (README, "Tagging text"): SoMaJo is as
-accurate on English words and sentences but splits German sentences worse and runs at
-3,000–6,000 tokens/s, slower than the tagger itself; syntok is less accurate on words
-in both languages. Three steps around spaCy:
+German-GSD dev texts against their gold tokens, beside SoMaJo and syntok (the table and
+its commands: docs/experiments.md, "Tagging text"). Three steps around spaCy:
 
 * Paragraphs. A blank line always ends a sentence: the text is cut into paragraphs at
   blank lines and each is split on its own.
