@@ -10,6 +10,11 @@
 * Parameter counts split into embedding and non-embedding parameters (compression acts
   on the latter).
 * A checkpoint whose coefficient shapes disagree with its config is refused by name.
+* Loading runs no code and fails in one line naming the file: weights are read as
+  transformers reads them (safetensors, or a pickle unpickled ``weights_only``, which
+  refuses anything but tensors); when that fails, :func:`unreadable_weights` names the
+  first weights file of the folder that does not load that way. A model with a NaN or
+  infinite value in any tensor (a diverged run) is refused by :func:`check_finite`.
 * Activation checkpointing: ``gradient_checkpointing_enable()`` (transformers 5 also
   spells it ``activation_checkpointing_enable()``) sets it on every ODE block, which
   then checkpoints each integration step.
@@ -17,8 +22,12 @@
 
 from __future__ import annotations
 
+import os
+import pickle
+import warnings
 from pathlib import Path
 
+import torch
 from transformers import PreTrainedModel
 
 from .model_card import write_model_card
@@ -28,6 +37,56 @@ from .ode_block import OdeBlock
 def class_reference(cls: type) -> str:
     """``"module.Class"``, as an ``auto_map`` names a class of a folder's code files."""
     return f"{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}"
+
+
+# The weights files transformers looks for, in the order it prefers them.
+WEIGHTS_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "*.pt", "*.pth")
+
+
+def load_error(path: Path) -> str | None:
+    """Why the weights file ``path`` does not load the safe way (None if it loads).
+
+    A pickle is unpickled ``weights_only``: a file holding anything but tensors (it could
+    run code) is refused without running it."""
+    from safetensors.torch import load_file
+
+    try:
+        if path.suffix == ".safetensors":
+            load_file(path)
+        else:
+            with warnings.catch_warnings():  # torch's note on the pickle protocol
+                warnings.simplefilter("ignore")
+                torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        return "not a weights file: a pickle holding more than tensors (it could run code; it was not run)"
+    except Exception as err:  # noqa: BLE001 (any failure to load is the file's fault)
+        return " ".join(str(err).split()) or type(err).__name__
+    return None
+
+
+def unreadable_weights(folder: str | os.PathLike) -> tuple[Path, str] | None:
+    """The first weights file of a local model folder that does not load, and why; None
+    when every one loads (or ``folder`` is not a local folder)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return None
+    for pattern in WEIGHTS_PATTERNS:
+        for path in sorted(folder.glob(pattern)):
+            reason = load_error(path)
+            if reason is not None:
+                return path, reason
+    return None
+
+
+def check_finite(model: torch.nn.Module, source: str | os.PathLike) -> None:
+    """Raise ``ValueError`` naming ``source`` and the first tensor of ``model`` holding a NaN
+    or an infinite value."""
+    for name, tensor in model.state_dict().items():
+        if tensor.is_floating_point() and tensor.device.type != "meta" and not bool(tensor.isfinite().all()):
+            raise ValueError(
+                f"{source}: tensor {name} holds NaN or infinite values (a diverged training "
+                "run?); refusing to load it"
+            )
 
 
 class ContinuousPreTrainedModel(PreTrainedModel):
@@ -47,6 +106,25 @@ class ContinuousPreTrainedModel(PreTrainedModel):
         total = self.num_parameters()
         non_embedding = self.num_parameters(exclude_embeddings=True)
         return {"embedding": total - non_embedding, "non_embedding": non_embedding, "total": total}
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        """``PreTrainedModel.from_pretrained``, with one-line errors naming a weights file
+        that does not load, and refusing non-finite weights (see the module docstring).
+
+        Raises ``OSError`` naming the damaged file, ``ValueError`` naming the folder and
+        the first non-finite tensor.
+        """
+        try:
+            model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        except Exception as err:
+            damaged = unreadable_weights(pretrained_model_name_or_path)
+            if damaged is None:
+                raise
+            path, reason = damaged
+            raise OSError(f"{path}: cannot be loaded: {reason}") from err
+        check_finite(model, pretrained_model_name_or_path)
+        return model
 
     @classmethod
     def _finalize_model_loading(cls, model, load_config, loading_info):
@@ -94,4 +172,6 @@ class ContinuousPreTrainedModel(PreTrainedModel):
             write_model_card(self, save_directory, overwrite=regenerate_model_card)
 
 
-__all__ = ["ContinuousPreTrainedModel", "class_reference"]
+__all__ = [
+    "ContinuousPreTrainedModel", "check_finite", "class_reference", "load_error", "unreadable_weights",
+]

@@ -35,6 +35,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="text: raw text; lines: a sentence per line; tokens: a sentence "
                         "per line, words split by spaces; conllu: re-tag a CoNLL-U file")
     parser.add_argument("--output", help="file to write (default: stdout)")
+    parser.add_argument("--in-place", action="store_true",
+                        help="allow --output to be the --input file (replaced by the tagged output)")
     parser.add_argument("--format", choices=OUTPUT_FORMATS, default="conllu",
                         help="output: conllu, tsv (word, then each predicted column) or json (JSON Lines)")
     parser.add_argument("--language", choices=LANGUAGES,
@@ -78,7 +80,7 @@ def run(args: argparse.Namespace) -> None:
         )
     stats = tag_file(
         tagger, name, args.output, input_format=args.input_format, output_format=args.format,
-        progress=False if args.no_progress else None, text=text,
+        progress=False if args.no_progress else None, text=text, in_place=args.in_place,
     )
     print(stats.summary(), file=sys.stderr)
     if gold is not None:

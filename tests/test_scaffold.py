@@ -149,8 +149,9 @@ def test_a_new_run_refuses_a_folder_with_outputs(tmp_path):
     (folder / "notes.txt").write_text("mine")
     with pytest.raises(OutputFolderError, match="^--output-dir: .* is not empty"):
         prepare_run_folder(folder, resuming=False, overwrite=False)
+    (folder / "run.json").write_text("{}")  # a run of this package wrote it
     prepare_run_folder(folder, resuming=False, overwrite=True)
-    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]  # only run outputs go
+    assert sorted(p.name for p in folder.iterdir()) == [".lock", "notes.txt"]  # only run outputs go
 
 
 def test_resolve_model_dir_accepts_a_run_folder(tmp_path):

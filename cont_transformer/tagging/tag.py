@@ -40,6 +40,7 @@ from .columns import decode_column
 from .conllu_document import COLUMNS
 from .lemmas import parse_script
 from .segmentation import check_language, split_text, tokenize_sentences
+from .tokenization import word_shortener
 
 
 @dataclass
@@ -157,6 +158,8 @@ class Tagger:
         # (docs/experiments.md, "Long sentences").
         self.max_length = getattr(model.config, "max_position_embeddings", None) or 2**62
         self.collate = PaddingCollator(tokenizer.pad_token_id)
+        # Long words cut to what the model reads: time linear in the input (tokenization.py).
+        self.shorten = word_shortener(tokenizer, getattr(model.config, "max_word_length", 0) or 0)
         device = next(model.parameters()).device
         self.forward = (
             compiled(model, device, torch_compile_backend, torch_compile_mode, dynamic=True)
@@ -205,8 +208,11 @@ class Tagger:
         ``progress`` is called with the number of words tagged after each batch."""
         if not sentences:
             return []
+        read = sentences  # what the model reads; lemmas are made from the words themselves
+        if self.shorten is not None:
+            read = [[self.shorten(word) for word in words] for words in sentences]
         rows = encode_for_evaluation(
-            self.tokenizer, sentences, [[0] * len(words) for words in sentences], self.max_length
+            self.tokenizer, read, [[0] * len(words) for words in read], self.max_length
         )
         owner = torch.tensor([row["sentence_start"] for row in rows]).cumsum(0) - 1  # (rows,)
         predicted: list[dict[str, list]] = [{} for _ in rows]

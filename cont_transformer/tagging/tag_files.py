@@ -24,11 +24,15 @@ Outputs (``output_format``):
 
 Sentences are tagged in chunks (each sorted by length inside :meth:`Tagger.predict`),
 so long inputs stream. The output is written to a staging file beside ``output`` and
-renamed into place at the end: after an error, ``output`` is as it was.
+renamed into place at the end: after an error, ``output`` is as it was. The staging file
+is locked while written, so the next run into the same output deletes one a killed run
+left (:func:`~cont_transformer.training.outputs.remove_stale`). An output that is the
+input file is refused unless ``in_place``.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -44,6 +48,7 @@ from typing import BinaryIO
 
 from tqdm.auto import tqdm
 
+from ..training.outputs import hold_lock, remove_stale
 from .conllu_document import ConlluDocument, format_sentence
 from .data import decode_utf8
 from .segmentation import (
@@ -59,6 +64,7 @@ INPUT_FORMATS = ("text", "lines", "tokens", "conllu")
 OUTPUT_FORMATS = ("conllu", "tsv", "json")
 CHUNK_SENTENCES = 4096  # sentences sorted and tagged together
 _SPACES = re.compile(r"\s*")
+_STAGING_SUFFIX = re.compile(r"\.[0-9a-f]{32}\.tmp")
 
 
 STAGES = ("setup", "tokenizer", "model", "output")
@@ -173,13 +179,33 @@ def _output_stream(output: str | os.PathLike | None) -> Iterator[BinaryIO]:
         raise ValueError(f"output: {output} is a folder")
     if not output.parent.is_dir():
         raise FileNotFoundError(f"output: folder {output.parent} does not exist")
-    staging = output.with_name(f".{output.name}.{uuid.uuid4().hex}.tmp")
+    prefix = f".{output.name}"
+    remove_stale(
+        path for path in output.parent.glob(f"{glob.escape(prefix)}.*.tmp")
+        if _STAGING_SUFFIX.fullmatch(path.name[len(prefix):])
+    )
+    staging = output.with_name(f"{prefix}.{uuid.uuid4().hex}.tmp")
+    lock = hold_lock(staging)  # creates it; marks it as being written
     try:
         with staging.open("wb") as stream:
             yield stream
         os.replace(staging, output)
     finally:
         staging.unlink(missing_ok=True)
+        if lock is not None:
+            os.close(lock)
+
+
+def _check_in_place(input: str | os.PathLike | None, output: str | os.PathLike | None,
+                    in_place: bool) -> None:
+    """Refuse an output file that is the input file (after links), unless ``in_place``."""
+    if in_place or None in (input, output) or "-" in (str(input), str(output)):
+        return
+    if Path(output).exists() and Path(input).exists() and os.path.samefile(input, output):
+        raise ValueError(
+            f"output: {output} is the input file {input}; tagging would replace it "
+            "(pass --in-place to do that)"
+        )
 
 
 def _read(input: str | os.PathLike | None) -> tuple[str, str]:
@@ -187,6 +213,8 @@ def _read(input: str | os.PathLike | None) -> tuple[str, str]:
     if input is None or str(input) == "-":
         return decode_utf8(sys.stdin.buffer.read(), "<stdin>"), "<stdin>"
     path = Path(input)
+    if path.is_dir():
+        raise IsADirectoryError(f"input: {path} is a directory, not a file")
     if not path.is_file():
         raise FileNotFoundError(f"input: {path}: no such file")
     return decode_utf8(path.read_bytes(), path), str(path)
@@ -209,6 +237,7 @@ def tag_file(
     output_format: str = "conllu",
     progress: bool | None = None,
     text: str | None = None,
+    in_place: bool = False,
 ) -> TaggingStats:
     """Tag ``input`` (a file, or stdin) into ``output`` (a file, or stdout).
 
@@ -219,6 +248,7 @@ def tag_file(
         progress: show a progress bar on stderr; None shows one when stderr is a
             terminal and the run takes more than a second.
         text: the input itself (then ``input`` only names it in messages).
+        in_place: allow ``output`` to be the input file (it is read whole first).
 
     Returns the counts and timings. Raises ``ValueError`` naming the file (and line)
     for input that is not UTF-8 or not valid CoNLL-U, ``FileNotFoundError`` for a
@@ -228,6 +258,7 @@ def tag_file(
         raise ValueError(f"input_format: {input_format!r}; choose one of {INPUT_FORMATS}")
     if output_format not in OUTPUT_FORMATS:
         raise ValueError(f"output_format: {output_format!r}; choose one of {OUTPUT_FORMATS}")
+    _check_in_place(input, output, in_place)
     stats = TaggingStats()
     with stats.timing("setup"):
         if text is None:

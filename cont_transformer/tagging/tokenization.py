@@ -15,6 +15,13 @@
   ``input_ids`` alone (:func:`spelling_tables` gives the model what it needs for that).
   Only a word with a character never seen in training is still ``[UNK]``.
 
+Long words. WordPiece's greedy longest-match costs more than the square of a word's
+length, so the spelling tokenizer spells words of up to :data:`MAX_INPUT_CHARS_PER_WORD`
+characters (or the longest training word) and makes a longer one ``[UNK]``;
+:func:`word_shortener` gives the tagger a function that cuts a long word to the
+characters the model reads anyway (its first and last ones, as the character CNN clips
+them), so a word of any length is tagged in bounded time, exactly as if it were whole.
+
 A root token is prepended to every sentence (as in the reference code): a position every
 word can attend to. It is a special token, so its ``word_ids`` entry is None and it gets
 no tag. Ids: ``[PAD]`` = 0, ``[UNK]`` = 1, ``[ROOT]`` = 2, then the training words in
@@ -24,7 +31,7 @@ then the continuation pieces.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
@@ -40,8 +47,10 @@ SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, ROOT_TOKEN)
 # Continuation pieces start with a space, which no word contains (words are split on
 # whitespace): a word such as "##x" can never be read as a continuation piece.
 CONTINUATION_PREFIX = " ##"
-# WordPiece's default (100) would make longer words [UNK]; a word of any length is spelled.
-MAX_INPUT_CHARS_PER_WORD = 1_000_000
+# Longer words are [UNK] for the spelling tokenizer (unless a training word is longer):
+# WordPiece's time grows faster than the square of a word's length. The tagger shortens
+# long words first (word_shortener), so it spells words of any length.
+MAX_INPUT_CHARS_PER_WORD = 256
 
 
 def build_tokenizer(
@@ -81,7 +90,9 @@ def build_tokenizer(
                 vocab,
                 unk_token=UNK_TOKEN,
                 continuing_subword_prefix=CONTINUATION_PREFIX,
-                max_input_chars_per_word=MAX_INPUT_CHARS_PER_WORD,
+                max_input_chars_per_word=max(
+                    MAX_INPUT_CHARS_PER_WORD, 2 + max(map(len, words), default=0)
+                ),
             )
         )
         backend.decoder = decoders.WordPiece(prefix=CONTINUATION_PREFIX, cleanup=False)
@@ -99,6 +110,40 @@ def build_tokenizer(
         model_max_length=VERY_LARGE_INTEGER if model_max_length is None else model_max_length,
         model_input_names=["input_ids", "attention_mask"],
     )
+
+
+def word_shortener(
+    tokenizer: PreTrainedTokenizerBase, max_word_length: int
+) -> Callable[[str], str] | None:
+    """A function that cuts a word too long to tokenize quickly, without changing what a
+    spelling model computes for it; None for a tokenizer that is not WordPiece (a
+    word-level vocabulary looks a word up in constant time).
+
+    A word longer than ``limit`` (one more than the longest vocabulary entry, and at
+    least ``max_word_length``, the characters the model reads) keeps its first ``limit -
+    limit // 2`` and last ``limit // 2`` characters: the model reads the same clipped
+    spelling (:func:`~cont_transformer.word_representation.clip_spelling`) and the word is
+    still no training word. A character the vocabulary lacks, from the cut middle, is kept
+    so that such a word stays ``[UNK]``.
+    """
+    backend = tokenizer.backend_tokenizer.model if tokenizer.is_fast else None
+    if not isinstance(backend, models.WordPiece):
+        return None
+    special = set(tokenizer.all_special_tokens)
+    texts = [t.removeprefix(CONTINUATION_PREFIX) for t in tokenizer.get_vocab() if t not in special]
+    alphabet = set("".join(texts))
+    limit = max(1 + max(map(len, texts), default=0), max_word_length)
+    limit = min(limit, backend.max_input_chars_per_word - 1)
+    head, tail = limit - limit // 2, limit // 2
+
+    def shorten(word: str) -> str:
+        if len(word) <= limit:
+            return word
+        middle = word[head : len(word) - tail]
+        unknown = next((c for c in middle if c not in alphabet), "")
+        return word[:head] + unknown + word[len(word) - tail :]
+
+    return shorten
 
 
 def spelling_tables(

@@ -9,6 +9,13 @@
   only into an empty (or missing) folder, unless the user asks to overwrite; a resumed
   run only into its own folder (see :mod:`.identity`).
 * :func:`resolve_model_dir` accepts a model folder or a run folder (its ``best/`` model).
+
+Locks and leftovers. :func:`lock_output_folder` holds an exclusive lock on
+``<folder>/.lock`` (``flock``) from :func:`prepare_run_folder` until the process ends
+(the kernel releases it, also after a kill) or :func:`release_output_folder`: a second run
+into the same folder is refused in one line. A staging folder or file is locked the
+same way while it is written (:func:`hold_lock`), so :func:`remove_stale` deletes exactly
+the ones whose writer is gone: the next run cleans up what a killed one left.
 """
 
 from __future__ import annotations
@@ -23,12 +30,18 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+try:
+    import fcntl
+except ImportError:  # not POSIX: no locks, no stale-file cleanup
+    fcntl = None
+
 PathLike = str | os.PathLike
 
 BEST_MODEL_DIR = "best"
 METRICS_FILE = "metrics.json"
 RUN_FILE = "run.json"
 CHECKPOINTS_DIR = "checkpoints"
+LOCK_FILE = ".lock"
 # What a run writes into its output folder; --overwrite-output-dir removes these only.
 RUN_OUTPUTS = (BEST_MODEL_DIR, CHECKPOINTS_DIR, METRICS_FILE, RUN_FILE)
 _STAGING = ".staging-"
@@ -38,6 +51,78 @@ _RENAME_EXCHANGE = 2
 
 class OutputFolderError(ValueError):
     """An output folder this run must not write into (as given, it would lose data)."""
+
+
+def hold_lock(path: PathLike) -> int | None:
+    """Open ``path`` (a file, created if missing, or a folder) and lock it exclusively.
+
+    Returns the descriptor holding the lock (close it to release; the kernel releases it
+    when the process dies), or None when another process holds it. Without ``fcntl``
+    (not POSIX) it returns a descriptor and locks nothing."""
+    path = Path(path)
+    fd = os.open(path, os.O_RDONLY) if path.is_dir() else os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    if fcntl is None:
+        return fd
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def remove_stale(paths) -> None:
+    """Delete each of ``paths`` (staging files or folders) that no live process holds
+    locked with :func:`hold_lock`: what a killed writer left."""
+    if fcntl is None:
+        return
+    for path in paths:
+        try:
+            fd = hold_lock(path)
+        except OSError:  # gone meanwhile
+            continue
+        if fd is None:
+            continue  # being written
+        try:
+            if Path(path).is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                Path(path).unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+
+
+_HELD: dict[Path, int] = {}  # output folders this process holds locked, with the descriptor
+
+
+def lock_output_folder(folder: PathLike) -> None:
+    """Lock ``folder`` (made if missing) for this process's run, through ``<folder>/.lock``.
+
+    Calling it again for a folder this process holds does nothing. Raises
+    :class:`OutputFolderError` naming the folder when another process holds it."""
+    folder = Path(folder)
+    key = folder.resolve()
+    held = _HELD.get(key)
+    if held is not None:
+        lock = folder / LOCK_FILE
+        if lock.is_file() and os.fstat(held).st_ino == lock.stat().st_ino:
+            return
+        os.close(_HELD.pop(key))  # the folder was deleted and made again
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = hold_lock(folder / LOCK_FILE)
+    if fd is None:
+        raise OutputFolderError(
+            f"--output-dir: {folder} is in use by another run (it holds {folder / LOCK_FILE}); "
+            "wait for it to end or choose another folder"
+        )
+    _HELD[key] = fd
+
+
+def release_output_folder(folder: PathLike) -> None:
+    """Release the lock :func:`lock_output_folder` took (at the end of a run)."""
+    fd = _HELD.pop(Path(folder).resolve(), None)
+    if fd is not None:
+        os.close(fd)
 
 
 def _exchange(first: Path, second: Path) -> bool:
@@ -98,14 +183,19 @@ def staged_directory(target: PathLike) -> Iterator[Path]:
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(target.parent.glob(f"{_STAGING}{target.name}-*"))
     staging = _sibling(target, _STAGING)
     staging.mkdir()
+    lock = hold_lock(staging)  # marks it as being written (see remove_stale)
     try:
         yield staging
         replace_directory(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    finally:
+        if lock is not None:
+            os.close(lock)
 
 
 def write_json(path: PathLike, value: object) -> None:
@@ -117,17 +207,28 @@ def write_json(path: PathLike, value: object) -> None:
 
 
 def prepare_run_folder(output_dir: PathLike, *, resuming: bool, overwrite: bool) -> Path:
-    """Check that a run may write into ``output_dir`` and make it exist.
+    """Check that a run may write into ``output_dir``, make it exist and lock it for this
+    process (:func:`lock_output_folder`).
 
-    A new run needs a missing or empty folder; with ``overwrite`` the outputs of an earlier
-    run (:data:`RUN_OUTPUTS`) are deleted first and any other file is left alone. A resumed
-    run writes into its own folder (its identity is checked by the caller). Raises
-    :class:`OutputFolderError` naming the folder.
+    A new run needs a missing or empty folder (its lock file aside, and a ``run.json``
+    alone, from a run that failed before saving anything, counts as empty); with
+    ``overwrite`` the outputs of an earlier run (:data:`RUN_OUTPUTS`) are deleted first and
+    any other file is left alone, and only in a folder a run of this package wrote (it
+    holds ``run.json``). A resumed run writes into its own folder (its identity is checked
+    by the caller). Raises :class:`OutputFolderError` naming the folder.
     """
     folder = Path(output_dir)
     if folder.exists() and not folder.is_dir():
         raise OutputFolderError(f"--output-dir: {folder} exists and is not a folder")
-    if not resuming and folder.is_dir() and any(folder.iterdir()):
+    lock_output_folder(folder)
+    contents = {path.name for path in folder.iterdir()} - {LOCK_FILE}
+    if not resuming and contents and contents != {RUN_FILE}:
+        if not (folder / RUN_FILE).is_file():
+            raise OutputFolderError(
+                f"--output-dir: {folder} is not empty and no run of this package wrote it "
+                f"(no {RUN_FILE}); choose another folder"
+                + (" (--overwrite-output-dir deletes only a run's outputs)" if overwrite else "")
+            )
         if not overwrite:
             raise OutputFolderError(
                 f"--output-dir: {folder} is not empty (an earlier run's outputs?); resume it with "

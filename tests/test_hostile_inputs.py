@@ -1,0 +1,294 @@
+"""Hostile but fair inputs (issue 23, the probes outside the training scaffold): loading runs
+no code, limits instead of hangs, locks and leftovers, and each bad input is one line
+naming it with a non-zero exit."""
+
+import importlib.util
+import json
+import os
+import pickle
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import tiny_tagger
+from safetensors.torch import load_file, save_file
+from test_tag import TAGGER, WORDS
+from transformers import AutoModelForTokenClassification
+
+import cont_transformer
+from cont_transformer import build_tokenizer
+from cont_transformer.tagging.tag import Tagger
+from cont_transformer.tagging.tag_files import tag_file
+from cont_transformer.tagging.tokenization import spelling_tables
+from cont_transformer.tools.cli import run_cli
+from cont_transformer.training.outputs import (
+    LOCK_FILE,
+    OutputFolderError,
+    hold_lock,
+    prepare_run_folder,
+    release_output_folder,
+    staged_directory,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _script(name):
+    spec = importlib.util.spec_from_file_location(f"hostile_{name}", REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Planted:
+    """A pickle whose loading creates ``marker``: proof that code ran."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def save_tagger(folder: Path, spelling: bool = False) -> Path:
+    tokenizer = build_tokenizer(WORDS, spelling=spelling)
+    if spelling:
+        tables, char_vocab_size = spelling_tables(tokenizer, set(WORDS), 6)
+        model = tiny_tagger(
+            vocab_size=len(tokenizer), **TAGGER, word_representation="word+chars", char_vocab_size=char_vocab_size,
+            unk_token_id=tokenizer.unk_token_id, max_word_length=6, char_embedding_size=8,
+            char_hidden_size=12,
+        )
+        model.cont_transformer.embeddings.set_spelling(**tables)
+    else:
+        model = tiny_tagger(vocab_size=len(tokenizer), **TAGGER)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    (folder / "metrics.json").write_text(json.dumps({"tag_column": "xpos"}))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    return save_tagger(tmp_path_factory.mktemp("tagger"))
+
+
+def one_error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def run_tag(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        _script("tag").main(argv)
+    assert exit_info.value.code == 2
+    return one_error_line(capsys)
+
+
+def run_compress(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(_script("compress").main, argv)
+    assert exit_info.value.code == 2
+    return one_error_line(capsys)
+
+
+def damaged_copy(saved: Path, tmp_path: Path, kind: str) -> tuple[Path, Path]:
+    folder = tmp_path / kind
+    folder.mkdir()
+    for path in saved.iterdir():
+        (folder / path.name).write_bytes(path.read_bytes())
+    if kind == "pickle":
+        (folder / "model.safetensors").unlink()
+        damaged = folder / "pytorch_model.bin"
+        damaged.write_bytes(pickle.dumps(_Planted(tmp_path / "code-ran")))
+    else:
+        damaged = folder / "model.safetensors"
+        damaged.write_bytes(damaged.read_bytes()[:300])
+    return folder, damaged
+
+
+# --- loading never executes code ---------------------------------------------------------
+@pytest.mark.parametrize("kind", ["pickle", "truncated"])
+def test_a_damaged_weights_file_runs_no_code_and_is_named(saved, tmp_path, capsys, kind):
+    folder, damaged = damaged_copy(saved, tmp_path, kind)
+    with pytest.raises(OSError, match=f"^{damaged}: cannot be loaded"):
+        AutoModelForTokenClassification.from_pretrained(folder)
+    with pytest.raises(OSError, match=f"^{damaged}: cannot be loaded"):
+        Tagger.from_pretrained(folder, device="cpu")
+    text = tmp_path / "in.txt"
+    text.write_text("the dog saw a bird.\n")
+    assert str(damaged) in run_tag([str(folder), "--input", str(text), "--output", str(tmp_path / "o")], capsys)
+    assert str(damaged) in run_compress([str(folder), "--output-dir", str(tmp_path / "c")], capsys)
+    assert not (tmp_path / "code-ran").exists()
+    assert not (tmp_path / "o").exists() and not (tmp_path / "c").exists()
+    if kind == "pickle":
+        with pytest.raises(OSError, match="could run code; it was not run"):
+            AutoModelForTokenClassification.from_pretrained(folder)
+
+
+def test_a_non_finite_model_is_refused_at_load(saved, tmp_path, capsys):
+    folder = tmp_path / "nan"
+    folder.mkdir()
+    for path in saved.iterdir():
+        (folder / path.name).write_bytes(path.read_bytes())
+    weights = load_file(folder / "model.safetensors")
+    name = sorted(key for key in weights if weights[key].is_floating_point())[3]
+    weights[name][0] = float("nan")
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    message = f"^{folder}: tensor .* holds NaN or infinite values"
+    with pytest.raises(ValueError, match=message):
+        AutoModelForTokenClassification.from_pretrained(folder)
+    with pytest.raises(ValueError, match=message):
+        Tagger.from_pretrained(folder, device="cpu")
+    text = tmp_path / "in.txt"
+    text.write_text("the dog saw a bird.\n")
+    line = run_tag([str(folder), "--input", str(text), "--output", str(tmp_path / "o")], capsys)
+    assert str(folder) in line and "NaN" in line
+    line = run_compress([str(folder), "--output-dir", str(tmp_path / "c")], capsys)
+    assert str(folder) in line and "NaN" in line
+
+
+# --- limits instead of hangs -------------------------------------------------------------
+@pytest.fixture(scope="module")
+def spelling_tagger(tmp_path_factory):
+    tagger = Tagger.from_pretrained(save_tagger(tmp_path_factory.mktemp("spelling"), spelling=True), device="cpu")
+    # As tokenizers saved before the cap were: every word spelled, however long.
+    tagger.tokenizer.backend_tokenizer.model.max_input_chars_per_word = 10**6
+    return tagger
+
+
+def _word(n: int, seed: int = 0) -> str:
+    generator = random.Random(seed)
+    return "".join(generator.choice("dogsawbirhe") for _ in range(n))  # spelled in pieces
+
+
+def _word_logits(tagger, words):
+    """The logits of each word's first token, from the model over the words as given."""
+    encoding = tagger.tokenizer(words, is_split_into_words=True, return_tensors="pt")
+    with torch.no_grad():
+        logits = tagger.model(**encoding).logits[0]
+    first = {}
+    for position, word in enumerate(encoding.word_ids()):
+        if word is not None:
+            first.setdefault(word, position)
+    return logits[[first[i] for i in range(len(words))]], encoding["input_ids"].shape[1]
+
+
+def test_a_long_word_tags_fast_and_as_if_whole(spelling_tagger):
+    tagger = spelling_tagger
+    started = time.perf_counter()
+    tagger.predict([[_word(100_000)]])
+    assert time.perf_counter() - started < 5
+    # Shortened, a word gives the model exactly what the whole word gives it.
+    words = ["the", _word(300, 1), "saw", "a", _word(60, 2) + "é" + _word(60, 3), "dogsaw", *WORDS]
+    whole, pieces = _word_logits(tagger, words)
+    shortened, shortened_pieces = _word_logits(tagger, [tagger.shorten(w) for w in words])
+    assert pieces > 300 and shortened_pieces < 100  # spelled in hundreds of pieces, or a few
+    torch.testing.assert_close(whole, shortened, rtol=0, atol=1e-6)  # rounding: other shapes
+    assert [tagger.shorten(w) for w in WORDS] == WORDS
+
+
+def test_the_saved_tokenizer_does_not_spell_a_huge_word(tmp_path):
+    tokenizer = build_tokenizer(WORDS, spelling=True)
+    tokenizer.save_pretrained(tmp_path)
+    started = time.perf_counter()
+    assert tokenizer.tokenize(_word(100_000)) == ["[UNK]"]
+    assert time.perf_counter() - started < 5
+
+
+def test_tagging_time_is_linear_in_the_input(spelling_tagger, tmp_path):
+    seconds = {}
+    for size in (100_000, 1_000_000):
+        path = tmp_path / f"{size}.txt"
+        path.write_text(_word(size) + "\n")
+        started = time.perf_counter()
+        tag_file(spelling_tagger, path, tmp_path / f"{size}.conllu", input_format="tokens", progress=False)
+        seconds[size] = time.perf_counter() - started
+    assert seconds[1_000_000] < 30 * max(seconds[100_000], 0.05)
+    assert seconds[1_000_000] < 20
+
+
+# --- locks and leftovers -----------------------------------------------------------------
+def test_one_run_per_output_folder_and_the_lock_goes_with_a_killed_run(tmp_path):
+    folder = tmp_path / "run"
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         ("import sys, time; from cont_transformer.training.outputs import prepare_run_folder as p; "
+          f"p({str(folder)!r}, resuming=False, overwrite=False); print('locked', flush=True); time.sleep(60)")],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(OutputFolderError, match=f"^--output-dir: {folder} is in use by another run"):
+            prepare_run_folder(folder, resuming=False, overwrite=False)
+    finally:
+        holder.kill()
+        holder.wait()
+    prepare_run_folder(folder, resuming=False, overwrite=False)  # the kill released it
+    assert sorted(p.name for p in folder.iterdir()) == [LOCK_FILE]
+    release_output_folder(folder)
+
+
+def test_overwrite_deletes_only_in_a_folder_a_run_wrote(tmp_path):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "metrics.json").write_text('{"mine": 1}')
+    with pytest.raises(OutputFolderError, match=f"^--output-dir: {folder} is not empty and no run"):
+        prepare_run_folder(folder, resuming=False, overwrite=True)
+    assert (folder / "metrics.json").read_text() == '{"mine": 1}'
+    release_output_folder(folder)
+    failed = tmp_path / "failed"  # a run that failed before saving anything: run.json alone
+    failed.mkdir()
+    (failed / "run.json").write_text("{}")
+    prepare_run_folder(failed, resuming=False, overwrite=False)
+    release_output_folder(failed)
+
+
+def test_the_next_run_removes_what_a_killed_one_left(saved, tmp_path):
+    tagger = Tagger.from_pretrained(saved, device="cpu")
+    text, output = tmp_path / "in.txt", tmp_path / "out.conllu"
+    text.write_text("the dog saw a bird.\n")
+    stale = tmp_path / f".out.conllu.{'a' * 32}.tmp"  # a killed tag.py's staging file
+    live = tmp_path / f".out.conllu.{'b' * 32}.tmp"  # one being written now
+    other = tmp_path / ".out.conllu.notours.tmp"
+    stale.write_text("partial")
+    other.write_text("keep")
+    lock = hold_lock(live)
+    try:
+        tag_file(tagger, text, output, progress=False)
+        assert not stale.exists() and live.exists() and other.exists() and output.is_file()
+    finally:
+        os.close(lock)
+    # compress.py's staging folder (staged_directory) the same way
+    target = tmp_path / "compressed"
+    (tmp_path / ".staging-compressed-deadbeef").mkdir()
+    with staged_directory(target) as staging:
+        (staging / "config.json").write_text("{}")
+    assert sorted(p.name for p in tmp_path.glob(".staging-*")) == []
+
+
+def test_tag_refuses_output_equal_to_input_and_a_directory_input(saved, tmp_path, capsys):
+    text = tmp_path / "in.txt"
+    text.write_text("the dog saw a bird.\n")
+    link = tmp_path / "link.txt"
+    link.symlink_to(text)
+    line = run_tag([str(saved), "--input", str(text), "--output", str(link)], capsys)
+    assert f"output: {link} is the input file" in line and "--in-place" in line
+    assert text.read_text() == "the dog saw a bird.\n"
+    _script("tag").main([str(saved), "--input", str(text), "--output", str(text), "--in-place",
+                         "--no-progress"])
+    assert text.read_text().startswith("# newdoc")
+    line = run_tag([str(saved), "--input", str(tmp_path), "--output", str(tmp_path / "o")], capsys)
+    assert line == f"error: input: {tmp_path} is a directory, not a file"
+
+
+def test_the_package_is_typed():
+    assert (Path(cont_transformer.__file__).parent / "py.typed").is_file()
+    assert "py.typed" in (REPO / "pyproject.toml").read_text()
