@@ -201,7 +201,7 @@ def test_offline_metric_and_hub_error_path():
     script = """
 from cont_transformer.tagging.data import load_treebank
 from cont_transformer.tagging.metrics import load_conll18
-gold = "1\tHi\thi\tINTJ\tUH\t_\t0\troot\t_\t_\n\n"
+gold = "1\\tHi\\thi\\tINTJ\\tUH\\t_\\t0\\troot\\t_\\t_\\n\\n"
 print(load_conll18().compute(predictions=[gold.replace("INTJ", "X")], references=[gold])["XPOS"]["f1"])
 try:
     load_treebank("no-such-user/no-such-treebank")
