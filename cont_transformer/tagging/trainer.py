@@ -68,7 +68,6 @@ from .batching import (
     LengthGroupedBatchSampler,
     PaddingCollator,
     bucket_lengths,
-    encode_for_evaluation,
     encode_for_training,
     word_dropout_probabilities,
 )
@@ -92,7 +91,14 @@ from .data import (
     treebank_facts,
     treebank_files,
 )
-from .evaluation import ROW_TITLES, SELECTION_ROWS, eval_loader, evaluate, reported_rows, scoring_rows
+from .evaluation import (
+    ROW_TITLES,
+    SELECTION_ROWS,
+    eval_loader,
+    evaluate,
+    reported_rows,
+    scoring_rows,
+)
 from .optimization import build_optimizer
 from .sample_treebank import write_sample_treebank
 from .tag import Tagger, model_column_labels, saved_tag_column
