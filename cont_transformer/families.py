@@ -29,12 +29,15 @@ class EvalSet:
 
     ``accuracy(model)`` scores a model (None for timing-only data); ``forward(model)`` is
     the inference pass that is timed: every batch through the model, nothing else.
+    ``scores(model)``, where a family reports several metrics (a tagger: one per
+    predicted column), gives them all, ``accuracy`` among them.
     """
 
     accuracy: Callable[[torch.nn.Module], float | None]
     forward: Callable[[torch.nn.Module], object]
     description: str
     split: str | None = None  # "dev", "test", ... when known (for the model card)
+    scores: Callable[[torch.nn.Module], dict[str, float]] | None = None
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,9 @@ class Evaluation:
     ``dataset_name``: what a reader sees (``"UD English-GUM (XPOS)"``); ``dataset_id``:
     the Hub data set id when there is one (``"universal_dependencies"``), else the
     name is used; ``dataset_config``: its configuration (``"en_gum"``); ``split``:
-    ``"dev"``, ``"test"``, …; ``accuracy``: the fraction of correct items.
+    ``"dev"``, ``"test"``, …; ``accuracy``: the fraction of correct items;
+    ``metric_name``: what was counted (``"UPOS accuracy"``: results on one data set
+    with different names become one ``model-index`` entry with a metric each).
     """
 
     dataset_name: str
@@ -54,6 +56,7 @@ class Evaluation:
     accuracy: float
     dataset_id: str | None = None
     dataset_config: str | None = None
+    metric_name: str = "accuracy"
 
 
 # A model whose family is not registered (remote code without this package installed)
@@ -180,7 +183,7 @@ def write_model_card(
                 dataset_config=r.dataset_config,
                 dataset_split=r.split,
                 metric_type="accuracy",
-                metric_name="accuracy",
+                metric_name=r.metric_name,
                 metric_value=r.accuracy,
             )
             for r in results
@@ -199,7 +202,7 @@ def write_model_card(
     if results:
         body.append(
             "## Evaluation\n\n| data | split | accuracy |\n|---|---|---|\n"
-            + "\n".join(f"| {r.dataset_name} | {r.split} | {100 * r.accuracy:.2f}% |" for r in results)
+            + "\n".join(f"| {_data_cell(r)} | {r.split} | {100 * r.accuracy:.2f}% |" for r in results)
         )
     body += [f"## {heading}\n\n{text.strip()}" for heading, text in (sections or {}).items()]
     body.append(f"## Usage\n\n{kind.usage}")
@@ -207,3 +210,8 @@ def write_model_card(
     ModelCard(content, ignore_metadata_errors=False)  # refuses metadata the Hub would reject
     path.write_text(content + _MARKER.format(_digest(content)), encoding="utf-8")
     return path
+
+
+def _data_cell(result: Evaluation) -> str:
+    named = result.metric_name != "accuracy"
+    return f"{result.dataset_name} ({result.metric_name.removesuffix(' accuracy')})" if named else result.dataset_name

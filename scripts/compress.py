@@ -157,6 +157,9 @@ def run(args: argparse.Namespace) -> None:
         )
         for name, stats in (("source", result.source), ("compressed", result.compressed)):
             accuracy = "–" if stats.accuracy is None else f"{100 * stats.accuracy:.2f}%"
+            columns = {k: v for k, v in (stats.scores or {}).items() if k != "accuracy"}
+            if columns:  # a tagger of several columns: accuracy is their mean
+                accuracy += " (" + ", ".join(f"{k} {100 * v:.2f}%" for k, v in columns.items()) + ")"
             states = "" if stats.state_num_basis in (None, stats.num_basis) else f" (statistics K = {stats.state_num_basis})"
             print(
                 f"{name:>10}: {stats.basis}, K = {stats.num_basis}{states}, N_T = {stats.num_steps}, "

@@ -16,7 +16,6 @@ from cont_transformer.tagging.data import (
     most_frequent_tag_baseline,
     read_conllu,
 )
-from cont_transformer.tagging.metrics import load_token_accuracy
 from cont_transformer.tagging.sample_treebank import write_sample_treebank
 
 UD_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "ud"
@@ -197,19 +196,13 @@ def test_build_vocab_orders_by_frequency(tmp_path):
     assert build_vocab(treebank["train"], min_freq=2) == ["bark"]
 
 
-def test_token_accuracy_metric():
-    metric = load_token_accuracy()
-    result = metric.compute(predictions=[[1, 2, 0], [3, 4]], references=[[1, 0, -100], [3, -1]])
-    assert result == {"accuracy": 0.5, "num_words": 4}
-    assert metric.compute(predictions=[1, 2], references=[1, -100])["accuracy"] == 1.0
-
-
 @pytest.mark.slow
 def test_offline_metric_and_hub_error_path():
     script = """
 from cont_transformer.tagging.data import load_treebank
-from cont_transformer.tagging.metrics import load_token_accuracy
-print(load_token_accuracy().compute(predictions=[[0, 1]], references=[[0, 0]])["accuracy"])
+from cont_transformer.tagging.metrics import load_conll18
+gold = "1\\tHi\\thi\\tINTJ\\tUH\\t_\\t0\\troot\\t_\\t_\\n\\n"
+print(load_conll18().compute(predictions=[gold.replace("INTJ", "X")], references=[gold])["XPOS"]["f1"])
 try:
     load_treebank("no-such-user/no-such-treebank")
 except ValueError as err:
@@ -226,7 +219,7 @@ except ValueError as err:
         cwd=Path(__file__).resolve().parents[1],
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["0.5", "ValueError", "True"]
+    assert result.stdout.split() == ["1.0", "ValueError", "True"]
 
 
 requires_gum = pytest.mark.skipif(not GUM_DIR.is_dir(), reason="UD English-GUM not present")

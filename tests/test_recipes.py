@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cont_transformer.tagging import trainer as tagging
+from cont_transformer.tagging import arguments as tagging
 from cont_transformer.tools.cli import run_cli
 from cont_transformer.tools.training_benchmark import gum_recipe
 from cont_transformer.training.arguments import RECIPES, parse_arguments, read_recipe

@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 from transformers import AutoConfig
 
 from ..basis import get_basis, refined_num_steps
-from ..configuration_cont_transformer import ContTransformerConfig, check_word_representation
+from ..configuration_cont_transformer import (
+    FEATS_MODES,
+    PREDICTED_COLUMNS,
+    ContTransformerConfig,
+    check_word_representation,
+)
 from ..training.arguments import RunArguments, _help
 from ..training.schedules import parse_steps
 from .data import TAG_COLUMNS
@@ -68,7 +73,23 @@ class TrainingArguments(RunArguments):
     dev_file: list[str] = field(
         default_factory=list, **_help("CoNLL-U file(s) or glob(s) replacing the dev split")
     )
-    tag_column: str = field(default="xpos", **_help("tags to predict: xpos or upos"))
+    tag_column: str = field(
+        default="xpos",
+        **_help("the primary column (the model's logits, what a token-classification pipeline "
+                "shows): xpos or upos; if --columns leaves it out, XPOS, else UPOS, else the first"),
+    )  # fmt: skip
+    columns: str | None = field(
+        default=None,
+        **_help("comma-separated columns to predict, a head each: upos,xpos,feats,lemma "
+                "(default: every column the training treebank annotates; the paper's model: xpos)"),
+    )  # fmt: skip
+    feats_mode: str = field(
+        default="whole",
+        **_help("features as whole FEATS strings (a class each) or factored (a head per feature)"),
+    )  # fmt: skip
+    lemma_min_count: int = field(
+        default=1, **_help("lemma edit scripts seen fewer times in train are no labels")
+    )
     model_name_or_path: str | None = field(
         default=None,
         **_help("fine-tune a saved tagger of this package (folder or Hub id): its tokenizer, "
@@ -135,6 +156,12 @@ class TrainingArguments(RunArguments):
         self.train_file, self.dev_file = list(self.train_file), list(self.dev_file)
         if self.tag_column not in TAG_COLUMNS:
             raise ValueError(f"tag_column: choose one of {TAG_COLUMNS}, got {self.tag_column!r}")
+        if self.columns is not None:
+            self.columns = ",".join(parse_columns(self.columns))
+        if self.feats_mode not in FEATS_MODES:
+            raise ValueError(f"feats_mode: choose one of {FEATS_MODES}, got {self.feats_mode!r}")
+        if self.lemma_min_count < 1:
+            raise ValueError(f"lemma_min_count: must be >= 1, got {self.lemma_min_count}")
         if self.word_dropout < 0:
             raise ValueError(f"word_dropout: must be >= 0, got {self.word_dropout}")
         if self.warmup_steps < 0:
@@ -172,6 +199,18 @@ class TrainingArguments(RunArguments):
             current = current.refine()
         self.basis, self.scheme, self.time_horizon = config.basis, config.scheme, config.time_horizon
         self.num_basis, self.num_steps = current.num_basis, refined_num_steps(config.num_steps, refinements)
+
+
+def parse_columns(text: str) -> tuple[str, ...]:
+    """``"xpos,upos"`` -> ``("xpos", "upos")``; ``ValueError`` naming ``columns`` for an
+    unknown or repeated column, or none."""
+    columns = tuple(part.strip().lower() for part in text.split(",") if part.strip())
+    unknown = [c for c in columns if c not in PREDICTED_COLUMNS]
+    if unknown or not columns or len(set(columns)) != len(columns):
+        raise ValueError(
+            f"columns: give distinct columns among {','.join(PREDICTED_COLUMNS)}, got {text!r}"
+        )
+    return columns
 
 
 # The generated sample is small (2,000 short sentences): a short run with a small

@@ -45,6 +45,9 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 IGNORE_INDEX = -100
+# A row field: each word's index in the data, on its first token (IGNORE_INDEX elsewhere),
+# so that predictions gathered in any order land on their words.
+WORD_INDEX = "word_index"
 
 
 Label = int | list[int]  # a word's label id; factored features: one per feature
@@ -189,8 +192,8 @@ def encode_for_evaluation(
 
 class PaddingCollator:
     """Pads rows to the longest in the batch: ``input_ids`` with ``pad_token_id``,
-    ``attention_mask`` with 0, ``labels`` and every other label field (``*_labels``)
-    with ``IGNORE_INDEX``, other per-token fields (``unseen``) with 0; scalar fields are
+    ``attention_mask`` with 0, ``labels``, every other label field (``*_labels``) and
+    ``WORD_INDEX`` with ``IGNORE_INDEX``, other per-token fields (``unseen``) with 0; scalar fields are
     stacked. A field whose tokens hold lists (factored features) becomes
     ``(batch, seq, features)``.
 
@@ -209,7 +212,7 @@ class PaddingCollator:
     def _fill(self, key: str) -> int:
         if key == "input_ids":
             return self.pad_token_id
-        return IGNORE_INDEX if key == "labels" or key.endswith("_labels") else 0
+        return IGNORE_INDEX if key in ("labels", WORD_INDEX) or key.endswith("_labels") else 0
 
     def __call__(self, rows: Sequence[dict]) -> dict[str, torch.Tensor]:
         length = max(len(row["input_ids"]) for row in rows)

@@ -1,32 +1,145 @@
-"""Scoring a tagger: token accuracy over words, also split over the words seen and unseen
-in training, during training (:func:`evaluate`) and for a saved model
+"""Scoring a tagger: every column it predicts, as the CoNLL 2018 UD shared task scores it
+on gold tokens, during training (:func:`evaluate`) and for a saved model
 (:func:`evaluate_saved_model`).
 
-Predictions are gathered across processes with ``gather_for_metrics``, so every dev word
-and sentence counts exactly once; a gold tag unseen in train counts as an error (see
-``data.UNSEEN_TAG``). Long sentences are scored in full, in windows (see
-:mod:`.batching`).
+Rows (keys of the result, fractions): ``upos``, ``xpos``, ``ufeats`` (universal
+features only, order-insensitive), ``lemmas`` (gold ``_`` counts as right) for the
+columns predicted, and ``alltags`` (UPOS, XPOS and UFeats all right) when all three
+are. They are the official script's aligned accuracies, computed with its comparison
+(:func:`.metrics.conll18.conll18.tag_counts`) on the decoded predictions (a predicted
+lemma is its edit script applied to the form; factored features are assembled into a
+FEATS string), so they equal :func:`.metrics.load_conll18` on the same predictions
+written as CoNLL-U. A gold value with no label (a tag unseen in train) counts as an error.
+
+``accuracy`` is the model-selection score: the mean of the predicted columns' rows
+(UPOS, XPOS, UFeats, Lemmas; AllTags is not averaged in). For a one-column model it is
+that column's accuracy. ``accuracy_seen`` / ``accuracy_unseen`` split the primary
+column's accuracy over the words seen and unseen in training.
+
+Predictions are gathered across processes with ``gather_for_metrics``, each word placed
+by its index in the data, so every dev word and sentence counts exactly once. Long
+sentences are scored in full, in windows (see :mod:`.batching`).
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
+from dataclasses import dataclass
 
 import torch
 from torch.utils.data import DataLoader
 from transformers import AutoConfig, AutoTokenizer
 
+from ..configuration_cont_transformer import PREDICTED_COLUMNS
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..training.outputs import resolve_model_dir
 from ..training.scaffold import end_distributed, make_accelerator
 from .arguments import MODEL_TYPE
-from .batching import IGNORE_INDEX, PaddingCollator, encode_for_evaluation
+from .batching import IGNORE_INDEX, WORD_INDEX, PaddingCollator, encode_for_evaluation
+from .columns import column_values, decode_column, encode_column, label_field
 from .data import SPLIT_ALIASES, load_treebank
-from .metrics import load_token_accuracy
-from .tag import saved_tag_column
+from .metrics.conll18.conll18 import Word, tag_counts
+from .tag import model_column_labels, parsed_labels, predicted_ids, saved_tag_column
 from .tokenization import training_words
+
+# The result's name of each CoNLL 2018 row; the columns a row needs predicted.
+ROW_NAMES = {"UPOS": "upos", "XPOS": "xpos", "UFeats": "ufeats", "AllTags": "alltags", "Lemmas": "lemmas"}
+ROW_COLUMNS = {
+    "UPOS": {"upos"}, "XPOS": {"xpos"}, "UFeats": {"feats"}, "AllTags": {"upos", "xpos", "feats"},
+    "Lemmas": {"lemma"},
+}  # fmt: skip
+ROW_TITLES = {name: row for row, name in ROW_NAMES.items()}
+SELECTION_ROWS = ("upos", "xpos", "ufeats", "lemmas")  # averaged into ``accuracy``
+
+
+def reported_rows(columns: Sequence[str]) -> list[str]:
+    """The result's rows for a tagger predicting ``columns`` (``accuracy`` not included)."""
+    return [ROW_NAMES[row] for row in _rows(columns)]
+
+
+@dataclass
+class GoldColumns:
+    """What scoring a tagger's columns on some data needs: the words, the gold values of
+    every column the data has, and per predicted column its labels (the primary first)."""
+
+    words: list[list[str]]
+    gold: dict[str, list[list[str]]]
+    labels: dict[str, list[str]]
+    primary: str
+    feats_mode: str = "whole"
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(self.labels)
+
+    @property
+    def num_words(self) -> int:
+        return sum(map(len, self.words))
+
+    def scores(self, predicted: dict[str, torch.Tensor]) -> dict[str, float]:
+        """The rows of :func:`reported_rows` and ``accuracy`` from predicted label ids per
+        column, one per word of the data in order (factored features: a row per word)."""
+        labels = parsed_labels(self.labels)
+        system = {column: [] for column in self.columns}
+        offset = 0
+        for words in self.words:
+            for column in self.columns:
+                ids = predicted[column][offset : offset + len(words)].tolist()
+                system[column].extend(decode_column(column, words, ids, labels[column], self.feats_mode))
+            offset += len(words)
+        gold = {c: [v for values in self.gold.get(c, [["_"] * len(w) for w in self.words]) for v in values]
+                for c in PREDICTED_COLUMNS}  # fmt: skip
+        forms = [word for words in self.words for word in words]
+        pairs = [
+            (_word(forms[i], gold, i), _word(forms[i], {**gold, **system}, i)) for i in range(len(forms))
+        ]
+        counts = tag_counts(pairs)
+        result = {ROW_NAMES[row]: counts[row] / len(pairs) if pairs else 0.0 for row in _rows(self.columns)}
+        averaged = [result[row] for row in SELECTION_ROWS if row in result]
+        return {"accuracy": sum(averaged) / len(averaged), **result}
+
+
+def _rows(columns: Sequence[str]) -> list[str]:
+    return [row for row, needed in ROW_COLUMNS.items() if needed <= set(columns)]
+
+
+def _word(form: str, values: dict[str, list[str]], i: int) -> Word:
+    return Word.of(form, values["lemma"][i], values["upos"][i], values["xpos"][i], values["feats"][i])
+
+
+def scoring_rows(
+    tokenizer,
+    dataset,
+    labels: dict[str, list[str]],
+    primary: str,
+    max_length: int,
+    known_words: Container[str] | None = None,
+    feats_mode: str = "whole",
+) -> tuple[list[dict], GoldColumns]:
+    """Evaluation rows of ``dataset`` (a split from ``load_treebank``) for a tagger with
+    ``labels`` per predicted column (``primary`` the column of its ``logits``), and what
+    :func:`evaluate` scores them against. Rows carry each word's index in the data
+    (``WORD_INDEX``) and, with ``known_words``, ``unseen`` (see ``encode_for_evaluation``)."""
+    words = [list(w) for w in dataset["tokens"]]
+    gold = {c: column_values(dataset, c) for c in PREDICTED_COLUMNS if c in dataset.column_names}
+    for column in labels:
+        if column not in gold:
+            raise ValueError(f"the data has no {column} column, which the tagger predicts")
+    fields = {
+        label_field(column, primary): encode_column(column, words, gold[column], labels[column], feats_mode)
+        for column in labels
+    }
+    offsets, index = 0, []
+    for sentence in words:
+        index.append(list(range(offsets, offsets + len(sentence))))
+        offsets += len(sentence)
+    tags = fields.pop("labels")
+    rows = encode_for_evaluation(
+        tokenizer, words, tags, max_length, known_words, columns={**fields, WORD_INDEX: index}
+    )
+    return rows, GoldColumns(words, gold, dict(labels), primary, feats_mode)
 
 
 def eval_loader(
@@ -40,42 +153,44 @@ def eval_loader(
 
 
 @torch.no_grad()
-def evaluate(model, dataloader, accelerator, metric) -> dict[str, float | int]:
-    """Token accuracy over words of ``model`` on a prepared evaluation loader.
+def evaluate(model, dataloader, accelerator, gold: GoldColumns) -> dict[str, float | int]:
+    """Every predicted column of ``model`` on a prepared evaluation loader (rows from
+    :func:`scoring_rows`), scored against ``gold`` (see the module docstring).
 
-    Predictions are gathered from all processes (``gather_for_metrics`` drops the rows
-    Accelerate repeats to even out the last batch), so every word counts once.
-    Returns ``accuracy``, ``num_words`` and ``num_sentences``; with batches that carry
-    ``unseen`` (see ``encode_for_evaluation``), also ``accuracy_seen``,
-    ``accuracy_unseen`` and ``num_unseen_words``.
+    Returns ``accuracy`` (the selection score), the CoNLL 2018 rows, ``num_words`` and
+    ``num_sentences``; with batches that carry ``unseen``, also ``accuracy_seen``,
+    ``accuracy_unseen`` and ``num_unseen_words`` (the primary column).
     """
     was_training = model.training
     model.eval()
+    columns, num_words = gold.columns, gold.num_words
+    predicted: dict[str, torch.Tensor] = {}
     num_sentences = 0
     split = torch.zeros(4, dtype=torch.long)  # correct seen, seen, correct unseen, unseen
     has_split = False
     for batch in dataloader:
         has_split |= "unseen" in batch
-        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-        predictions, labels, unseen = (
+        output = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+        ids = [predicted_ids(output, c, gold.primary, gold.labels, gold.feats_mode) for c in columns]
+        padded = [
             accelerator.pad_across_processes(tensor, dim=1, pad_index=pad)
             for tensor, pad in (
-                (logits.argmax(-1), IGNORE_INDEX),
+                *((i, IGNORE_INDEX) for i in ids),
+                (batch[WORD_INDEX], IGNORE_INDEX),
                 (batch["labels"], IGNORE_INDEX),
                 (batch.get("unseen", torch.zeros_like(batch["labels"])), 0),
             )
-        )
-        predictions, labels, unseen, starts = accelerator.gather_for_metrics(
-            (predictions, labels, unseen, batch["sentence_start"])
-        )
-        scored = labels != IGNORE_INDEX
-        metric.add_batch(
-            predictions=predictions[scored].tolist(), references=labels[scored].tolist()
-        )
+        ]
+        *ids, index, labels, unseen, starts = accelerator.gather_for_metrics((*padded, batch["sentence_start"]))
+        scored = index != IGNORE_INDEX
+        for column, column_ids in zip(columns, ids):
+            if column not in predicted:
+                predicted[column] = torch.zeros((num_words, *column_ids.shape[2:]), dtype=torch.long)
+            predicted[column][index[scored].cpu()] = column_ids[scored].cpu()
         num_sentences += int(starts.sum())
-        split += _seen_unseen_counts(predictions, labels, unseen.bool())
+        split += _seen_unseen_counts(ids[columns.index(gold.primary)], labels, unseen.bool())
     model.train(was_training)
-    result = {**metric.compute(), "num_sentences": num_sentences}
+    result = {**gold.scores(predicted), "num_words": num_words, "num_sentences": num_sentences}
     correct_seen, seen, correct_unseen, num_unseen = split.tolist()
     if has_split:
         result.update(
@@ -96,12 +211,6 @@ def _seen_unseen_counts(
         [(correct & ~unseen).sum(), (scored & ~unseen).sum(), (correct & unseen).sum(),
          (scored & unseen).sum()]
     ).cpu()  # fmt: skip
-
-
-def load_metric(accelerator):
-    """The package's token-accuracy metric (loaded by path, no Hub access)."""
-    with accelerator.main_process_first():  # evaluate copies the module into its cache
-        return load_token_accuracy(keep_in_memory=True)
 
 
 def load_tagger(model_dir: str | os.PathLike):
@@ -125,40 +234,42 @@ def evaluate_saved_model(
     tag_column: str | None = None,
     batch_size: int = 64,
 ) -> dict:
-    """Token accuracy of a saved tagger on a treebank split or on CoNLL-U file(s), also over
-    the words seen and unseen in its training data (see ``tokenization.training_words``).
+    """Every column a saved tagger predicts, scored on a treebank split or on CoNLL-U
+    file(s) (see the module docstring), the primary column also over the words seen and
+    unseen in its training data (see ``tokenization.training_words``).
 
     ``model_dir`` is a model folder or a training run's folder (its ``best/`` model).
-    ``tag_column`` None reads it from the model folder's ``metrics.json`` (``xpos`` if
-    absent). Tags the model does not know count as errors. Sentences longer than the
-    model's ``max_position_embeddings`` are scored in full, in windows.
+    ``tag_column``: the primary column of a model saved before configs recorded it
+    (None: from the folder's ``metrics.json``, ``xpos`` if absent). Sentences longer
+    than the model's ``max_position_embeddings`` are scored in full, in windows.
     """
     model, folder = load_tagger(model_dir)
     accelerator = make_accelerator()
     tokenizer = AutoTokenizer.from_pretrained(folder)
-    tag_column = tag_column or saved_tag_column(folder)
     config = model.config
-    label_names = {tag_column: [config.id2label[i] for i in range(config.num_labels)]}
+    labels = model_column_labels(config, tag_column or saved_tag_column(folder))
+    primary = next(iter(labels))
     if eval_file:
-        dataset = load_treebank({"eval": list(eval_file)}, label_names=label_names)["eval"]
+        dataset = load_treebank({"eval": list(eval_file)})["eval"]
     else:
-        splits = load_treebank(treebank, data_dir, label_names=label_names)
+        splits = load_treebank(treebank, data_dir)
         split = SPLIT_ALIASES.get(split, split)
         if split not in splits:
             raise ValueError(
                 f"eval_split: treebank {treebank!r} has no split {split!r} (found {sorted(splits)})"
             )
         dataset = splits[split]
-    rows = encode_for_evaluation(
-        tokenizer, dataset["tokens"], dataset[tag_column], config.max_position_embeddings,
-        training_words(tokenizer, model),
+    rows, gold = scoring_rows(
+        tokenizer, dataset, labels, primary, config.max_position_embeddings,
+        training_words(tokenizer, model), config.feats_mode,
     )  # fmt: skip
     batch_size = math.ceil(batch_size / accelerator.num_processes) * accelerator.num_processes
     model, loader = accelerator.prepare(model, eval_loader(rows, batch_size, tokenizer.pad_token_id))
-    result = evaluate(model, loader, accelerator, load_metric(accelerator))
+    result = evaluate(model, loader, accelerator, gold)
     result.update(
         model_dir=str(folder),
-        tag_column=tag_column,
+        tag_column=primary,
+        columns=list(gold.columns),
         split=split if not eval_file else list(eval_file),
         num_basis=config.num_basis,
         num_steps=config.num_steps,

@@ -13,10 +13,10 @@ from transformers import AutoTokenizer
 from ..families import CardText, EvalSet, ModelFamily, forward_batches, register_family
 from ..training.outputs import METRICS_FILE, write_json
 from ..training.scaffold import make_accelerator
-from .batching import PaddingCollator, encode_for_evaluation
+from .batching import PaddingCollator
 from .data import load_treebank
-from .evaluation import evaluate, load_metric
-from .tag import saved_tag_column
+from .evaluation import evaluate, reported_rows, scoring_rows
+from .tag import model_column_labels, saved_tag_column
 
 
 def load_preprocessor(folder: Path):
@@ -26,28 +26,33 @@ def load_preprocessor(folder: Path):
 
 
 def eval_set(model, tokenizer, folder: Path, path: Path, batch_size: int) -> EvalSet:
-    """Scores and times a tagger on a CoNLL-U file, in its tag column (metrics.json)."""
+    """Scores (every predicted column, see :mod:`.evaluation`) and times a tagger on a
+    CoNLL-U file."""
     config = model.config
-    column = saved_tag_column(folder)
-    label_names = {column: [config.id2label[i] for i in range(config.num_labels)]}
-    dataset = load_treebank({"eval": [path]}, label_names=label_names)["eval"]
-    rows = encode_for_evaluation(
-        tokenizer, dataset["tokens"], dataset[column], config.max_position_embeddings
-    )
+    labels = model_column_labels(config, saved_tag_column(folder))
+    primary = next(iter(labels))
+    dataset = load_treebank({"eval": [path]})["eval"]
+    rows, gold = scoring_rows(
+        tokenizer, dataset, labels, primary, config.max_position_embeddings,
+        feats_mode=config.feats_mode,
+    )  # fmt: skip
     rows.sort(key=lambda row: len(row["input_ids"]))  # little padding in a batch
     collate = PaddingCollator(tokenizer.pad_token_id)
     batches = [collate(rows[i : i + batch_size]) for i in range(0, len(rows), batch_size)]
     accelerator = make_accelerator()
-    metric = load_metric(accelerator)
+    shown = ["accuracy", *reported_rows(gold.columns)]
 
-    def accuracy(model: torch.nn.Module) -> float:
+    def scores(model: torch.nn.Module) -> dict[str, float]:
         with torch.no_grad():
-            return evaluate(model, batches, accelerator, metric)["accuracy"]
+            result = evaluate(model, batches, accelerator, gold)
+        return {name: result[name] for name in shown}
 
     inputs = [{"input_ids": b["input_ids"], "attention_mask": b["attention_mask"]} for b in batches]
-    num_words = sum(map(len, dataset[column]))
-    description = f"{path.name} ({column.upper()}, {num_words:,} words)"
-    return EvalSet(accuracy, partial(forward_batches, batches=inputs), description, ud_split(path))
+    description = f"{path.name} ({', '.join(c.upper() for c in gold.columns)}, {gold.num_words:,} words)"
+    return EvalSet(
+        lambda model: scores(model)["accuracy"], partial(forward_batches, batches=inputs),
+        description, ud_split(path), scores=scores,
+    )  # fmt: skip
 
 
 def ud_split(path: Path) -> str | None:
@@ -64,7 +69,8 @@ def synthetic_inputs(config, count: int, size: int) -> tuple[dict, str]:
 
 
 def write_record(source: Path, folder: Path, accuracy: float | None, description: str) -> None:
-    """A compressed tagger's metrics.json: its tag column (for evaluation) and accuracy."""
+    """A compressed tagger's metrics.json: its primary column (for evaluation) and accuracy
+    (the selection score: the mean over its columns)."""
     record = {"tag_column": saved_tag_column(source), "accuracy": accuracy, "eval_data": description}
     write_json(folder / METRICS_FILE, record)
 
@@ -77,6 +83,7 @@ def card_facts(config) -> dict[str, object]:
             f"{config.hidden_size} / {config.num_attention_heads} / {config.intermediate_size}"
         ),
         "tags (labels)": len(getattr(config, "id2label", None) or {}),
+        **{f"{column} head (labels)": len(labels) for column, labels in (getattr(config, "column_labels", None) or {}).items()},
     }
 
 

@@ -2,7 +2,9 @@
 
 :func:`write_sample_treebank` writes valid CoNLL-U (with comments, multiword tokens, empty
 nodes and words whose tag depends on context) from a tiny grammar;
-``data.load_treebank("sample")`` generates and loads it.
+``data.load_treebank("sample")`` generates and loads it. Every word has UPOS, XPOS and a
+lemma (plurals and past tenses lemmatised); nouns and verbs have features (number; tense
+and verb form), so a model trained on it predicts every column.
 """
 
 from __future__ import annotations
@@ -58,6 +60,12 @@ _NOT: Word = ("n't", "not", "PART", "RB")
 _SAID: Word = ("said", "say", "VERB", "VBD")
 _THAT: Word = ("that", "that", "SCONJ", "IN")
 _AND: Word = ("and", "and", "CCONJ", "CC")
+# A small morphology, by XPOS: number on nouns, tense and verb form on verbs.
+SAMPLE_FEATS: dict[str, str] = {
+    "NN": "Number=Sing", "NNS": "Number=Plur", "NNP": "Number=Sing",
+    "VBZ": "Number=Sing|Person=3|Tense=Pres|VerbForm=Fin", "VBP": "Tense=Pres|VerbForm=Fin",
+    "VBD": "Tense=Past|VerbForm=Fin", "VB": "VerbForm=Inf",
+}  # fmt: skip
 
 
 @dataclass
@@ -163,8 +171,9 @@ def _sample_conllu(units: list[_Unit], sent_id: str) -> str:
             if word_id == root:
                 head, deprel = 0, "root"
             word_misc = "_" if unit.surface else misc
+            feats = SAMPLE_FEATS.get(xpos, "_")
             rows.append(
-                f"{word_id}\t{form}\t{lemma}\t{upos}\t{xpos}\t_\t{head}\t{deprel}\t_\t{word_misc}"
+                f"{word_id}\t{form}\t{lemma}\t{upos}\t{xpos}\t{feats}\t{head}\t{deprel}\t_\t{word_misc}"
             )
         text += surface + ("" if no_space else " ")
     return "\n".join([f"# sent_id = {sent_id}", f"# text = {text.strip()}", *rows]) + "\n\n"
@@ -176,7 +185,8 @@ def write_sample_treebank(
     """Write a synthetic English-like treebank as `sample-ud-{train,dev}.conllu`.
 
     The sentences come from a small grammar (determiners, adjectives, nouns,
-    verbs, modals, prepositions, punctuation; PTB XPOS and UPOS) with words
+    verbs, modals, prepositions, punctuation; PTB XPOS, UPOS, lemmas and number, tense
+    and verb form in FEATS) with words
     whose tag depends on context, so a most-frequent-tag baseline stays well
     below 100% while a model that reads context can approach it. Returns
     split (`train`, `validation`) -> file.

@@ -92,6 +92,32 @@ def saved_tag_column(folder: str | os.PathLike) -> str:
     return json.loads(metrics.read_text()).get("tag_column", "xpos") if metrics.is_file() else "xpos"
 
 
+def model_column_labels(config, column: str = "xpos") -> dict[str, list[str]]:
+    """Every column a tagger's ``config`` predicts -> its labels (lemma scripts as text),
+    the primary column first (``config.primary_column``, else ``column``: models saved
+    before there were several heads)."""
+    primary = getattr(config, "primary_column", None) or column
+    primary_labels = [config.id2label[i] for i in range(config.num_labels)]
+    return {primary: primary_labels, **(getattr(config, "column_labels", None) or {})}
+
+
+def parsed_labels(labels: dict[str, list]) -> dict[str, list]:
+    """``labels`` with the lemma scripts parsed (decoding applies them word by word)."""
+    if "lemma" not in labels:
+        return dict(labels)
+    return {**labels, "lemma": [parse_script(text) for text in labels["lemma"]]}
+
+
+def predicted_ids(output, column: str, primary: str, labels: dict[str, list], feats_mode: str) -> torch.Tensor:
+    """``(batch, seq)`` label ids of ``column`` from a tagger's ``output`` (``logits`` for the
+    ``primary`` column); factored features ``(batch, seq, features)``."""
+    logits = output.logits if column == primary else output[f"{column}_logits"]
+    if column != "feats" or feats_mode != "factored":
+        return logits.argmax(-1)
+    groups = logits.split([len(values) for _, values in feature_groups(labels["feats"])], dim=-1)
+    return torch.stack([group.argmax(-1) for group in groups], dim=-1)
+
+
 def check_words(sentences: Sequence[Sequence[str]]) -> None:
     """Raise ``ValueError`` naming the first word that is not a non-blank string."""
     for number, words in enumerate(sentences):
@@ -149,9 +175,7 @@ class Tagger:
         self.labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
         self.feats_mode = getattr(model.config, "feats_mode", "whole")
         # Column -> its labels (lemma scripts parsed once), the primary column's from id2label.
-        self.column_labels = {self.column: self.labels, **(getattr(model.config, "column_labels", None) or {})}
-        if "lemma" in self.column_labels:
-            self.column_labels["lemma"] = [parse_script(text) for text in self.column_labels["lemma"]]
+        self.column_labels = parsed_labels(model_column_labels(model.config, self.column))
         self.columns = tuple(c for c in COLUMNS if c in self.column_labels)  # in CoNLL-U order
         # The length the model was trained on; longer sentences go in windows (see above),
         # even with sinusoidal positions: windows score better than whole long stretches
@@ -192,14 +216,6 @@ class Tagger:
         with the number of words tagged after each batch."""
         return [columns[self.column] for columns in self.predict_columns(sentences, progress)]
 
-    def _predicted_ids(self, output, column: str) -> torch.Tensor:
-        """``(batch, seq)`` label ids of ``column``; factored features ``(batch, seq, features)``."""
-        logits = output.logits if column == self.column else output[f"{column}_logits"]
-        if column != "feats" or self.feats_mode != "factored":
-            return logits.argmax(-1)
-        groups = logits.split([len(values) for _, values in feature_groups(self.column_labels["feats"])], dim=-1)
-        return torch.stack([group.argmax(-1) for group in groups], dim=-1)
-
     def predict_columns(
         self, sentences: Sequence[Sequence[str]], progress: Callable[[int], object] | None = None
     ) -> list[dict[str, list[str]]]:
@@ -230,7 +246,7 @@ class Tagger:
                     )
                     scored = batch["labels"] != IGNORE_INDEX  # (batch, seq)
                     for column in self.columns:
-                        ids = self._predicted_ids(output, column).cpu()[scored].split(scored.sum(1).tolist())
+                        ids = predicted_ids(output, column, self.column, self.column_labels, self.feats_mode).cpu()[scored].split(scored.sum(1).tolist())
                         for i, row_ids in zip(chosen, ids):
                             predicted[i][column] = row_ids.tolist()
                     if progress is not None:

@@ -21,15 +21,24 @@ Decisions worth knowing:
   ``[UNK]`` learns to stand for rare words, which is what unknown dev/test words are. On
   English-GUM a uniform rate taught ``[UNK]`` the average word's tags (determiners,
   prepositions) and scored worse on the 7.4% of dev words unseen in train.
-* Metrics. Dev predictions are gathered across processes with ``gather_for_metrics``,
-  so every dev word and sentence counts exactly once; accuracy is over words, and a
-  gold tag unseen in train counts as an error (see ``data.UNSEEN_TAG``). It is also
-  split over the words seen in train and those not (``accuracy_seen``,
+* Columns. A head per predicted column (``columns``, default every column the train
+  split annotates: a treebank without lemmas gets no lemma head), trained jointly (the
+  loss is the sum of each column's mean cross-entropy); ``tag_column`` is the primary
+  one (the model's ``logits``). Labels come from train (:func:`.columns.column_labels`).
+* Metrics and model selection. Dev is scored per column as the CoNLL 2018 shared task
+  does on gold tokens (``upos``, ``xpos``, ``ufeats``, ``alltags``, ``lemmas``; see
+  :mod:`.evaluation`); a gold value unseen in train counts as an error. The best model
+  is the one with the highest ``accuracy``: the mean of the predicted columns' rows
+  (UPOS, XPOS, UFeats, Lemmas), for a one-column model its accuracy. The primary
+  column is also split over the words seen in train and those not (``accuracy_seen``,
   ``accuracy_unseen``).
 * Long sentences: truncated for training, scored in full in windows for evaluation
   (see :mod:`.batching`).
 * Fine-tuning. ``model_name_or_path`` starts from a saved tagger of this package: its
-  tokenizer, K, N_T and tags are kept (tags new in the data get new classifier rows).
+  tokenizer, K, N_T, columns and labels are kept. Primary-column tags new in the data
+  get new classifier rows; new values of the other columns (a tag, FEATS string or
+  lemma script the saved head lacks) map to no label (-1): not trained on, and scored
+  as errors.
 """
 
 from __future__ import annotations
@@ -59,11 +68,20 @@ from .batching import (
     LengthGroupedBatchSampler,
     PaddingCollator,
     bucket_lengths,
-    encode_for_evaluation,
     encode_for_training,
     word_dropout_probabilities,
 )
+from .columns import (
+    PREDICTED_COLUMNS,
+    annotated_columns,
+    column_labels,
+    column_values,
+    encode_column,
+    label_field,
+    primary_column,
+)
 from .data import (
+    TAG_COLUMNS,
     TREEBANKS,
     TreebankFacts,
     build_vocab,
@@ -73,10 +91,17 @@ from .data import (
     treebank_facts,
     treebank_files,
 )
-from .evaluation import eval_loader, evaluate, load_metric
+from .evaluation import (
+    ROW_TITLES,
+    SELECTION_ROWS,
+    eval_loader,
+    evaluate,
+    reported_rows,
+    scoring_rows,
+)
 from .optimization import build_optimizer
 from .sample_treebank import write_sample_treebank
-from .tag import Tagger
+from .tag import Tagger, model_column_labels, saved_tag_column
 from .tag_files import tag_file
 from .tokenization import build_tokenizer, spelling_tables
 
@@ -123,13 +148,37 @@ def _vocabulary(train) -> list[str]:
     return [word for word in build_vocab(train) if not any(c.isspace() for c in word)]
 
 
-def _content_fingerprint(*datasets_, column: str) -> str:
+def _content_fingerprint(*datasets_, columns: Sequence[str]) -> str:
     digest = hashlib.sha256()
     for dataset in datasets_:
-        names = dataset.features[column].feature.names
-        rows = dataset[:]
-        digest.update(json.dumps([names, rows["tokens"], rows[column]]).encode())
+        values = [[list(v) for v in column_values(dataset, column)] for column in columns]
+        digest.update(json.dumps([[list(w) for w in dataset["tokens"]], *values]).encode())
     return digest.hexdigest()
+
+
+def choose_columns(args: TrainingArguments, train, saved=None) -> tuple[str, dict[str, list[str]]]:
+    """The primary column and every predicted column's labels (the primary first): from
+    ``train`` as ``args`` says, or (fine-tuning) the ``saved`` labels, the primary
+    column's extended by the tags new in ``train``."""
+    if saved is not None:
+        primary = next(iter(saved))
+        if args.columns is not None and set(args.columns.split(",")) != set(saved):
+            raise ValueError(
+                f"columns: the model to fine-tune predicts {','.join(saved)}, not {args.columns}"
+            )
+        if primary in TAG_COLUMNS:
+            check_tag_column(train, primary)
+        new = column_labels(train, [primary], lemma_min_count=args.lemma_min_count)[primary]
+        return primary, {**saved, primary: saved[primary] + [t for t in new if t not in saved[primary]]}
+    columns = args.columns.split(",") if args.columns else annotated_columns(train)
+    if not columns:
+        raise ValueError(f"treebank: the train split of {args.treebank!r} annotates none of {PREDICTED_COLUMNS}")
+    primary = args.tag_column if args.tag_column in columns else primary_column(columns)
+    if primary in TAG_COLUMNS:
+        check_tag_column(train, primary)
+    ordered = [primary, *(c for c in columns if c != primary)]
+    labels = column_labels(train, ordered, feats_mode=args.feats_mode, lemma_min_count=args.lemma_min_count)
+    return primary, {column: labels[column] for column in ordered}
 
 
 # --- the trainer --------------------------------------------------------------------------
@@ -138,12 +187,15 @@ def _content_fingerprint(*datasets_, column: str) -> str:
 def model_config(
     args: TrainingArguments,
     tokenizer,
-    label_names: Sequence[str],
+    labels: Mapping[str, Sequence[str]],
     language: str | None = None,
     char_vocab_size: int = ContTransformerConfig.char_vocab_size,
 ) -> ContTransformerConfig:
-    """The tagger's config at the refinement schedule's initial K and N_T."""
+    """The tagger's config at the refinement schedule's initial K and N_T; ``labels``: per
+    predicted column its labels, the primary column first."""
     schedule = args.refinement_schedule
+    primary, *others = labels
+    label_names = labels[primary]
     return ContTransformerConfig(
         vocab_size=len(tokenizer),
         hidden_size=args.hidden_size,
@@ -171,6 +223,9 @@ def model_config(
         max_word_length=args.max_word_length,
         id2label=dict(enumerate(label_names)),
         label2id={name: i for i, name in enumerate(label_names)},
+        primary_column=primary,
+        column_labels={column: list(labels[column]) for column in others} or None,
+        feats_mode=args.feats_mode,
     )
 
 
@@ -181,54 +236,53 @@ class PosTrainer(Trainer):
 
     def load_data(self) -> None:
         args, accelerator = self.args, self.accelerator
-        saved_labels = None
+        saved = None
         if args.model_name_or_path is not None:
             self.tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
             config = AutoConfig.from_pretrained(args.model_name_or_path)
-            saved_labels = [config.id2label[i] for i in range(config.num_labels)]
+            saved = model_column_labels(config, saved_tag_column(args.model_name_or_path))
         data = load_splits(args.treebank, args.data_dir, args.train_file, args.dev_file)
         for split in ("train", "validation"):
             if split not in data:
                 raise ValueError(
                     f"treebank: {args.treebank!r} has no {split!r} split (found {sorted(data)})"
                 )
-        train_split = data["train"]
-        check_tag_column(train_split, args.tag_column)
-        label_names = train_split.features[args.tag_column].feature.names
-        if saved_labels is not None:
-            label_names = saved_labels + [name for name in label_names if name not in saved_labels]
-            data = load_splits(
-                args.treebank, args.data_dir, args.train_file, args.dev_file,
-                label_names={args.tag_column: label_names},
-            )  # fmt: skip
-            train_split = data["train"]
-        else:
+        train_split, dev_split = data["train"], data["validation"]
+        self.primary, self.labels = choose_columns(args, train_split, saved)
+        if saved is None:
             self.tokenizer = build_tokenizer(
                 _vocabulary(train_split), spelling=args.word_representation != "word"
             )
-        self.label_names = list(label_names)
-        dev_split = data["validation"]
-        tokenizer = self.tokenizer
-        train_rows, num_cut = encode_for_training(
-            tokenizer, train_split["tokens"], train_split[args.tag_column], args.max_length
-        )
+        tokenizer, primary, words = self.tokenizer, self.primary, train_split["tokens"]
+        feats_mode = getattr(config, "feats_mode", "whole") if saved is not None else args.feats_mode
+        self.feats_mode = feats_mode
+        fields = {
+            label_field(column, primary): encode_column(
+                column, words, column_values(train_split, column), labels, feats_mode
+            )
+            for column, labels in self.labels.items()
+        }  # fmt: skip
+        tags = fields.pop("labels")
+        train_rows, num_cut = encode_for_training(tokenizer, words, tags, args.max_length, columns=fields)
         if num_cut:
             logger.warning(
                 "training truncates sentences to %d tokens: %d words not trained on",
                 args.max_length, num_cut,
             )  # fmt: skip
-        self.counts = Counter(word for words in train_split["tokens"] for word in words)
-        dev_rows = encode_for_evaluation(
-            tokenizer, dev_split["tokens"], dev_split[args.tag_column], args.max_length, self.counts
+        self.counts = Counter(word for sentence in words for word in sentence)
+        dev_rows, self.gold = scoring_rows(
+            tokenizer, dev_split, self.labels, primary, args.max_length, self.counts, feats_mode
         )
-        self.fingerprint = _content_fingerprint(train_split, dev_split, column=args.tag_column)
+        self.fingerprint = _content_fingerprint(train_split, dev_split, columns=list(self.labels))
         self.files = treebank_files(
             args.treebank, args.data_dir, {"train": args.train_file, "validation": args.dev_file}
         )
         self.facts = treebank_facts(self.files.get("train", []))
         if self.facts is None and args.treebank == "sample" and not args.train_file:
             self.facts = TreebankFacts("sample (generated by cont_transformer)", language="en")
-        self.baseline = most_frequent_tag_baseline(train_split, dev_split, args.tag_column)
+        self.baseline = (
+            most_frequent_tag_baseline(train_split, dev_split, primary) if primary in TAG_COLUMNS else None
+        )
         self.num_sentences = (len(train_split), len(dev_split))
         self.sampler = LengthGroupedBatchSampler(
             [len(r["input_ids"]) for r in train_rows], args.batch_size, args.seed
@@ -239,7 +293,6 @@ class PosTrainer(Trainer):
             DataLoader(train_rows, batch_sampler=self.sampler, collate_fn=self.collate),
             eval_loader(dev_rows, args.batch_size, tokenizer.pad_token_id, self.buckets),
         )
-        self.metric = load_metric(accelerator)
 
     @property
     def steps_per_epoch(self) -> int:
@@ -263,13 +316,13 @@ class PosTrainer(Trainer):
             if args.word_representation != "word":
                 spelling, char_vocab_size = spelling_tables(tokenizer, self.counts, args.max_word_length)
             model = ContTransformerForTokenClassification(
-                model_config(args, tokenizer, self.label_names, language, char_vocab_size)
+                model_config(args, tokenizer, self.labels, language, char_vocab_size)
             )
             if spelling is not None:
                 model.cont_transformer.embeddings.set_spelling(**spelling)
         else:
             model = ContTransformerForTokenClassification.from_pretrained(args.model_name_or_path)
-            model = _with_labels(model, self.label_names)
+            model = _with_labels(model, self.primary, self.labels[self.primary])
         probabilities = word_dropout_probabilities(tokenizer, self.counts, args.word_dropout)
         model.cont_transformer.embeddings.set_word_dropout(probabilities)
         return model
@@ -285,15 +338,17 @@ class PosTrainer(Trainer):
 
     def loss(self, model: nn.Module, batch: dict) -> torch.Tensor:
         # Word dropout happens in the model (training mode), from the probabilities set above.
-        return model(
-            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]
-        ).loss
+        labels = {key: value for key, value in batch.items() if key == "labels" or key.endswith("_labels")}
+        return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], **labels).loss
 
     def batch_items(self, batch: dict) -> torch.Tensor:
         return batch["attention_mask"].sum()
 
     def evaluate(self, model: nn.Module) -> dict:
-        return evaluate(model, self.eval_loader, self.accelerator, self.metric)
+        return evaluate(model, self.eval_loader, self.accelerator, self.gold)
+
+    def reported_metrics(self) -> list[str]:
+        return ["accuracy", *reported_rows(self.gold.columns)]
 
     def data_fingerprint(self) -> str:
         return self.fingerprint
@@ -302,7 +357,11 @@ class PosTrainer(Trainer):
         args = self.args
         return {
             "treebank": args.treebank,
-            "tag_column": args.tag_column,
+            "tag_column": self.primary,
+            "columns": list(self.labels),
+            "selection_metric": "accuracy: the mean of " + ", ".join(
+                r for r in reported_rows(self.labels) if r in SELECTION_ROWS
+            ),
             "num_train_sentences": self.num_sentences[0],
             "num_dev_sentences": self.num_sentences[1],
             "baseline_accuracy": self.baseline,
@@ -317,14 +376,17 @@ class PosTrainer(Trainer):
         args = self.args
         model.save_pretrained(folder)
         self.tokenizer.save_pretrained(folder)
-        record = {"tag_column": args.tag_column, "treebank": args.treebank, "best": entry}
+        record = {"tag_column": self.primary, "columns": list(self.labels), "treebank": args.treebank, "best": entry}
         (folder / METRICS_FILE).write_text(json.dumps(record, indent=2) + "\n")
 
     def card_facts(self, entry: dict) -> dict:
         args, facts = self.args, self.facts
         name = facts.name if facts else args.treebank
-        results = [Evaluation(f"{name} ({args.tag_column.upper()})", "dev", entry["accuracy"],
-                              facts and facts.dataset_id, facts and facts.dataset_config)]  # fmt: skip
+        results = [
+            Evaluation(name, "dev", entry[row], facts and facts.dataset_id, facts and facts.dataset_config,
+                       metric_name=f"{ROW_TITLES[row]} accuracy")
+            for row in reported_rows(self.labels)
+        ]  # fmt: skip
         return {
             "extra": {"training data": f"{name}, {self.num_sentences[0]:,} sentences",
                       "best dev step": entry["step"]},
@@ -359,10 +421,11 @@ class PosTrainer(Trainer):
         return ContTransformerForTokenClassification.from_pretrained(folder).to(self.accelerator.device).eval()
 
 
-def _with_labels(model, label_names: Sequence[str]):
-    """``model`` with a classifier over ``label_names`` (its own first, new ones appended with
-    freshly initialised rows)."""
+def _with_labels(model, primary: str, label_names: Sequence[str]):
+    """``model`` with a classifier of its ``primary`` column over ``label_names`` (its own
+    first, new ones appended with freshly initialised rows)."""
     config = model.config
+    config.primary_column = config.primary_column or primary
     old = config.num_labels
     if len(label_names) == old:
         return model

@@ -85,6 +85,9 @@ class ModelStats:
     embedding_parameters: int
     non_embedding_parameters: int
     accuracy: float | None = None  # fraction of scored items, None without labels
+    # Every metric where the family reports several (``accuracy`` among them; a tagger:
+    # one per predicted column), else None.
+    scores: dict[str, float] | None = None
     inference_seconds: float | None = None  # median of timed passes over the eval set
     # K of the running statistics where the model has them (image models), else None.
     state_num_basis: int | None = None
@@ -159,7 +162,8 @@ def synthetic_eval_set(source: SourceModel) -> EvalSet:
 
 # --- measuring -------------------------------------------------------------------------
 def model_stats(
-    model: torch.nn.Module, accuracy: float | None, seconds: float | None
+    model: torch.nn.Module, accuracy: float | None, seconds: float | None,
+    scores: dict[str, float] | None = None,
 ) -> ModelStats:
     """The :class:`ModelStats` of ``model`` (basis, K, N_T, parameter counts) with its scores."""
     counts = model.num_parameters_split()
@@ -171,6 +175,7 @@ def model_stats(
         embedding_parameters=counts["embedding"],
         non_embedding_parameters=counts["non_embedding"],
         accuracy=accuracy,
+        scores=scores,
         inference_seconds=seconds,
         state_num_basis=state_num_basis_of(config),
     )
@@ -205,7 +210,7 @@ def compare(
     compiles every shape); the scores come from the models as they are.
     """
     check_count("repeats", repeats)
-    accuracy = eval_set.accuracy(model)
+    scores, accuracy = score(eval_set, model)
     device = next(model.parameters()).device
     timed_model, timed_source = (
         (compiled(model, device, dynamic=True), compiled(source, device, dynamic=True))
@@ -219,7 +224,15 @@ def compare(
         device=device,
     )
     speedup = statistics.median(s / t for s, t in zip(source_times, times))
-    return Comparison(model_stats(model, accuracy, statistics.median(times)), speedup, source_times)
+    return Comparison(model_stats(model, accuracy, statistics.median(times), scores), speedup, source_times)
+
+
+def score(eval_set: EvalSet, model: torch.nn.Module) -> tuple[dict[str, float] | None, float | None]:
+    """``(every metric or None, accuracy)`` of ``model`` on ``eval_set``, in one pass."""
+    if eval_set.scores is None:
+        return None, eval_set.accuracy(model)
+    scores = eval_set.scores(model)
+    return scores, scores["accuracy"]
 
 
 # --- writing ---------------------------------------------------------------------------
@@ -271,10 +284,11 @@ def write_compression_card(
     before, after, method = result.source, result.compressed, result.method
     ratio = before.non_embedding_parameters / after.non_embedding_parameters
     rows = [
-        {"model": "source", **asdict(before), "total_parameters": before.total_parameters},
-        {"model": "compressed", **asdict(after), "total_parameters": after.total_parameters,
+        {"model": "source", **asdict(before), **(before.scores or {}), "total_parameters": before.total_parameters},
+        {"model": "compressed", **asdict(after), **(after.scores or {}), "total_parameters": after.total_parameters,
          "compression_ratio": ratio, "speedup": result.speedup},
     ]  # fmt: skip
+    metrics = list(after.scores or ["accuracy"])
     notes = [
         f"source model: `{base_model or result.source_dir}`",
         f"method: {method} (no retraining, no data)",
@@ -286,7 +300,7 @@ def write_compression_card(
         ),
         *(f"{key}: {value}" for key, value in (extra or {}).items()),
     ]
-    section = compression_section(rows, ["accuracy"], notes, scored_on=result.eval_description)
+    section = compression_section(rows, metrics, notes, scored_on=result.eval_description)
     compression = {
         "source_model": base_model or str(result.source_dir),
         "method": method,
@@ -301,16 +315,20 @@ def write_compression_card(
         "compression_ratio": round(ratio, 4),
         "accuracy_before": before.accuracy,
         "accuracy_after": after.accuracy,
+        **({"scores_before": before.scores, "scores_after": after.scores} if after.scores else {}),
         "inference_seconds_before": before.inference_seconds,
         "inference_seconds_after": after.inference_seconds,
         "speedup": round(result.speedup, 4),
         "eval_data": result.eval_description,
     }
+    named = {k: v for k, v in (after.scores or {}).items() if k != "accuracy"}
     results = (
-        [Evaluation(result.eval_description, result.eval_split, after.accuracy)]
+        [Evaluation(result.eval_description, result.eval_split, value, metric_name=f"{name} accuracy")
+         for name, value in named.items()]
+        or [Evaluation(result.eval_description, result.eval_split, after.accuracy)]
         if after.accuracy is not None
         else []
-    )
+    )  # fmt: skip
     path = write_model_card(
         model,
         folder,
@@ -392,11 +410,11 @@ def compress(
     eval_set = (
         load_eval_set(source, eval_file) if eval_file is not None else synthetic_eval_set(source)
     )
-    source_accuracy = eval_set.accuracy(source.model)
+    source_scores, source_accuracy = score(eval_set, source.model)
     model = compressed_copy(source.model, basis, num_basis, num_steps, method, state_num_basis)
     comparison = compare(source.model, model, eval_set, repeats, torch_compile)
     before = model_stats(
-        source.model, source_accuracy, statistics.median(comparison.source_seconds)
+        source.model, source_accuracy, statistics.median(comparison.source_seconds), source_scores
     )
     result = CompressionResult(
         source.folder, output, method, before, comparison.stats, comparison.speedup,

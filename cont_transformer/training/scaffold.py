@@ -289,6 +289,11 @@ class Trainer:
         best model scored as ``entry`` (data set, language, licence, results)."""
         return {}
 
+    def reported_metrics(self) -> list[str]:
+        """What the compression report and the model card show of an evaluation (keys of
+        :meth:`evaluate`'s result, higher is better): by default the selection metric."""
+        return [self.selection_metric]
+
     def data_fingerprint(self) -> str:
         return ""
 
@@ -495,8 +500,8 @@ class Trainer:
         compression table; the subclass's facts may include e.g. a test score)."""
         sections = {}
         if "compression" in self.extra_metrics:
-            rows, metric = self.extra_metrics["compression"], self.selection_metric
-            sections[SECTION_HEADING] = compression_section(rows, [metric], scored_on="the dev data")
+            rows = self.extra_metrics["compression"]
+            sections[SECTION_HEADING] = compression_section(rows, self.reported_metrics(), scored_on="the dev data")
         self.write_card(self.load_best(), self.output_dir / BEST_MODEL_DIR, self.state.best, sections)
 
     def load_best(self) -> nn.Module:
@@ -508,17 +513,18 @@ class Trainer:
         (:func:`~cont_transformer.compression.compression_variants`) on dev; writes
         ``compression.json`` beside ``metrics.json`` and returns the rows."""
         model = self.load_best()
-        source = self.evaluate(model)[self.selection_metric]
+        metrics, selection = self.reported_metrics(), self.selection_metric
+        source = self.evaluate(model)
         config = model.config
         rows = [{"model": "trained", "num_basis": config.num_basis, "num_steps": config.num_steps,
-                 self.selection_metric: source, "drop_points": 0.0}]  # fmt: skip
+                 **{m: source[m] for m in metrics}, "drop_points": 0.0}]  # fmt: skip
         for name, change in compression_variants(config):
             variant = compressed_copy(model, **change)
-            score = self.evaluate(variant)[self.selection_metric]
+            score = self.evaluate(variant)
             rows.append({
                 "model": name, "num_basis": variant.config.num_basis,
-                "num_steps": variant.config.num_steps, self.selection_metric: score,
-                "drop_points": 100 * (source - score),
+                "num_steps": variant.config.num_steps, **{m: score[m] for m in metrics},
+                "drop_points": 100 * (source[selection] - score[selection]),
             })  # fmt: skip
         if self.accelerator.is_main_process:
             write_json(self.output_dir / COMPRESSION_FILE, rows)

@@ -8,15 +8,6 @@ import evaluate
 METRICS_DIR = Path(__file__).resolve().parent
 
 
-def load_token_accuracy(**kwargs: Any) -> evaluate.EvaluationModule:
-    """Load the token accuracy metric (see `token_accuracy/token_accuracy.py`).
-
-    Keyword arguments go to `evaluate.load` (e.g. `num_process`, `process_id`,
-    `experiment_id` for distributed evaluation).
-    """
-    return evaluate.load(str(METRICS_DIR / "token_accuracy"), **kwargs)
-
-
 def load_conll18(**kwargs: Any) -> evaluate.EvaluationModule:
     """Load the CoNLL 2018 UD scorer (see `conll18/conll18.py`):
     ``compute(predictions=[system CoNLL-U text], references=[gold CoNLL-U text])``.

@@ -76,6 +76,11 @@ class Word:
     xpos: str
     feats: str
 
+    @classmethod
+    def of(cls, form: str, lemma: str, upos: str, xpos: str, feats: str) -> Word:
+        """A word scored on its own (no span): its FEATS reduced as the scorer does."""
+        return cls(0, 0, False, form, lemma, upos, xpos, universal_feats(feats))
+
 
 @dataclass
 class Document:
@@ -230,6 +235,12 @@ _KEYS = {
 }
 
 
+def tag_counts(pairs: list[tuple[Word, Word]]) -> dict[str, int]:
+    """Per tag row (UPOS, XPOS, UFeats, AllTags, Lemmas), the aligned ``(gold, system)``
+    word pairs whose column agrees."""
+    return {row: sum(agrees(g, s) for g, s in pairs) for row, agrees in _KEYS.items()}
+
+
 def counts(gold_text: str, system_text: str) -> dict[str, dict[str, int]]:
     """Per row, ``{"correct", "gold", "system", "aligned"}`` of one document pair;
     ``ValueError`` when the texts differ (whitespace aside), naming where."""
@@ -251,8 +262,7 @@ def counts(gold_text: str, system_text: str) -> dict[str, dict[str, int]]:
         ),
         "Words": (len(pairs), len(gold.words), len(system.words), None),
     }
-    for row, agrees in _KEYS.items():
-        correct = sum(agrees(g, s) for g, s in pairs)
+    for row, correct in tag_counts(pairs).items():
         result[row] = (correct, len(gold.words), len(system.words), len(pairs))
     return {row: dict(zip(("correct", "gold", "system", "aligned"), values)) for row, values in result.items()}
 
