@@ -79,10 +79,10 @@ def test_the_sample_recipe_leaves_the_rest_to_the_sample_defaults():
 def test_recipe_keys_in_either_spelling_and_values_checked_like_flags(tmp_path):
     path = tmp_path / "r.json"
     path.write_text(
-        '{"max-steps": "7", "learning_rate": 0.5, "refine-epochs": [1, 2], "augment": false}'
+        '{"batch-size": "7", "learning_rate": 0.5, "refine-epochs": [1, 2], "augment": false}'
     )
     assert read_recipe(path, imaging.ImageTrainingArguments) == {
-        "max_steps": 7, "learning_rate": 0.5, "refine_epochs": [1, 2], "augment": False,
+        "batch_size": 7, "learning_rate": 0.5, "refine_epochs": [1, 2], "augment": False,
     }  # fmt: skip
 
 
