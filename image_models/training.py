@@ -141,6 +141,7 @@ class ImageTrainingArguments(RunArguments):
         default="no", **_help("'bf16': bfloat16 autocast for training and evaluation (CPU or GPU)")
     )
     channels_last: bool = field(default=False, **_help("images and discrete convolutions in channels_last"))
+    logit_scale: float | None = field(default=None, **_help("the logits' scale (default: the preset's)"))
     validation_size: int = field(
         default=5000, **_help("training images held out to select the best epoch")
     )
@@ -205,7 +206,7 @@ class ImageTrainingArguments(RunArguments):
 PRESET_SCHEDULES: dict[str, dict[str, object]] = {
     "mnist-small": {"epochs": 14, "refine_epochs": [3, 5, 12], "lr_decay_epochs": [8, 11]},
     "cifar10-fast": {
-        "epochs": 10, "refine_epochs": [3, 8], "scheme": "euler", "batch_size": 1024,
+        "epochs": 10, "refine_epochs": [5, 8], "scheme": "euler", "batch_size": 1024,
         "learning_rate": 11.5, "weight_decay": 0.0153, "momentum": 0.85, "nesterov": True,
         "decoupled_hyperparameters": True, "bias_lr_scale": 64.0, "lr_schedule": "triangle",
         "label_smoothing": 0.2, "flip": "alternating", "translate": 2, "translate_padding": "reflect",
@@ -379,6 +380,7 @@ class ImageTrainer(Trainer):
             scheme=args.scheme,
             time_horizon=args.time_horizon,
             use_normalization=args.use_normalization,
+            **({} if args.logit_scale is None else {"logit_scale": args.logit_scale}),
             num_labels=len(self.class_names),
             id2label=dict(enumerate(self.class_names)),
         )
