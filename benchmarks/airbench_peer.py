@@ -34,12 +34,18 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from image_models.augmentation import alternating_flip, flip_parities, random_crop  # noqa: E402
-from image_models.optimization import triangle_factor  # noqa: E402
-from image_models.training import ImageTrainingArguments, build_processor, load_split_tensors  # noqa: E402
-from image_models.tta import mean_logits, views_of  # noqa: E402
+from image_models.augmentation import alternating_flip, flip_parities, random_crop
+from image_models.optimization import triangle_factor
+from image_models.training import ImageTrainingArguments, build_processor, load_split_tensors
+from image_models.tta import mean_logits, views_of
 
-DATASET = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cifar10" / "cifar10-jpg.tar.gz"
+DATASET = (
+    Path(__file__).resolve().parents[1].parent
+    / "shared"
+    / "data"
+    / "cifar10"
+    / "cifar10-jpg.tar.gz"
+)
 
 
 def import_airbench():
@@ -50,11 +56,15 @@ def import_airbench():
         except ImportError:
             stand_in = types.ModuleType("torchvision")
             stand_in.transforms = types.ModuleType("torchvision.transforms")
-            sys.modules.update({"torchvision": stand_in, "torchvision.transforms": stand_in.transforms})
+            sys.modules.update(
+                {"torchvision": stand_in, "torchvision.transforms": stand_in.transforms}
+            )
     try:
         from airbench import lib_airbench94, utils
     except ImportError as error:
-        raise SystemExit(f"error: airbench: not installed ({error}); pip install airbench") from None
+        raise SystemExit(
+            f"error: airbench: not installed ({error}); pip install airbench"
+        ) from None
     return lib_airbench94, utils
 
 
@@ -86,7 +96,11 @@ def optimizer_for(net: nn.Module, hyp: dict, batch_size: int) -> torch.optim.SGD
     lr_biases = lr * opt["bias_scaler"]
     named = [(k, p) for k, p in net.named_parameters() if p.requires_grad]
     groups = [
-        {"params": [p for k, p in named if "norm" in k], "lr": lr_biases, "weight_decay": wd / lr_biases},
+        {
+            "params": [p for k, p in named if "norm" in k],
+            "lr": lr_biases,
+            "weight_decay": wd / lr_biases,
+        },
         {"params": [p for k, p in named if "norm" not in k], "lr": lr, "weight_decay": wd / lr},
     ]
     for group in groups:
@@ -100,7 +114,9 @@ def run(args: argparse.Namespace) -> dict:
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.num_threads)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.mixed_precision == "bf16")
+    autocast = torch.autocast(
+        device.type, dtype=torch.bfloat16, enabled=args.mixed_precision == "bf16"
+    )
     data_args = ImageTrainingArguments(dataset=str(args.dataset), preset="cifar10-fast")
     (images, labels), validation, test, _ = load_split_tensors(data_args)
     processor = build_processor(data_args)
@@ -115,17 +131,25 @@ def run(args: argparse.Namespace) -> dict:
     step, step_seconds, started = 0, [], time.perf_counter()
     for epoch in range(math.ceil(hyp["opt"]["train_epochs"])):
         net[0].bias.requires_grad = epoch < hyp["opt"]["whiten_bias_epochs"]
-        order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(args.seed + epoch))
+        order = torch.randperm(
+            len(labels), generator=torch.Generator().manual_seed(args.seed + epoch)
+        )
         for index in range(steps_per_epoch):
             tick = time.perf_counter()
             chosen = order[index * batch_size : (index + 1) * batch_size]
             generator = torch.Generator().manual_seed(args.seed * 100_003 + step)
             batch = random_crop(images[chosen], generator, hyp["aug"]["translate"], "reflect")
             batch = alternating_flip(batch, parities[chosen], epoch)
-            pixels = processor.preprocess_tensor(batch).to(device).contiguous(memory_format=torch.channels_last)
+            pixels = (
+                processor.preprocess_tensor(batch)
+                .to(device)
+                .contiguous(memory_format=torch.channels_last)
+            )
             step += 1
             for group in optimizer.param_groups:
-                group["lr"] = group["initial_lr"] * triangle_factor(step, max_steps, 0.2, 0.23, 0.07)
+                group["lr"] = group["initial_lr"] * triangle_factor(
+                    step, max_steps, 0.2, 0.23, 0.07
+                )
             with autocast:
                 logits = net(pixels)
             loss = F.cross_entropy(logits.float(), labels[chosen].to(device),
@@ -147,12 +171,14 @@ def run(args: argparse.Namespace) -> dict:
 
     def score(split, views: str) -> float:
         net.eval()
-        model = lambda x: types.SimpleNamespace(logits=net(x))  # noqa: E731
+        model = lambda x: types.SimpleNamespace(logits=net(x))
         correct = 0
         with torch.no_grad(), autocast:
             for start in range(0, len(split[1]), 500):
                 pixels = processor.preprocess_tensor(split[0][start : start + 500]).to(device)
-                logits = mean_logits(model, pixels.contiguous(memory_format=torch.channels_last), views_of(views))
+                logits = mean_logits(
+                    model, pixels.contiguous(memory_format=torch.channels_last), views_of(views)
+                )
                 correct += (logits.argmax(-1).cpu() == split[1][start : start + 500]).sum().item()
         return correct / len(split[1])
 
@@ -166,7 +192,12 @@ def run(args: argparse.Namespace) -> dict:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", type=Path, default=DATASET, help="CIFAR-10 folder or archive")
-    parser.add_argument("--steps", type=int, default=0, help="stop after N steps and report step times (0: full run)")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=0,
+        help="stop after N steps and report step times (0: full run)",
+    )
     parser.add_argument("--mixed-precision", choices=("no", "bf16"), default="bf16")
     parser.add_argument("--num-threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)

@@ -14,7 +14,6 @@ consecutive epochs show both orientations of every image.
 import torch
 import torch.nn.functional as F
 
-
 PADDING_MODES = ("constant", "reflect")
 
 

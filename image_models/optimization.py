@@ -49,7 +49,9 @@ def build_sgd(
 ) -> torch.optim.SGD:  # fmt: skip
     """SGD over the trainable parameters of ``model`` in two groups (see the module
     docstring); ``learning_rate`` is the group rate's base, set per step by the scaffold."""
-    biases = {id(m.bias) for m in model.modules() if is_norm(m) and getattr(m, "bias", None) is not None}
+    biases = {
+        id(m.bias) for m in model.modules() if is_norm(m) and getattr(m, "bias", None) is not None
+    }
     trainable = [p for p in model.parameters() if p.requires_grad]
     if bias_lr_scale == 1 and not decoupled:  # plain SGD: one group
         return torch.optim.SGD(trainable, lr=learning_rate, momentum=momentum, weight_decay=weight_decay,
@@ -65,7 +67,9 @@ def build_sgd(
     return torch.optim.SGD(groups, lr=learning_rate, momentum=momentum, nesterov=nesterov)
 
 
-def triangle_factor(step: int, max_steps: int, start: float, warmup_fraction: float, end: float) -> float:
+def triangle_factor(
+    step: int, max_steps: int, start: float, warmup_fraction: float, end: float
+) -> float:
     """The triangle schedule's factor at step ``step`` (from 1) of ``max_steps``."""
     peak = warmup_fraction * max_steps
     if step <= peak:

@@ -47,7 +47,13 @@ from cont_transformer.training.outputs import BEST_MODEL_DIR, METRICS_FILE
 from cont_transformer.training.scaffold import Trainer
 from cont_transformer.training.schedules import RefinementSchedule, RunPlan
 
-from .augmentation import PADDING_MODES, alternating_flip, flip_parities, random_crop, random_horizontal_flip
+from .augmentation import (
+    PADDING_MODES,
+    alternating_flip,
+    flip_parities,
+    random_crop,
+    random_horizontal_flip,
+)
 from .data import load_image_dataset, to_tensors
 from .initialization import identity_init_
 from .lookahead import Lookahead, lookahead_decay

@@ -51,9 +51,12 @@ def test_whitened_stem_output_covariance_is_near_identity_on_its_data():
 def test_alternating_flip_mirrors_each_image_every_other_epoch():
     images = torch.arange(6 * 2 * 4, dtype=torch.uint8).reshape(6, 1, 2, 4)
     parities = flip_parities(6, seed=3)
-    flipped = torch.stack([
-        (alternating_flip(images, parities, epoch) != images).flatten(1).any(1) for epoch in range(4)
-    ])  # (epochs, images)
+    flipped = torch.stack(
+        [
+            (alternating_flip(images, parities, epoch) != images).flatten(1).any(1)
+            for epoch in range(4)
+        ]
+    )  # (epochs, images)
     for epoch in range(3):
         assert torch.equal(flipped[epoch + 1], ~flipped[epoch])
     assert flipped.sum(0).tolist() == [2] * 6
@@ -64,7 +67,13 @@ def test_alternating_flip_mirrors_each_image_every_other_epoch():
 
 
 def tiny_rgb_model(**overrides) -> OdeResNetForImageClassification:
-    values = {"num_channels": 3, "stage_channels": [4, 6], "stage_strides": [1, 2], "num_labels": 3, "num_basis": 2}
+    values = {
+        "num_channels": 3,
+        "stage_channels": [4, 6],
+        "stage_strides": [1, 2],
+        "num_labels": 3,
+        "num_basis": 2,
+    }
     torch.manual_seed(0)
     return OdeResNetForImageClassification(OdeResNetConfig(**{**values, **overrides})).eval()
 
