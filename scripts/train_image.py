@@ -8,7 +8,7 @@ The paper's MNIST recipe (refinement K = 1 → 8):
     python scripts/train_image.py --dataset ../shared/data/mnist --preset mnist-small \
         --output-dir runs/mnist --epochs 90 --refine-epochs 20 50 80 --lr-decay-epochs 30 60 85
 
-The fast CIFAR-10 recipe (docs/cifar.md: every method a flag, ``--no-whiten-stem`` and
+The fast CIFAR-10 recipe (docs/cifar.md: every method a flag, ``--whiten-stem false`` and
 the like for an ablation): ``python scripts/train_image.py recipes/cifar10_fast.json``,
 or ``--preset cifar10-fast`` with any dataset.
 
