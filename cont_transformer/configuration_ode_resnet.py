@@ -26,6 +26,14 @@ PRESETS: dict[str, dict] = {
         "num_channels": 3, "stage_channels": [64, 128, 256], "stage_strides": [1, 2, 2], "num_labels": 100,
         "num_basis": 8,
     },
+    # A fast CIFAR-10 network (docs/cifar.md): a 2x2 stem of 24 channels (patch whitening
+    # fills 12 filters and their negatives), every stage halving the resolution, wider
+    # stages than cifar10-small, logits scaled down as in airbench.
+    "cifar10-fast": {
+        "num_channels": 3, "stage_channels": [64, 128, 256], "stage_strides": [2, 2, 2], "num_labels": 10,
+        "num_basis": 4, "stem_channels": 24, "stem_kernel_size": 2, "logit_scale": 1 / 9,
+        "batch_norm_momentum": 0.4,
+    },
 }
 
 
@@ -46,6 +54,11 @@ class OdeResNetConfig(PreTrainedConfig):
         state_num_basis: K of the BatchNorm running statistics inside the OdeBlocks
             (default None: the same basis as the weights). A compressed model may keep
             its source's finer statistics (buffers, not parameters).
+        stem_channels: output channels of the stem conv (default: the first stage's width).
+        stem_kernel_size: the stem conv's kernel; odd sizes pad to keep H and W, even
+            sizes do not pad (a 2x2 stem maps 32x32 to 31x31).
+        logit_scale: the logits are the classifier's output times this (a temperature).
+        batch_norm_momentum: momentum of every BatchNorm's running statistics.
         num_labels / id2label / label2id: the classes, as for any Hugging Face config.
     """
 
@@ -63,6 +76,10 @@ class OdeResNetConfig(PreTrainedConfig):
         scheme: str = "rk4",
         time_horizon: float = 1.0,
         state_num_basis: int | None = None,
+        stem_channels: int | None = None,
+        stem_kernel_size: int = 3,
+        logit_scale: float = 1.0,
+        batch_norm_momentum: float = 0.1,
         **kwargs,
     ):
         check_count("num_channels", num_channels)
@@ -76,6 +93,12 @@ class OdeResNetConfig(PreTrainedConfig):
                 f"stage_strides: must have one stride per stage ({len(stage_channels)}), "
                 f"got {len(stage_strides)}"
             )
+        check_count("stem_channels", stem_channels, optional=True)
+        check_count("stem_kernel_size", stem_kernel_size)
+        if not logit_scale > 0:
+            raise ValueError(f"logit_scale: must be positive, got {logit_scale}")
+        if not 0 < batch_norm_momentum <= 1:
+            raise ValueError(f"batch_norm_momentum: must be in (0, 1], got {batch_norm_momentum}")
         num_steps = num_basis if num_steps is None else num_steps
         check_continuous_choices(basis, num_basis, num_steps, scheme, time_horizon, state_num_basis)
         self.num_channels = num_channels
@@ -84,6 +107,10 @@ class OdeResNetConfig(PreTrainedConfig):
         self.basis, self.num_basis, self.num_steps, self.scheme = basis, num_basis, num_steps, scheme
         self.time_horizon = float(time_horizon)
         self.state_num_basis = state_num_basis
+        self.stem_channels = stem_channels
+        self.stem_kernel_size = stem_kernel_size
+        self.logit_scale = float(logit_scale)
+        self.batch_norm_momentum = float(batch_norm_momentum)
         super().__init__(**kwargs)
         if self.num_labels < 1:
             raise ValueError(f"num_labels: must be >= 1, got {self.num_labels}")

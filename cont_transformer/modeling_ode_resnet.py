@@ -31,8 +31,8 @@ from .ode_block import Coefficients, OdeBlock
 from .pretrained import ContinuousPreTrainedModel
 
 
-def _norm(channels: int, use_normalization: bool) -> nn.Module:
-    return nn.BatchNorm2d(channels) if use_normalization else nn.Identity()
+def _norm(channels: int, use_normalization: bool, momentum: float = 0.1) -> nn.Module:
+    return nn.BatchNorm2d(channels, momentum=momentum) if use_normalization else nn.Identity()
 
 
 def _conv3x3(in_channels: int, out_channels: int, stride: int = 1) -> nn.Conv2d:
@@ -42,11 +42,11 @@ def _conv3x3(in_channels: int, out_channels: int, stride: int = 1) -> nn.Conv2d:
 class RateUnit(nn.Module):
     """The rate R(x): BN → ReLU → Conv3×3 → BN → ReLU → Conv3×3, (batch, C, H, W) → same."""
 
-    def __init__(self, channels: int, use_normalization: bool = True):
+    def __init__(self, channels: int, use_normalization: bool = True, momentum: float = 0.1):
         super().__init__()
-        self.bn1 = _norm(channels, use_normalization)
+        self.bn1 = _norm(channels, use_normalization, momentum)
         self.conv1 = _conv3x3(channels, channels)
-        self.bn2 = _norm(channels, use_normalization)
+        self.bn2 = _norm(channels, use_normalization, momentum)
         self.conv2 = _conv3x3(channels, channels)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -62,18 +62,21 @@ class StitchBlock(nn.Module):
     (batch, in_channels, H, W) → (batch, out_channels, ⌈H/stride⌉, ⌈W/stride⌉).
     """
 
-    def __init__(self, in_channels: int, out_channels: int, stride: int = 1, use_normalization: bool = True):
+    def __init__(
+        self, in_channels: int, out_channels: int, stride: int = 1, use_normalization: bool = True,
+        momentum: float = 0.1,
+    ):  # fmt: skip
         super().__init__()
-        self.bn1 = _norm(in_channels, use_normalization)
+        self.bn1 = _norm(in_channels, use_normalization, momentum)
         self.conv1 = _conv3x3(in_channels, out_channels, stride)
-        self.bn2 = _norm(out_channels, use_normalization)
+        self.bn2 = _norm(out_channels, use_normalization, momentum)
         self.conv2 = _conv3x3(out_channels, out_channels)
         if stride == 1 and in_channels == out_channels:
             self.shortcut = nn.Identity()
         else:
             self.shortcut = nn.Sequential(
                 nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False),
-                _norm(out_channels, use_normalization),
+                _norm(out_channels, use_normalization, momentum),
             )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -87,9 +90,10 @@ class Stage(nn.Module):
 
     def __init__(self, config: OdeResNetConfig, in_channels: int, out_channels: int, stride: int):
         super().__init__()
-        self.stitch = StitchBlock(in_channels, out_channels, stride, config.use_normalization)
+        momentum = config.batch_norm_momentum
+        self.stitch = StitchBlock(in_channels, out_channels, stride, config.use_normalization, momentum)
         self.ode = OdeBlock(
-            RateUnit(out_channels, config.use_normalization),
+            RateUnit(out_channels, config.use_normalization, momentum),
             basis=config.basis,
             num_basis=config.num_basis,
             num_steps=config.num_steps,
@@ -148,12 +152,14 @@ class OdeResNetModel(OdeResNetPreTrainedModel):
     def __init__(self, config: OdeResNetConfig):
         super().__init__(config)
         widths = config.stage_channels
-        self.stem = _conv3x3(config.num_channels, widths[0])
+        stem_channels, kernel = config.stem_channels or widths[0], config.stem_kernel_size
+        padding = (kernel - 1) // 2 if kernel % 2 else 0
+        self.stem = nn.Conv2d(config.num_channels, stem_channels, kernel, padding=padding, bias=False)
         self.stages = nn.ModuleList(
             Stage(config, c_in, c_out, stride)
-            for c_in, c_out, stride in zip([widths[0], *widths[:-1]], widths, config.stage_strides)
+            for c_in, c_out, stride in zip([stem_channels, *widths[:-1]], widths, config.stage_strides)
         )
-        self.norm = _norm(widths[-1], config.use_normalization)
+        self.norm = _norm(widths[-1], config.use_normalization, config.batch_norm_momentum)
         self.post_init()
 
     @can_return_tuple
@@ -205,7 +211,7 @@ class OdeResNetForImageClassification(OdeResNetPreTrainedModel):
         **kwargs,
     ) -> ImageClassifierOutput:
         features = self.ode_resnet(pixel_values, output_hidden_states, return_dict=True)
-        logits = self.classifier(features.pooler_output)  # (batch, num_labels)
+        logits = self.classifier(features.pooler_output) * self.config.logit_scale  # (batch, num_labels)
         loss = F.cross_entropy(logits, labels) if labels is not None else None
         return ImageClassifierOutput(loss=loss, logits=logits, hidden_states=features.hidden_states)
 

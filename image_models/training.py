@@ -14,6 +14,14 @@ test split is scored once, with the best model, at the end.
 
 Whole splits are held as uint8 tensors (``image_models.data.to_tensors``); batches are
 index slices, augmented and normalised as tensors, never image by image.
+
+The fast recipe's methods (``cifar10-fast``, docs/cifar.md) are each a flag, so an
+ablation switches one off: patch whitening of the stem (:mod:`.whitening`), identity
+initialisation (:mod:`.initialization`), Nesterov SGD with decoupled hyper-parameters
+and a scaled rate for BatchNorm biases, the triangle schedule (:mod:`.optimization`),
+label smoothing, alternating flip and reflected translation (:mod:`.augmentation`),
+Lookahead (:mod:`.lookahead`), test-time augmentation (:mod:`.tta`: the test split is
+scored with and without it), bfloat16 autocast and channels_last.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from cont_transformer.choices import check_count
@@ -38,11 +47,26 @@ from cont_transformer.training.outputs import BEST_MODEL_DIR, METRICS_FILE
 from cont_transformer.training.scaffold import Trainer
 from cont_transformer.training.schedules import RefinementSchedule, RunPlan
 
-from .augmentation import augment_cifar
+from .augmentation import (
+    PADDING_MODES,
+    alternating_flip,
+    flip_parities,
+    random_crop,
+    random_horizontal_flip,
+)
 from .data import load_image_dataset, to_tensors
+from .initialization import identity_init_
+from .lookahead import Lookahead, lookahead_decay
+from .optimization import build_sgd, decoupled_rate, triangle_factor
+from .tta import mean_logits, views_of
+from .whitening import whiten_conv_
 
 # The held-out validation images are the same draw whatever --seed is.
 VALIDATION_SEED = 0
+WHITENING_IMAGES = 5000  # training images whose patches fit the whitened stem
+FLIPS = ("random", "alternating")
+LR_SCHEDULES = ("step", "triangle")
+MIXED_PRECISION = {"no": None, "bf16": torch.bfloat16}
 
 
 @dataclass
@@ -83,6 +107,47 @@ class ImageTrainingArguments(RunArguments):
     augment: bool | None = field(
         default=None, **_help("random crop + flip (default: on for colour images, off for MNIST)")
     )
+    translate: int = field(default=4, **_help("augmentation: pad by this many pixels, then crop at random"))
+    translate_padding: str = field(
+        default="constant", **_help(f"padding of the translation: {', '.join(PADDING_MODES)} (mirrored)")
+    )
+    flip: str = field(
+        default="random",
+        **_help("augmentation: 'random' (a coin per image and epoch) or 'alternating' (each image "
+                "mirrored every other epoch)"),
+    )  # fmt: skip
+    nesterov: bool = field(default=False, **_help("Nesterov momentum"))
+    decoupled_hyperparameters: bool = field(
+        default=False,
+        **_help("--learning-rate and --weight-decay per 1024 images, independent of the momentum "
+                "and of each other (image_models/optimization.py)"),
+    )  # fmt: skip
+    bias_lr_scale: float = field(default=1.0, **_help("learning rate of BatchNorm biases: this times the rest's"))
+    lr_schedule: str = field(
+        default="step", **_help("'step' (--lr-decay-epochs) or 'triangle' (warm-up, then linear decline)")
+    )
+    warmup_fraction: float = field(default=0.23, **_help("triangle: the peak's position, a fraction of the run"))
+    lr_start_factor: float = field(default=0.2, **_help("triangle: the first step's rate, a fraction of the peak"))
+    lr_end_factor: float = field(default=0.07, **_help("triangle: the last step's rate, a fraction of the peak"))
+    label_smoothing: float = field(default=0.0, **_help("label smoothing of the cross-entropy"))
+    whiten_stem: bool = field(
+        default=False, **_help(f"initialise the stem as patch whitening of {WHITENING_IMAGES} training images")
+    )
+    freeze_stem: bool = field(default=False, **_help("do not train the stem's filters"))
+    identity_init: bool = field(
+        default=False, **_help("Dirac stitch convolutions and zero ODE rates at the start")
+    )
+    lookahead_steps: int = field(default=0, **_help("Lookahead of the weights every N steps (0: off)"))
+    lookahead_decay: float = field(default=0.95**5, **_help("Lookahead: the decay reached at the last step"))
+    test_time_augmentation: str = field(
+        default="none",
+        **_help("views averaged to score the test split besides the plain score: none, flip, flip-translate"),
+    )  # fmt: skip
+    mixed_precision: str = field(
+        default="no", **_help("'bf16': bfloat16 autocast for training and evaluation (CPU or GPU)")
+    )
+    channels_last: bool = field(default=False, **_help("images and discrete convolutions in channels_last"))
+    logit_scale: float | None = field(default=None, **_help("the logits' scale (default: the preset's)"))
     validation_size: int = field(
         default=5000, **_help("training images held out to select the best epoch")
     )
@@ -110,6 +175,24 @@ class ImageTrainingArguments(RunArguments):
         check_count("validation_size", self.validation_size)
         for name in ("max_train_samples", "samples_per_epoch", "max_eval_samples"):
             check_count(name, getattr(self, name), optional=True)
+        for name, value, choices in (
+            ("flip", self.flip, FLIPS), ("lr_schedule", self.lr_schedule, LR_SCHEDULES),
+            ("translate_padding", self.translate_padding, PADDING_MODES),
+            ("mixed_precision", self.mixed_precision, tuple(MIXED_PRECISION)),
+        ):  # fmt: skip
+            if value not in choices:
+                raise ValueError(f"{name}: choose one of {list(choices)}, got {value!r}")
+        views_of(self.test_time_augmentation)
+        for name, ok, requirement in (
+            ("translate", self.translate >= 0, ">= 0"),
+            ("lookahead_steps", self.lookahead_steps >= 0, ">= 0"),
+            ("label_smoothing", 0 <= self.label_smoothing < 1, "in [0, 1)"),
+            ("bias_lr_scale", self.bias_lr_scale > 0, "> 0"),
+            ("lookahead_decay", 0 <= self.lookahead_decay < 1, "in [0, 1)"),
+            ("warmup_fraction", 0 < self.warmup_fraction < 1, "in (0, 1)"),
+        ):  # fmt: skip
+            if not ok:
+                raise ValueError(f"{name}: must be {requirement}, got {getattr(self, name)!r}")
         if any(e < 1 for e in self.refine_epochs):
             raise ValueError(f"refine_epochs: must be >= 1 (refine after training), got {self.refine_epochs}")
         super().__post_init__()
@@ -124,8 +207,18 @@ class ImageTrainingArguments(RunArguments):
 # Training schedules of the presets, used for what the command line leaves out. The last
 # refinement comes after the last learning-rate decay, so the K = 8 model keeps its paired
 # coefficients close and compresses to K = 4 (README, "Compressible by default").
+# cifar10-fast trains with every method of the fast recipe (docs/cifar.md); its
+# hyper-parameters are airbench94's, its last refinement lies in the triangle's decline.
 PRESET_SCHEDULES: dict[str, dict[str, object]] = {
     "mnist-small": {"epochs": 14, "refine_epochs": [3, 5, 12], "lr_decay_epochs": [8, 11]},
+    "cifar10-fast": {
+        "epochs": 10, "refine_epochs": [5, 8], "scheme": "euler", "batch_size": 1024,
+        "learning_rate": 11.5, "weight_decay": 0.0153, "momentum": 0.85, "nesterov": True,
+        "decoupled_hyperparameters": True, "bias_lr_scale": 64.0, "lr_schedule": "triangle",
+        "label_smoothing": 0.2, "flip": "alternating", "translate": 2, "translate_padding": "reflect",
+        "whiten_stem": True, "freeze_stem": True, "identity_init": True, "lookahead_steps": 5,
+        "test_time_augmentation": "flip-translate", "mixed_precision": "bf16",
+    },
 }
 
 
@@ -152,10 +245,15 @@ def hold_out(images: torch.Tensor, labels: torch.Tensor, size: int):
 
 
 @torch.no_grad()
-def evaluate(model, images, labels, processor, batch_size: int = 256, accelerator=None) -> float:
+def evaluate(
+    model, images, labels, processor, batch_size: int = 256, accelerator=None, *,
+    views: str = "none", autocast_dtype: torch.dtype | None = None, channels_last: bool = False,
+) -> float:  # fmt: skip
     """Top-1 accuracy of ``model`` in eval mode on uint8 ``images`` (N, C, H, W), ``labels`` (N,).
 
     With an ``accelerator``, each process scores its shard and the counts are summed.
+    ``views`` names the test-time augmentation (:data:`.tta.VIEW_SETS`: the logits are
+    averaged over them); ``autocast_dtype`` runs the model under autocast.
     """
     rank, world = (accelerator.process_index, accelerator.num_processes) if accelerator else (0, 1)
     device = accelerator.device if accelerator else next(model.parameters()).device
@@ -168,8 +266,9 @@ def evaluate(model, images, labels, processor, batch_size: int = 256, accelerato
     shard = torch.arange(rank, len(labels), world)
     for start in range(0, len(shard), batch_size):
         index = shard[start : start + batch_size]
-        pixels = processor.preprocess_tensor(images[index]).to(device)
-        logits = model(pixels).logits
+        pixels = _layout(processor.preprocess_tensor(images[index]).to(device), channels_last)
+        with _autocast(device, autocast_dtype):
+            logits = mean_logits(model, pixels, views_of(views))
         correct += (logits.argmax(-1) == labels[index].to(device)).sum()
     model.train(was_training)
     if accelerator is not None:
@@ -186,6 +285,21 @@ def average_running_statistics(model: nn.Module, accelerator) -> None:
     for buffer in model.buffers():
         if buffer.is_floating_point():
             buffer.copy_(accelerator.reduce(buffer, reduction="mean"))
+
+
+def _autocast(device: torch.device, dtype: torch.dtype | None):
+    return torch.autocast(device.type, dtype=dtype, enabled=dtype is not None)
+
+
+def _layout(pixels: torch.Tensor, channels_last: bool) -> torch.Tensor:
+    return pixels.contiguous(memory_format=torch.channels_last) if channels_last else pixels
+
+
+def to_channels_last(model: nn.Module) -> None:
+    """The 4-D weights (discrete convolutions) in channels_last; coefficient tensors stay."""
+    for parameter in model.parameters():
+        if parameter.dim() == 4:
+            parameter.data = parameter.data.contiguous(memory_format=torch.channels_last)
 
 
 def load_split_tensors(args: ImageTrainingArguments):
@@ -219,6 +333,9 @@ class ImageTrainer(Trainer):
             )
         self.processor = build_processor(args)
         self.augment = self.train_split[0].shape[1] == 3 if args.augment is None else args.augment
+        self.flip_parities = flip_parities(len(self.train_split[1]), args.seed)
+        self.autocast_dtype = MIXED_PRECISION[args.mixed_precision]
+        self.lookahead: Lookahead | None = None
         epoch_size = min(args.samples_per_epoch or len(self.train_split[1]), len(self.train_split[1]))
         self._steps_per_epoch = epoch_size // args.batch_size
         self.fingerprint = _tensor_fingerprint(self.train_split, self.validation)
@@ -240,14 +357,22 @@ class ImageTrainer(Trainer):
         generator = torch.Generator().manual_seed(_seed(args.seed, epoch))
         order = torch.randperm(len(labels), generator=generator)
         rank, world = accelerator.process_index, accelerator.num_processes
+        if args.lookahead_steps:  # the epoch's slow weights: the model as the last epoch left it
+            self.lookahead = Lookahead(accelerator.unwrap_model(self.model))
         for index in range(skip, self._steps_per_epoch):
             # One global batch per step, split over the processes.
             chosen = order[index * args.batch_size : (index + 1) * args.batch_size][rank::world]
             batch = images[chosen]
             if self.augment:
-                batch = augment_cifar(batch, torch.Generator().manual_seed(_seed(args.seed, epoch, index)))
+                generator = torch.Generator().manual_seed(_seed(args.seed, epoch, index))
+                batch = random_crop(batch, generator, args.translate, args.translate_padding)
+                if args.flip == "alternating":
+                    batch = alternating_flip(batch, self.flip_parities[chosen], epoch)
+                else:
+                    batch = random_horizontal_flip(batch, generator)
+            pixels = self.processor.preprocess_tensor(batch).to(accelerator.device)
             yield {
-                "pixel_values": self.processor.preprocess_tensor(batch).to(accelerator.device),
+                "pixel_values": _layout(pixels, args.channels_last),
                 "labels": labels[chosen].to(accelerator.device),
             }
 
@@ -261,24 +386,57 @@ class ImageTrainer(Trainer):
             scheme=args.scheme,
             time_horizon=args.time_horizon,
             use_normalization=args.use_normalization,
+            **({} if args.logit_scale is None else {"logit_scale": args.logit_scale}),
             num_labels=len(self.class_names),
             id2label=dict(enumerate(self.class_names)),
         )
-        return OdeResNetForImageClassification(config)
+        model = OdeResNetForImageClassification(config)
+        if args.identity_init:
+            identity_init_(model)
+        stem = model.ode_resnet.stem
+        if args.whiten_stem:
+            images = self.train_split[0][:WHITENING_IMAGES]
+            whiten_conv_(stem, self.processor.preprocess_tensor(images))
+        stem.weight.requires_grad_(not args.freeze_stem)
+        if args.channels_last:
+            to_channels_last(model)
+        return model
 
     def build_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
         args = self.args
-        return torch.optim.SGD(
-            model.parameters(), lr=args.learning_rate, momentum=args.momentum,
-            weight_decay=args.weight_decay,
+        return build_sgd(
+            model, learning_rate=args.learning_rate, weight_decay=args.weight_decay,
+            momentum=args.momentum, nesterov=args.nesterov, bias_lr_scale=args.bias_lr_scale,
+            decoupled=args.decoupled_hyperparameters,
         )  # fmt: skip
 
     def learning_rate(self, step: int) -> float:
-        epoch = (step - 1) // self._steps_per_epoch
-        return learning_rate_at(self.args, epoch)
+        """The rate of ``step`` (from 1) for the groups without an ``lr_scale``."""
+        args = self.args
+        if args.lr_schedule == "triangle":
+            factor = triangle_factor(
+                step, self.plan.max_steps, args.lr_start_factor, args.warmup_fraction, args.lr_end_factor
+            )
+            base = args.learning_rate * factor
+        else:
+            base = learning_rate_at(args, (step - 1) // self._steps_per_epoch)
+        if args.decoupled_hyperparameters:
+            return decoupled_rate(base, args.batch_size, args.momentum)
+        return base
 
     def loss(self, model: nn.Module, batch: dict) -> torch.Tensor:
-        return model(batch["pixel_values"], labels=batch["labels"]).loss
+        with _autocast(self.accelerator.device, self.autocast_dtype):
+            logits = model(batch["pixel_values"]).logits
+        return F.cross_entropy(logits.float(), batch["labels"], label_smoothing=self.args.label_smoothing)
+
+    def after_optimizer_step(self, step: int) -> None:
+        """Lookahead: sync every ``lookahead_steps`` steps, at every epoch's end and at the last step."""
+        args, max_steps = self.args, self.plan.max_steps
+        if self.lookahead is None:
+            return
+        if step % args.lookahead_steps == 0 or step % self._steps_per_epoch == 0 or step == max_steps:
+            decay = lookahead_decay(step, max_steps, args.lookahead_decay)
+            self.lookahead.sync(self.accelerator.unwrap_model(self.model), decay)
 
     def batch_items(self, batch: dict) -> torch.Tensor:
         return torch.tensor(len(batch["labels"]), device=batch["labels"].device)
@@ -287,7 +445,7 @@ class ImageTrainer(Trainer):
         unwrapped = self.accelerator.unwrap_model(model)
         average_running_statistics(unwrapped, self.accelerator)
         images, labels = self.validation
-        accuracy = evaluate(unwrapped, images, labels, self.processor, accelerator=self.accelerator)
+        accuracy = self._score(unwrapped, images, labels)
         return {"accuracy": accuracy, "num_images": len(labels), "epoch": self._epoch_of_step()}
 
     def _epoch_of_step(self) -> int:
@@ -317,6 +475,9 @@ class ImageTrainer(Trainer):
         results = [Evaluation(name, "validation", entry["accuracy"])]
         if "test" in self.extra_metrics:
             results.append(Evaluation(name, "test", self.extra_metrics["test"]["accuracy"]))
+        if "test_tta" in self.extra_metrics:
+            tta = self.extra_metrics["test_tta"]
+            results.append(Evaluation(name, f"test (test-time augmentation: {tta['views']})", tta["accuracy"]))
         return {
             "extra": {"training data": f"{name}, {len(self.train_split[1]):,} images "
                       f"({len(self.validation[1]):,} held out for validation)",
@@ -328,11 +489,22 @@ class ImageTrainer(Trainer):
         model = OdeResNetForImageClassification.from_pretrained(self.output_dir / BEST_MODEL_DIR)
         return model.to(self.accelerator.device).eval()
 
+    def _score(self, model: nn.Module, images, labels, views: str = "none") -> float:
+        return evaluate(
+            model, images, labels, self.processor, accelerator=self.accelerator, views=views,
+            autocast_dtype=self.autocast_dtype, channels_last=self.args.channels_last,
+        )  # fmt: skip
+
     def finish(self) -> None:
-        """Score the test split once, with the model selected on validation."""
+        """Score the test split once, with the model selected on validation (and once more
+        with test-time augmentation when ``test_time_augmentation`` names views)."""
         images, labels = self.test
-        accuracy = evaluate(self.load_best(), images, labels, self.processor, accelerator=self.accelerator)
+        model, views = self.load_best(), self.args.test_time_augmentation
+        accuracy = self._score(model, images, labels)
         self.extra_metrics["test"] = {"accuracy": accuracy, "num_images": len(labels)}
+        if views != "none":
+            tta = self._score(model, images, labels, views)
+            self.extra_metrics["test_tta"] = {"accuracy": tta, "num_images": len(labels), "views": views}
 
 
 def learning_rate_at(args: ImageTrainingArguments, epoch: int) -> float:

@@ -8,6 +8,10 @@ The paper's MNIST recipe (refinement K = 1 → 8):
     python scripts/train_image.py --dataset ../shared/data/mnist --preset mnist-small \
         --output-dir runs/mnist --epochs 90 --refine-epochs 20 50 80 --lr-decay-epochs 30 60 85
 
+The fast CIFAR-10 recipe (docs/cifar.md: every method a flag, ``--whiten-stem false`` and
+the like for an ablation): ``python scripts/train_image.py recipes/cifar10_fast.json``,
+or ``--preset cifar10-fast`` with any dataset.
+
 Multi-process CPU: ``accelerate launch --multi_gpu --num_processes 2 scripts/train_image.py ...``.
 Every field of ``image_models.training.ImageTrainingArguments`` is a flag (``--batch-size``
 or ``--batch_size``). The best epoch is chosen on ``--validation-size`` held-out training

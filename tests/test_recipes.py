@@ -25,6 +25,7 @@ KINDS = {
     "sample": TAGGER,
     "mnist_small": IMAGES,
     "cifar10_small": IMAGES,
+    "cifar10_fast": IMAGES,
 }
 
 

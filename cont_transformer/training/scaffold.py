@@ -148,8 +148,9 @@ class Trainer:
     :meth:`run_plan` (step counts that depend on the data size), :attr:`steps_per_epoch`, :meth:`epoch_batches`, :meth:`build_model` (at the schedule's
     initial sizes), :meth:`build_optimizer`, :meth:`learning_rate`, :meth:`loss`,
     :meth:`evaluate` (returns at least ``selection_metric``), :meth:`save_model` (writes a
-    complete model folder), and optionally :meth:`data_fingerprint`, :meth:`summary`,
-    :meth:`finish`.
+    complete model folder), and optionally :meth:`after_optimizer_step`,
+    :meth:`data_fingerprint`, :meth:`summary`, :meth:`finish`. An optimiser's param group
+    with an ``lr_scale`` gets that multiple of :meth:`learning_rate`.
     """
 
     item_name = "items"  # what train_items counts, for metrics.json ("tokens", "images")
@@ -275,6 +276,10 @@ class Trainer:
         tensor on the device (no host synchronisation)."""
         raise NotImplementedError
 
+    def after_optimizer_step(self, step: int) -> None:
+        """After the optimiser's step ``step``, before any evaluation, refinement or
+        checkpoint of that step (e.g. an average of the weights)."""
+
     def evaluate(self, model: nn.Module) -> dict:
         """Dev metrics of ``model`` (wrapped or not), computed on every process."""
         raise NotImplementedError
@@ -364,8 +369,8 @@ class Trainer:
         state.step += 1
         seed_step(args.seed, state.step, accelerator.process_index)
         learning_rate = self.learning_rate(state.step)
-        for group in self.optimizer.param_groups:
-            group["lr"] = learning_rate
+        for group in self.optimizer.param_groups:  # a group may scale the rate ("lr_scale")
+            group["lr"] = learning_rate * group.get("lr_scale", 1.0)
         micro_batches = split_batch(batch, args.gradient_accumulation_steps)
         counts = [self.batch_items(micro) for micro in micro_batches]
         total = 0.0
@@ -383,6 +388,7 @@ class Trainer:
             accelerator.clip_grad_norm_(self.model.parameters(), args.max_grad_norm)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
+        self.after_optimizer_step(state.step)
         loss_value = float(total)
         state.loss_sum += loss_value
         state.loss_count += 1

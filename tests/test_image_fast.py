@@ -1,0 +1,182 @@
+"""The fast CIFAR-10 recipe's methods on tiny images: the whitened stem decorrelates the
+patches it was fitted to, each image is mirrored every other epoch, a test-time
+augmented prediction is the mean over its views, decoupled hyper-parameters decay every
+group alike, identity initialisation makes every residual block the identity, and
+``cifar10-fast`` trains end to end into a folder the image pipeline loads."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+from torch import nn
+from transformers import pipeline
+
+from cont_transformer.configuration_ode_resnet import OdeResNetConfig
+from cont_transformer.modeling_ode_resnet import OdeResNetForImageClassification
+from cont_transformer.training.arguments import RECIPES, parse_arguments
+from image_models.augmentation import alternating_flip, flip_parities
+from image_models.initialization import identity_init_
+from image_models.lookahead import Lookahead
+from image_models.optimization import build_sgd, is_norm
+from image_models.training import ImageTrainingArguments, evaluate, preset_defaults, train
+from image_models.tta import mean_logits, shift, views_of
+from image_models.whitening import image_patches, whiten_conv_
+
+
+def correlated_images(count=64, size=10, seed=0) -> torch.Tensor:
+    """Smooth, channel-correlated images (N, 3, size, size): far from white."""
+    generator = torch.Generator().manual_seed(seed)
+    base = torch.randn(count, 1, size + 2, size + 2, generator=generator)
+    smooth = nn.functional.avg_pool2d(base, 3, stride=1)  # neighbouring pixels correlate
+    mix = torch.tensor([[1.0], [0.8], [0.5]])[None, :, :, None]  # channels correlate
+    return smooth * mix + 0.1 * torch.randn(count, 3, size, size, generator=generator)
+
+
+def test_whitened_stem_output_covariance_is_near_identity_on_its_data():
+    images = correlated_images()
+    conv = nn.Conv2d(3, 24, 2, bias=False)
+    before = image_patches(images, (2, 2))
+    assert not torch.allclose(torch.cov(before.T), torch.eye(12), atol=0.3)
+    whiten_conv_(conv, images, eps=1e-6)
+    with torch.no_grad():
+        out = conv(images)  # (N, 24, 9, 9)
+    features = out.permute(0, 2, 3, 1).reshape(-1, 24).double()
+    covariance = torch.cov(features[:, :12].T)
+    assert torch.allclose(covariance, torch.eye(12, dtype=covariance.dtype), atol=1e-3)
+    assert torch.equal(conv.weight[12:], -conv.weight[:12])  # negated copies for the ReLU
+
+
+def test_alternating_flip_mirrors_each_image_every_other_epoch():
+    images = torch.arange(6 * 2 * 4, dtype=torch.uint8).reshape(6, 1, 2, 4)
+    parities = flip_parities(6, seed=3)
+    flipped = torch.stack(
+        [
+            (alternating_flip(images, parities, epoch) != images).flatten(1).any(1)
+            for epoch in range(4)
+        ]
+    )  # (epochs, images)
+    for epoch in range(3):
+        assert torch.equal(flipped[epoch + 1], ~flipped[epoch])
+    assert flipped.sum(0).tolist() == [2] * 6
+    assert 0 < flipped[0].sum() < 6  # the first epoch's coins differ between images
+    assert torch.equal(flip_parities(6, seed=3), parities)  # a function of the seed
+    mirrored = alternating_flip(images, torch.ones(6, dtype=torch.bool), epoch=0)
+    assert torch.equal(mirrored, images.flip(-1))
+
+
+def tiny_rgb_model(**overrides) -> OdeResNetForImageClassification:
+    values = {
+        "num_channels": 3,
+        "stage_channels": [4, 6],
+        "stage_strides": [1, 2],
+        "num_labels": 3,
+        "num_basis": 2,
+    }
+    torch.manual_seed(0)
+    return OdeResNetForImageClassification(OdeResNetConfig(**{**values, **overrides})).eval()
+
+
+def test_tta_prediction_is_the_mean_over_the_views():
+    model = tiny_rgb_model()
+    pixels = torch.randn(5, 3, 8, 8)
+    views = views_of("flip-translate")
+    assert len(views) == 6
+    with torch.no_grad():
+        by_hand = torch.stack([model(view(pixels)).logits for view in views]).mean(0)
+        assert torch.allclose(mean_logits(model, pixels, views), by_hand, atol=1e-6)
+        flips = (model(pixels).logits + model(pixels.flip(-1)).logits) / 2
+        assert torch.allclose(mean_logits(model, pixels, views_of("flip")), flips, atol=1e-6)
+    moved = shift(1, 1)(pixels)  # content one pixel down and right
+    assert torch.equal(moved[..., 1:, 1:], pixels[..., :-1, :-1])
+
+
+class _Identity:
+    """A processor that hands uint8 images over as floats."""
+
+    def preprocess_tensor(self, images):
+        return images.float() / 255
+
+
+def test_tta_accuracy_scores_the_mean_of_the_views():
+    model = tiny_rgb_model()
+    images = torch.randint(0, 256, (12, 3, 8, 8), dtype=torch.uint8)
+    with torch.no_grad():
+        logits = mean_logits(model, images.float() / 255, views_of("flip"))
+    labels = logits.argmax(-1)
+    labels[:4] = (labels[:4] + 1) % 3  # a third wrong
+    accuracy = evaluate(model, images, labels, _Identity(), batch_size=5, views="flip")
+    assert accuracy == pytest.approx(8 / 12)
+
+
+def test_decoupled_groups_decay_alike_and_biases_learn_faster():
+    model = tiny_rgb_model()
+    optimizer = build_sgd(model, learning_rate=2.0, weight_decay=0.01, momentum=0.85, nesterov=True,
+                          bias_lr_scale=64.0, decoupled=True)  # fmt: skip
+    biases, rest = optimizer.param_groups
+    assert biases["lr_scale"] == 64.0 and rest["lr_scale"] == 1.0
+    # decay per step = rate x group decay: the same for both groups
+    assert 2.0 * 64.0 * biases["weight_decay"] == pytest.approx(2.0 * rest["weight_decay"])
+    norm_biases = {id(m.bias) for m in model.modules() if is_norm(m)}
+    assert {id(p) for p in biases["params"]} == norm_biases
+    plain = build_sgd(model, learning_rate=0.1, weight_decay=5e-4, momentum=0.9)
+    assert len(plain.param_groups) == 1
+
+
+def test_identity_init_makes_every_ode_block_the_identity():
+    model = tiny_rgb_model(stage_channels=[4, 4], stage_strides=[1, 1])
+    identity_init_(model)
+    pixels = torch.randn(2, 4, 8, 8)
+    for stage in model.ode_resnet.stages:
+        with torch.no_grad():
+            assert torch.allclose(stage.ode(pixels), pixels)
+    conv = model.ode_resnet.stages[1].stitch.conv1.weight  # 4 -> 4: the Dirac filters
+    assert torch.equal(conv[:, :, 1, 1], torch.eye(4)) and conv[:, :, 0].abs().sum() == 0
+
+
+def test_lookahead_moves_the_slow_copy_and_hands_it_back():
+    model = nn.Linear(2, 1)
+    lookahead = Lookahead(model)
+    start = model.weight.detach().clone()
+    with torch.no_grad():
+        model.weight.add_(1.0)
+    lookahead.sync(model, decay=0.75)
+    assert torch.allclose(model.weight, start + 0.25)
+    with torch.no_grad():
+        model.weight.add_(1.0)
+    lookahead.sync(model, decay=1.0)  # the last step: the slow weights win
+    assert torch.allclose(model.weight, start + 0.25)
+
+
+def make_tiny_cifar(folder: Path, per_class=(12, 4), size=12) -> None:
+    """train/test folders of three classes told apart by their dominant colour."""
+    rng = np.random.default_rng(0)
+    for split, count in zip(("train", "test"), per_class):
+        for label in range(3):
+            (folder / split / f"c{label}").mkdir(parents=True)
+            for index in range(count):
+                pixels = rng.integers(0, 90, (size, size, 3), dtype=np.uint8)
+                pixels[..., label] += 150
+                Image.fromarray(pixels).save(folder / split / f"c{label}" / f"{index}.png")
+
+
+def test_cifar10_fast_trains_end_to_end_and_the_pipeline_loads_it(tmp_path):
+    make_tiny_cifar(tmp_path / "data")
+    flags = [str(RECIPES / "cifar10_fast.json"), "--dataset", str(tmp_path / "data"),
+             "--output-dir", str(tmp_path / "run"), "--batch-size", "8", "--epochs", "3",
+             "--refine-epochs", "1", "2", "--validation-size", "6"]  # fmt: skip
+    args, _ = parse_arguments(ImageTrainingArguments, flags, preset_defaults=preset_defaults)
+    assert args.whiten_stem and args.flip == "alternating" and args.mixed_precision == "bf16"
+    metrics = train(args)
+    assert [r["num_basis"] for r in metrics["history"]] == [1, 2, 4]
+    assert metrics["test"]["num_images"] == 12 and metrics["test_tta"]["views"] == "flip-translate"
+    assert {row["model"] for row in metrics["compression"]} >= {"trained"}
+    best = tmp_path / "run" / "best"
+    model = OdeResNetForImageClassification.from_pretrained(best)
+    assert model.config.stem_kernel_size == 2 and model.config.logit_scale == pytest.approx(1 / 9)
+    classifier = pipeline("image-classification", model=str(best))
+    image = Image.open(tmp_path / "data" / "test" / "c1" / "0.png")
+    predictions = classifier(image, top_k=3)
+    assert {p["label"] for p in predictions} == {"c0", "c1", "c2"}
+    assert "test-time augmentation" in (best / "README.md").read_text()
