@@ -18,14 +18,16 @@ Measures (each a ratio to a baseline run in the same process; targets in bracket
 9. with --training-steps N: whole training, the GUM recipe's first N steps (refinements
    included), compiled against eager [<= 1.00];
 10. the word+chars input representation against the word-only model, training step and
-   inference, K = N_T = 16, on sentences like English-GUM's [<= 1.5].
+   inference, K = N_T = 16, on sentences like English-GUM's [<= 1.5];
+11. raw text to CoNLL-U with every column (UPOS, XPOS, FEATS, LEMMA) against the same
+   weights with the XPOS head alone, the tagging recipe's model [words/s >= 0.9 x].
 Measures 1 (L = 8), 2 (L = 8), 4 and 6 also run with candidate and baseline both compiled
 (torch.compile, --compile-mode; "none" skips them). Compiling takes minutes per model
 on a CPU.
 
 Writes benchmark.json and benchmark.md into --output-dir and prints the table. The
-logic lives in cont_transformer.measuring (the harness), cont_transformer.tools.transformer_benchmarks
-and image_models.benchmarking (the cases).
+logic lives in cont_transformer.measuring (the harness), cont_transformer.tools.transformer_benchmarks,
+cont_transformer.tools.column_tagging_benchmark and image_models.benchmarking (the cases).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from cont_transformer.measuring import (
     run_case,
     write_report,
 )
+from cont_transformer.tools.column_tagging_benchmark import column_tagging_cases
 from cont_transformer.tools.training_benchmark import training_throughput_cases
 from cont_transformer.tools.transformer_benchmarks import (
     checkpointing_cases,
@@ -84,6 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     settings = QUICK if args.quick else FULL
     compile_mode = args.compile_mode or default_mode(device)
     cases = transformer_cases(mode, device) + resnet_cases(mode, device) + checkpointing_cases(mode, device)
+    cases += column_tagging_cases(mode, device)
     if compile_mode != "none":
         cases += compiled_transformer_cases(mode, device, compile_mode)
         cases += compiled_resnet_cases(mode, device, compile_mode)

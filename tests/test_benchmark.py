@@ -14,8 +14,9 @@ from cont_transformer import (
     ContTransformerForTokenClassification,
     OdeResNetForImageClassification,
 )
-from cont_transformer.measuring import Workload, peak_memory
+from cont_transformer.measuring import QUICK, Workload, peak_memory, run_case
 from cont_transformer.tools.baselines import PreLayerNormTagger
+from cont_transformer.tools.column_tagging_benchmark import column_tagging_cases
 from image_models.baselines import DiscreteResNet
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,7 +40,7 @@ def test_quick_benchmark_writes_report(tmp_path):
     assert report["mode"] == "quick"
     assert MACHINE_KEYS <= set(report["machine"])
     results = report["results"]
-    assert {r["measure"] for r in results} == {*range(1, 9), 10}  # 9 needs --training-steps
+    assert {r["measure"] for r in results} == {*range(1, 9), 10, 11}  # 9 needs --training-steps
     for entry in results:
         assert ENTRY_KEYS <= set(entry), entry["name"]
         assert isinstance(entry["pass"], bool)
@@ -48,6 +49,24 @@ def test_quick_benchmark_writes_report(tmp_path):
     assert report["passed"] + report["failed"] == len(results)
     table = (out / "benchmark.md").read_text()
     assert "| # | case |" in table and len(table.splitlines()) >= len(results) + 2
+
+
+def _word_lines(conllu: str) -> list[list[str]]:
+    return [line.split("\t") for line in conllu.splitlines() if line[:1].isdigit() and "-" not in line.split("\t")[0]]
+
+
+def test_column_tagging_case_tags_raw_text_with_every_column_and_the_same_xpos():
+    (case,) = column_tagging_cases("quick", torch.device("cpu"))
+    every, xpos_only = case.build()
+    every_lines, xpos_lines = _word_lines(every.run()), _word_lines(xpos_only.run())
+    assert len(every_lines) == len(xpos_lines) >= 300 * 0.9
+    assert [line[1] for line in every_lines] == [line[1] for line in xpos_lines]  # the same words
+    assert [line[4] for line in every_lines] == [line[4] for line in xpos_lines]  # the same XPOS
+    for lemma, upos, feats in (line[2:4] + line[5:6] for line in every_lines):
+        assert lemma and lemma != "_" and upos != "_" and feats  # every column filled
+    assert all(line[2] == line[3] == line[5] == "_" for line in xpos_lines)
+    result = run_case(case, QUICK, torch.device("cpu"))
+    assert result["measure"] == 11 and result["ratio"] > 0 and result["target_limit"] == pytest.approx(1 / 0.9)
 
 
 def test_peak_memory_counts_resident_bytes_and_the_highest_rise():

@@ -1,0 +1,261 @@
+"""Tagging raw text into CoNLL-U with every column, against XPOS alone (measure 11).
+
+A tagger that fills UPOS, XPOS, FEATS and LEMMA runs three more heads than the
+single-column XPOS tagger, decodes four columns (a lemma by applying its predicted edit
+script to the word) and writes longer CoNLL-U lines. This measure times that whole path,
+:func:`~cont_transformer.tagging.tag_files.tag_file` from raw text to a CoNLL-U file
+(segmentation, tokenizer, model, decoding, formatting), for a model with every column
+against the same weights with the primary XPOS head alone, on the same text.
+
+The models are the tagging recipe's (``recipes/en_gum.json`` at its final K = N_T, built
+by the trainer's :func:`~cont_transformer.tagging.trainer.model_config`) with random
+weights: time does not depend on them. Their labels are as many as English-GUM has
+(17 UPOS, 46 XPOS, whole FEATS strings, lemma edit scripts learnt from generated
+English-like ``(form, lemma)`` pairs by :func:`~cont_transformer.tagging.lemmas.script_labels`).
+The text is generated English-like prose (Zipfian words, commas, clitics, questions,
+paragraphs) with ``unseen_rate`` of its words absent from the tokenizer's vocabulary.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+from pathlib import Path
+
+import torch
+
+from ..measuring import Case, Workload, resident_tensors
+from ..modeling_cont_transformer import ContTransformerForTokenClassification
+from ..tagging.arguments import TrainingArguments
+from ..tagging.columns import canonical_feats
+from ..tagging.lemmas import script_labels
+from ..tagging.tag import Tagger
+from ..tagging.tag_files import tag_file
+from ..tagging.tokenization import build_tokenizer, spelling_tables
+from ..tagging.trainer import model_config
+from .training_benchmark import gum_recipe
+
+# Label counts as English-GUM's; ``words``: the length of the text.
+COLUMN_TAGGING_SIZES = {
+    "quick": {
+        "words": 300, "vocab_size": 200, "unseen_rate": 0.07, "upos": 17, "xpos": 46, "feats": 20,
+        "lemma": 30, "hidden_size": 16, "char_hidden_size": 16, "num_basis": 2,
+    },
+    "full": {
+        "words": 4000, "vocab_size": 3000, "unseen_rate": 0.07, "upos": 17, "xpos": 46,
+        "feats": 190, "lemma": 330,
+    },
+}  # fmt: skip
+
+UPOS = [
+    "ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN",
+    "PUNCT", "SCONJ", "SYM", "VERB", "X",
+]  # fmt: skip
+XPOS = [
+    "CC", "CD", "DT", "EX", "FW", "IN", "JJ", "JJR", "JJS", "LS", "MD", "NN", "NNS", "NNP", "NNPS",
+    "PDT", "POS", "PRP", "PRP$", "RB", "RBR", "RBS", "RP", "SYM", "TO", "UH", "VB", "VBD", "VBG",
+    "VBN", "VBP", "VBZ", "WDT", "WP", "WP$", "WRB", ",", ".", ":", "``", "''", "-LRB-", "-RRB-",
+    "HYPH", "NFP", "ADD", "AFX", "GW", "XX", "$",
+]  # fmt: skip
+FEATURES = {
+    "Abbr": ["Yes"], "Case": ["Acc", "Gen", "Nom"], "Definite": ["Def", "Ind"],
+    "Degree": ["Cmp", "Pos", "Sup"], "Gender": ["Fem", "Masc", "Neut"], "Mood": ["Imp", "Ind"],
+    "NumForm": ["Digit", "Word"], "NumType": ["Card", "Ord"], "Number": ["Plur", "Sing"],
+    "Person": ["1", "2", "3"], "Poss": ["Yes"], "PronType": ["Art", "Dem", "Int", "Prs", "Rel"],
+    "Reflex": ["Yes"], "Tense": ["Past", "Pres"], "VerbForm": ["Fin", "Ger", "Inf", "Part"],
+    "Voice": ["Pass"],
+}  # fmt: skip
+FUNCTION_WORDS = [
+    "the", "of", "and", "to", "a", "in", "is", "that", "it", "was", "for", "on", "as", "with", "he",
+    "she", "they", "by", "at", "from", "his", "her", "this", "be", "are", "not", "but", "or",
+    "have", "had", "were", "which", "their", "we", "you", "an", "one", "all", "there", "so", "what",
+    "would", "when", "if", "about", "who",
+]  # fmt: skip
+# (form ending, lemma ending): English inflection, including spelling changes.
+INFLECTIONS = [
+    ("s", ""), ("es", ""), ("ies", "y"), ("ves", "f"), ("ves", "fe"), ("ed", ""), ("ed", "e"),
+    ("d", ""), ("ied", "y"), ("ing", ""), ("ing", "e"), ("ying", "ie"), ("er", ""), ("est", ""),
+    ("ier", "y"), ("iest", "y"), ("r", ""), ("st", ""), ("i", "us"), ("a", "um"), ("a", "on"),
+    ("ices", "ex"), ("en", ""), ("ren", ""), ("n", ""), ("ne", "ne"), ("", ""),
+]  # fmt: skip
+# (form, lemma) of irregular forms and clitics.
+IRREGULAR = [
+    ("was", "be"), ("were", "be"), ("is", "be"), ("are", "be"), ("am", "be"), ("went", "go"),
+    ("gone", "go"), ("did", "do"), ("done", "do"), ("had", "have"), ("has", "have"),
+    ("made", "make"), ("took", "take"), ("came", "come"), ("saw", "see"), ("seen", "see"),
+    ("got", "get"), ("gave", "give"), ("found", "find"), ("thought", "think"), ("told", "tell"),
+    ("became", "become"), ("left", "leave"), ("felt", "feel"), ("brought", "bring"),
+    ("began", "begin"), ("kept", "keep"), ("held", "hold"), ("wrote", "write"), ("stood", "stand"),
+    ("heard", "hear"), ("meant", "mean"), ("met", "meet"), ("ran", "run"), ("paid", "pay"),
+    ("sat", "sit"), ("spoke", "speak"), ("men", "man"), ("women", "woman"), ("children", "child"),
+    ("feet", "foot"), ("teeth", "tooth"), ("mice", "mouse"), ("people", "person"),
+    ("better", "good"), ("best", "good"), ("worse", "bad"), ("worst", "bad"), ("n't", "not"),
+    ("'re", "be"), ("'ve", "have"), ("'ll", "will"), ("'m", "be"), ("'d", "would"), ("wo", "will"),
+    ("ca", "can"),
+]  # fmt: skip
+CLITICS = ("don't", "didn't", "it's", "we're", "they've", "I'm", "can't", "won't", "city's")
+
+def _syllables(rng: random.Random, low: int, high: int) -> str:
+    return "".join(
+        rng.choice("bcdfghjklmnprstvwz")
+        + rng.choice("aeiouy")
+        + rng.choice(["", "", "n", "r", "st", "ck"])
+        for _ in range(rng.randint(low, high))
+    )
+
+
+def _content_word(rng: random.Random) -> str:
+    """A made-up English-looking word: a stem, sometimes inflected or capitalised."""
+    word = _syllables(rng, 1, 3)
+    if rng.random() < 0.3:
+        word += rng.choice(INFLECTIONS)[0]
+    return word.capitalize() if rng.random() < 0.1 else word
+
+
+def english_like_text(rng: random.Random, sizes: dict) -> tuple[str, list[str]]:
+    """About ``sizes["words"]`` words of prose and the training vocabulary: Zipfian
+    words of ``vocab_size`` types, ``unseen_rate`` of them new, sentences of 3 to 30
+    words in paragraphs of up to 8 sentences."""
+    vocabulary = list(
+        dict.fromkeys(FUNCTION_WORDS + [_content_word(rng) for _ in range(sizes["vocab_size"])])
+    )
+    zipf = [1 / rank for rank in range(1, len(vocabulary) + 1)]
+    paragraphs, sentences, count = [], [], 0
+    while count < sizes["words"]:
+        words = [
+            _content_word(rng) if rng.random() < sizes["unseen_rate"] else
+            rng.choice(CLITICS) if rng.random() < 0.02 else
+            rng.choices(vocabulary, zipf)[0] + ("," if rng.random() < 0.08 else "")
+            for _ in range(rng.randint(3, 30))
+        ]  # fmt: skip
+        words[0] = words[0][:1].upper() + words[0][1:]
+        sentences.append(" ".join(words).rstrip(",") + rng.choice(".....?!"))
+        count += len(words)
+        if len(sentences) == 8 or rng.random() < 0.2:
+            paragraphs.append(" ".join(sentences))
+            sentences = []
+    paragraphs.append(" ".join(sentences))
+    spelled = [*vocabulary, ",", ".", "?", "!", "do", "'s", *(form for form, _ in IRREGULAR)]
+    return "\n\n".join(p for p in paragraphs if p), list(dict.fromkeys(spelled))
+
+
+def column_labels(rng: random.Random, sizes: dict) -> dict[str, list[str]]:
+    """Labels of every column, XPOS (the primary column) first: tag sets as GUM's, FEATS
+    strings drawn from English features, lemma scripts of inflected, irregular and
+    unrelated forms (the most frequent first)."""
+    feats = {"_"}
+    while len(feats) < sizes["feats"]:
+        names = rng.sample(sorted(FEATURES), rng.randint(1, 4))
+        feats.add(
+            canonical_feats("|".join(f"{name}={rng.choice(FEATURES[name])}" for name in names))
+        )
+    pairs = list(IRREGULAR)
+    for _ in range(20 * sizes["lemma"]):
+        stem, (form_end, lemma_end) = _syllables(rng, 1, 3), rng.choice(INFLECTIONS)
+        form, lemma = stem + form_end, stem + lemma_end
+        casing = rng.random()
+        if casing < 0.1:  # a capitalised sentence-initial word
+            form = form.capitalize()
+        elif casing < 0.2:  # a proper noun, lemma as written
+            form, lemma = form.capitalize(), form.capitalize()
+        pairs.append((form, lemma))
+    # Suppletive, foreign and misspelt forms: rare scripts, as a treebank's long tail.
+    pairs += [(_syllables(rng, 1, 2), _syllables(rng, 1, 2)) for _ in range(sizes["lemma"])]
+    return {
+        "xpos": XPOS[: sizes["xpos"]],
+        "upos": UPOS[: sizes["upos"]],
+        "feats": sorted(feats),
+        "lemma": script_labels(pairs)[: sizes["lemma"]],
+    }
+
+
+def recipe_arguments(sizes: dict) -> TrainingArguments:
+    """The tagging recipe at its final K = N_T (no refinement), or the quick sizes."""
+    if "hidden_size" in sizes:
+        values = {key: sizes[key] for key in ("hidden_size", "char_hidden_size", "num_basis")}
+        values.update(intermediate_size=sizes["hidden_size"], num_steps=sizes["num_basis"])
+    else:
+        values = gum_recipe()
+    return TrainingArguments(**{**values, "refine_steps": "none"})
+
+
+def column_taggers(sizes: dict, device: torch.device) -> tuple[Tagger, Tagger, str]:
+    """A :class:`Tagger` predicting every column, one with the same weights and the XPOS
+    head alone, and the text to tag."""
+    rng = random.Random(0)
+    text, vocabulary = english_like_text(rng, sizes)
+    labels = column_labels(rng, sizes)
+    args = recipe_arguments(sizes)
+    tokenizer = build_tokenizer(vocabulary, spelling=True)
+    spelling, char_vocab_size = spelling_tables(tokenizer, set(vocabulary), args.max_word_length)
+    models = []
+    for columns in (labels, {"xpos": labels["xpos"]}):
+        torch.manual_seed(0)
+        model = ContTransformerForTokenClassification(
+            model_config(args, tokenizer, columns, "en", char_vocab_size)
+        )
+        model.cont_transformer.embeddings.set_spelling(**spelling)
+        models.append(model.to(device))
+    every, xpos_only = models
+    # The same weights; the other heads' are left out.
+    missing, _ = xpos_only.load_state_dict(every.state_dict(), strict=False)
+    assert not missing, missing
+    return (
+        Tagger(every, tokenizer, language="en"),
+        Tagger(xpos_only, tokenizer, language="en"),
+        text,
+    )
+
+
+def text_to_conllu(name: str, tagger: Tagger, text: str) -> Workload:
+    """``tag_file`` from raw ``text`` to a CoNLL-U file; ``run()`` returns the file's text."""
+    folder = tempfile.TemporaryDirectory(prefix="column-tagging-")
+    output = Path(folder.name) / "tagged.conllu"
+
+    def run(folder: tempfile.TemporaryDirectory = folder) -> str:  # the folder lives as long as run
+        tag_file(
+            tagger,
+            output=output,
+            text=text,
+            input_format="text",
+            output_format="conllu",
+            progress=False,
+        )
+        return output.read_text(encoding="utf-8")
+
+    return Workload(name, run, resident=lambda: resident_tensors(tagger.model, None, {}))
+
+
+def column_tagging_cases(mode: str, device: torch.device) -> list[Case]:
+    """Measure 11: raw text to CoNLL-U with every column against XPOS alone, same weights
+    and text; the time ratio is the inverse of the words/s ratio, so words/s >= 0.9 x is
+    a ratio <= 1 / 0.9."""
+    sizes = COLUMN_TAGGING_SIZES[mode]
+    args = recipe_arguments(sizes)
+    grid = f"K=N_T={args.num_basis}"
+    model_sizes = {
+        "hidden_size": args.hidden_size,
+        "char_hidden_size": args.char_hidden_size,
+        "num_basis": args.num_basis,
+    }
+
+    def build() -> tuple[Workload, Workload]:
+        every, xpos_only, text = column_taggers(sizes, device)
+        return (
+            text_to_conllu(f"every column {grid}", every, text),
+            text_to_conllu(f"XPOS only {grid}", xpos_only, text),
+        )
+
+    limit = 1 / 0.9
+    return [
+        Case(
+            "column_tagging_every_vs_xpos", 11,
+            f"raw text -> CoNLL-U (tag_file), UPOS+XPOS+FEATS+LEMMA vs XPOS only, same weights, "
+            f"{args.word_representation} {grid}",
+            build, limit, f"words/s >= 0.9 x XPOS only (ratio <= {limit:.3f})",
+            sizes={**sizes, **model_sizes},
+        )
+    ]  # fmt: skip
+
+
+__all__ = ["column_taggers", "column_tagging_cases", "english_like_text"]
