@@ -147,6 +147,23 @@ def compression_variants(config) -> list[tuple[str, dict]]:
     return unique
 
 
+def score_variants(model, score, metric: str) -> list[dict]:
+    """Rows of a compression report: ``model`` and each of its
+    :func:`compression_variants` (compressed copies), scored by ``score(model) -> float``
+    under the name ``metric``, with the drop in points from the source."""
+    source = score(model)
+    config = model.config
+    rows = [{"model": "trained", "num_basis": config.num_basis, "num_steps": config.num_steps,
+             metric: source, "drop_points": 0.0}]  # fmt: skip
+    for name, change in compression_variants(config):
+        variant = compressed_copy(model, **change)
+        value = score(variant)
+        rows.append({"model": name, "num_basis": variant.config.num_basis,
+                     "num_steps": variant.config.num_steps, metric: value,
+                     "drop_points": 100 * (source - value)})  # fmt: skip
+    return rows
+
+
 # --- the table and the card section ----------------------------------------------------
 def _count(value) -> str:
     return f"{value:,}"
@@ -254,4 +271,5 @@ __all__ = [
     "compression_section",
     "compression_table",
     "compression_variants",
+    "score_variants",
 ]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cont_transformer.tagging import trainer as tagging
+from cont_transformer.tagging import arguments as tagging
 from cont_transformer.tools.cli import run_cli
 from cont_transformer.tools.training_benchmark import gum_recipe
 from cont_transformer.training.arguments import RECIPES, parse_arguments, read_recipe
@@ -79,10 +79,10 @@ def test_the_sample_recipe_leaves_the_rest_to_the_sample_defaults():
 def test_recipe_keys_in_either_spelling_and_values_checked_like_flags(tmp_path):
     path = tmp_path / "r.json"
     path.write_text(
-        '{"max-steps": "7", "learning_rate": 0.5, "refine-epochs": [1, 2], "augment": false}'
+        '{"num-train-epochs": "7", "learning_rate": 0.5, "refine-epochs": [1, 2], "augment": false}'
     )
     assert read_recipe(path, imaging.ImageTrainingArguments) == {
-        "max_steps": 7, "learning_rate": 0.5, "refine_epochs": [1, 2], "augment": False,
+        "num_train_epochs": 7.0, "learning_rate": 0.5, "refine_epochs": [1, 2], "augment": False,
     }  # fmt: skip
 
 
