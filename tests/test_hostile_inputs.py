@@ -19,7 +19,7 @@ import torch
 from conftest import tiny_tagger
 from safetensors.torch import load_file, save_file
 from test_tag import TAGGER, WORDS
-from transformers import AutoModelForTokenClassification
+from transformers import AutoModelForTokenClassification, AutoTokenizer
 
 import cont_transformer
 from cont_transformer import build_tokenizer
@@ -417,3 +417,86 @@ def test_the_run_folder_loads_with_from_pretrained_and_is_unlocked(tmp_path):
     assert fd is not None  # released at the end of the run
     os.close(fd)
     ToyTrainer(toy(tmp_path, max_steps=4, overwrite_output_dir=True)).run()  # the copies are a run's outputs
+
+
+# --- the conventions a transformers user brings ----------------------------------------------
+def test_the_pipeline_reads_raw_text_as_ud_words_one_entry_per_word(tmp_path):
+    from transformers import pipeline
+
+    from cont_transformer.tagging.pipeline import WordTaggingPipeline
+
+    folder = save_tagger(tmp_path / "tagger", spelling=True)
+    model = AutoModelForTokenClassification.from_pretrained(folder)
+    with torch.no_grad():  # every word the same tag: what the entity grouping would merge
+        model.classifier.bias.fill_(0).data[TAGGER["label2id"]["."]] = 100
+    model.save_pretrained(folder)
+    text = "The dog barks. Tom didn't see it!"
+    words = ["The", "dog", "barks", ".", "Tom", "did", "n't", "see", "it", "!"]
+    plain = pipeline("token-classification", model=str(folder))
+    tokens = [entry["word"] for entry in plain(text)]  # one entry per token: "barks" is pieces
+    assert tokens[:4] == ["The", "dog", "b", " ##a"] and tokens.count(".") == 1 and "n't" in tokens
+    grouped = pipeline("token-classification", model=str(folder), aggregation_strategy="first")
+    assert len(grouped(text)) == 1  # transformers' entity grouping merges equal neighbours
+    tagger = pipeline("token-classification", model=str(folder), aggregation_strategy="first",
+                      pipeline_class=WordTaggingPipeline)  # fmt: skip
+    entries = tagger(text)
+    assert [entry["word"] for entry in entries] == words
+    assert {entry["entity_group"] for entry in entries} == {"."}
+    assert [text[e["start"]:e["end"]] for e in entries] == words
+    # Already-split words pass whole (treebank words are not cut again).
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    assert tokenizer(["U.S.", "n't", "3.5", "well-known"], is_split_into_words=True).word_ids()[1:5] == [0, 1, 2, 3]
+
+
+def test_output_attentions_per_evaluation_of_the_rate():
+    from conftest import tiny_tagger
+
+    model = tiny_tagger(scheme="rk4", num_steps=2)
+    ids, mask = torch.tensor([[2, 3, 4, 5, 0]]), torch.tensor([[1, 1, 1, 1, 0]])
+    plain = model(ids, mask)
+    output = model(ids, mask, output_attentions=True)
+    assert torch.equal(plain.logits, output.logits) and plain.attentions is None
+    assert len(output.attentions) == 2 * 4  # N_T steps x the four stages of RK4
+    for weights in output.attentions:
+        assert weights.shape == (1, 2, 5, 5)
+        assert torch.allclose(weights.sum(-1), torch.ones(1, 2, 5)) and (weights[..., 4] == 0).all()
+
+
+def test_trainer_style_flags_in_both_spellings(tmp_path, capsys, monkeypatch):
+    from cont_transformer.tagging.arguments import TrainingArguments, preset_defaults
+
+    args, _ = parse_arguments(
+        TrainingArguments,
+        ["--bf16", "--num_train_epochs", "2", "--do_train", "--do_eval", "--validation_file", "d.conllu",
+         "--train_file", "t.conllu", "--push_to_hub", "--hub_model_id", "me/pos", "--report_to", "tensorboard",
+         "--output_dir", str(tmp_path / "pos")],
+        preset_defaults=preset_defaults,
+    )  # fmt: skip
+    assert (args.mixed_precision, args.num_train_epochs, args.do_train, args.do_eval) == ("bf16", 2.0, True, True)
+    assert (args.dev_file, args.train_file, args.push_to_hub, args.report_to) == (
+        ["d.conllu"], ["t.conllu"], "me/pos", "tensorboard")
+    assert parse_arguments(RunArguments, ["--push-to-hub", "--output-dir", "runs/x"])[0].push_to_hub == "x"
+    for argv, message in [
+        (["--report_to", "wandb"], "report_to: wandb needs its package"),
+        (["--report_to", "bogus"], "report_to: choose none, all or of"),
+        (["--bf16", "--fp16"], "fp16: choose one of --bf16 and --fp16"),
+    ]:
+        monkeypatch.setattr(importlib.util, "find_spec", lambda name, real=importlib.util.find_spec: None if name == "wandb" else real(name))
+        with pytest.raises(ValueError, match=message):
+            parse_arguments(RunArguments, argv)
+    if not torch.cuda.is_available():
+        ToyTrainer, toy = _toy()
+        with pytest.raises(ValueError, match="--fp16: float16 mixed precision needs a GPU"):
+            ToyTrainer(toy(tmp_path, fp16=True))
+    assert run_tag(["--num_threads", "1", "--fp16", str(tmp_path)], capsys)  # parsed; then one line
+    assert "error: " in run_compress([str(tmp_path), "--output_dir", str(tmp_path / "o"), "--num_basis", "2"], capsys)
+
+
+def test_a_model_folder_without_its_tokenizer_is_named(saved, tmp_path, capsys, monkeypatch):
+    folder = tmp_path / "model"
+    shutil.copytree(saved, folder)
+    (folder / "tokenizer.json").unlink()
+    monkeypatch.chdir(tmp_path)
+    message = run_tag([f"../{tmp_path.name}/model"], capsys)
+    assert message.startswith(f"error: ../{tmp_path.name}/model: no tokenizer.json beside the model")
+    assert "sentencepiece" not in message
