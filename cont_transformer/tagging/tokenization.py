@@ -28,10 +28,11 @@ split): punctuation apart, English clitics split off as the English treebanks do
 (``didn't`` -> ``did n't``, ``Tom's`` -> ``Tom 's``), abbreviations (``U.S.``, ``Mr.``,
 ``e.g.``), numbers (``3.5``, ``1,000``) and hyphenated words kept whole. So
 ``pipeline("token-classification", model=folder)`` on raw text sees the words the model
-was trained on. A word given already split (``is_split_into_words``, as the tagger and
-the training do) passes the same pre-tokenizer, which keeps nearly every treebank word
-whole (English-GUM: all but 0.1% of its training tokens, such as URLs and ``1.``); such a
-word is tagged on its first piece. Tokenizers saved before keep their whitespace split.
+was trained on. The training, the evaluation and the tagger encode their words whole
+(:func:`encode_words` sets the pre-tokenizer aside: a given word is one word for the
+model, whatever its punctuation). Called directly with ``is_split_into_words=True``, the
+tokenizer pre-tokenizes each word too, which keeps nearly every treebank word whole (not
+``1.`` or a URL). Tokenizers saved before keep their whitespace split.
 
 A root token is prepended to every sentence (as in the reference code): a position every
 word can attend to. It is a special token, so its ``word_ids`` entry is None and it gets
@@ -43,7 +44,7 @@ then the continuation pieces.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 
 import torch
@@ -150,6 +151,20 @@ def build_tokenizer(
 
 
 TOKENIZER_FILE = "tokenizer.json"
+
+
+def encode_words(tokenizer: PreTrainedTokenizerBase, sentences: Sequence[Sequence[str]], **options):
+    """``tokenizer(sentences, is_split_into_words=True, **options)`` with each given word kept whole: the
+    raw-text pre-tokenizer (:data:`UD_WORDS`) is replaced by a whitespace split meanwhile."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    saved = backend.pre_tokenizer if backend is not None else None
+    if backend is not None:
+        backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    try:
+        return tokenizer([list(words) for words in sentences], is_split_into_words=True, **options)
+    finally:
+        if backend is not None:
+            backend.pre_tokenizer = saved
 
 
 def load_tokenizer(folder: str | os.PathLike, **options) -> PreTrainedTokenizerFast:
