@@ -5,6 +5,7 @@ naming it with a non-zero exit."""
 import importlib.util
 import json
 import logging
+import math
 import os
 import pickle
 import random
@@ -500,3 +501,39 @@ def test_a_model_folder_without_its_tokenizer_is_named(saved, tmp_path, capsys, 
     message = run_tag([f"../{tmp_path.name}/model"], capsys)
     assert message.startswith(f"error: ../{tmp_path.name}/model: no tokenizer.json beside the model")
     assert "sentencepiece" not in message
+
+
+def test_the_german_card_credits_its_dev_score_to_the_dev_treebank(tmp_path):
+    from types import SimpleNamespace
+
+    from cont_transformer.tagging.data import treebank_facts
+    from cont_transformer.tagging.trainer import PosTrainer
+
+    files = {"train": [tmp_path / "UD_German-LIT" / "de_lit-ud-test.conllu"],
+             "validation": [tmp_path / "UD_German-GSD" / "de_gsd-ud-dev.conllu"]}  # fmt: skip
+    trainer = object.__new__(PosTrainer)
+    trainer.args = SimpleNamespace(treebank="de_lit", tag_column="xpos")
+    trainer.files, trainer.facts, trainer.num_sentences = files, treebank_facts(files["train"]), (1922, 799)
+    facts = trainer.card_facts({"accuracy": 0.85, "step": 500})
+    (result,) = facts["results"]
+    assert (result.dataset_name, result.dataset_config, result.split) == ("UD German-GSD (XPOS)", "de_gsd", "dev")
+    assert facts["extra"]["training data"].startswith("UD German-LIT") and facts["language"] == "de"
+    assert facts["extra"]["dev data"] == "UD German-GSD, 799 sentences"
+
+
+@pytest.mark.slow
+def test_a_bf16_tagger_run_in_epochs_is_recorded_and_its_folder_loads(tmp_path, capsys):
+    output = tmp_path / "pos"
+    _script("train_pos").main(["--bf16", "--num_train_epochs", "0.2", "--warmup_steps", "0", "--refine_steps", "none",
+                               "--num_basis", "2", "--output_dir", str(output), "--hidden_size", "32",
+                               "--intermediate_size", "32", "--char_hidden_size", "16"])  # fmt: skip
+    metrics = json.loads((output / "metrics.json").read_text())
+    steps_per_epoch = math.ceil(metrics["num_train_sentences"] / 64)
+    assert metrics["step"] == math.ceil(0.2 * steps_per_epoch) and metrics["mixed_precision"] == "bf16"
+    assert json.loads((output / "run.json").read_text())["mixed_precision"] == "bf16"
+    assert "| mixed precision | bf16 |" in (output / "README.md").read_text()
+    model = AutoModelForTokenClassification.from_pretrained(output)  # the run folder loads
+    assert model.config.num_basis == 2
+    capsys.readouterr()
+    _script("train_pos").main(["--do_eval", "--output_dir", str(output)])  # evaluates only
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["num_words"] == metrics["best"]["num_words"]

@@ -327,10 +327,13 @@ class PosTrainer(Trainer):
     def card_facts(self, entry: dict) -> dict:
         args, facts = self.args, self.facts
         name = facts.name if facts else args.treebank
-        results = [Evaluation(f"{name} ({args.tag_column.upper()})", "dev", entry["accuracy"],
-                              facts and facts.dataset_id, facts and facts.dataset_config)]  # fmt: skip
+        dev = treebank_facts(self.files.get("validation", [])) or facts  # the dev score's data set
+        dev_name = dev.name if dev else name
+        results = [Evaluation(f"{dev_name} ({args.tag_column.upper()})", "dev", entry["accuracy"],
+                              dev and dev.dataset_id, dev and dev.dataset_config)]  # fmt: skip
         return {
             "extra": {"training data": f"{name}, {self.num_sentences[0]:,} sentences",
+                      "dev data": f"{dev_name}, {self.num_sentences[1]:,} sentences",
                       "best dev step": entry["step"]},
             "language": facts and facts.language,
             "license": facts and facts.license,

@@ -122,6 +122,8 @@ def check_identity(
     # Through JSON, so tuples compare with the lists JSON gives back.
     given = json.loads(json.dumps(dict(arguments)))
     differ = {name for name in set(recorded) | set(given) if recorded.get(name) != given.get(name)}
+    # A field added to the package since the run started, left at its off default.
+    differ -= {name for name in differ if name not in recorded and given.get(name) in (None, False)}
     differ -= RUN_LENGTH
     if any(recorded.get(name) != given.get(name) for name in RUN_LENGTH & (set(recorded) | set(given))):
         differ -= FOLLOWS_RUN_LENGTH
