@@ -17,9 +17,9 @@ import torch
 
 from cont_transformer.basis import BASES, CHANGE_OF_BASIS_METHODS
 from cont_transformer.tools.cli import EXIT_USAGE, add_precision_flags, both_spellings, run_cli
-from cont_transformer.training.accelerator import inference_autocast
 from cont_transformer.tools.compression import compress
 from cont_transformer.tools.sweep import SWEEP_BASES, markdown_table, sweep
+from cont_transformer.training.accelerator import inference_autocast
 from cont_transformer.training.scaffold import push_folder_to_hub
 
 

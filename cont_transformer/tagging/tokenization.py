@@ -72,7 +72,7 @@ _ABBREVIATIONS = ("Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Mt|vs|etc|Inc|Ltd|Co|Corp|No|Vol|F
 # Raw text to UD-like words, one alternative per kind of word, tried in this order
 # (Oniguruma, the regex engine of `tokenizers`).
 UD_WORDS = "|".join([
-    rf"\p{{L}}{{1,2}}\.(?:\p{{L}}{{1,2}}\.)+",            # U.S., e.g., Ph.D., z.B.
+    r"\p{L}{1,2}\.(?:\p{L}{1,2}\.)+",                  # U.S., e.g., Ph.D., z.B.
     rf"(?<!{_W})\p{{Lu}}\.(?!{_W})",                      # an initial: J. Smith
     rf"(?<!{_W})(?:{_ABBREVIATIONS})\.",                  # Mr., etc.
     rf"{_W}+(?=(?i:n['’]t)(?!{_W}))",                     # did | n't, ca | n't

@@ -93,7 +93,7 @@ def read_identity(run_dir: PathLike) -> dict | None:
     try:
         identity = json.loads(path.read_text())
         if not isinstance(identity["arguments"], dict):
-            raise TypeError("arguments is not an object")  # noqa: TRY301
+            raise TypeError("arguments is not an object")
     except (ValueError, KeyError, TypeError) as err:
         raise OutputFolderError(f"{path}: unreadable run record ({err})") from err
     return identity

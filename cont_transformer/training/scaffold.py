@@ -338,39 +338,41 @@ class Trainer:
         self._items = torch.zeros((), dtype=torch.long, device=accelerator.device)
         self._slots = 0
         tick = time.perf_counter()
-        while state.step < plan.max_steps:
-            epoch, skip = divmod(state.step, self.steps_per_epoch)
-            for batch in self.epoch_batches(epoch, skip):
-                loss, learning_rate = self._optimizer_step(batch)
-                progress.set_postfix(
-                    loss=f"{loss:.4f}", lr=f"{learning_rate:.2e}", K=state.num_basis,
-                    N_T=state.num_steps, refresh=False,
-                )  # fmt: skip
-                progress.update(1)
-                evaluate_now = state.step % plan.eval_steps == 0 or state.step == plan.max_steps
-                save_now = state.step % plan.save_steps == 0 or state.step == plan.max_steps
-                refine_now = state.step in self.schedule.refine_steps
-                if evaluate_now or save_now:
-                    state.train_seconds += time.perf_counter() - tick
-                    state.train_items += int(accelerator.reduce(self._items, "sum"))
-                    slots = torch.tensor(self._slots, device=accelerator.device)
-                    state.train_slots += int(accelerator.reduce(slots, "sum"))
-                    self._items.zero_()
-                    self._slots = 0
-                    self.check_weights(learning_rate)
-                if evaluate_now:
-                    entry = self.evaluate_and_keep_best(learning_rate)
-                    if accelerator.is_main_process:
-                        progress.write(self._describe(entry))
-                if refine_now:
-                    self._refine()
-                if save_now:
-                    self.save_checkpoint()
-                if evaluate_now or save_now:
-                    tick = time.perf_counter()
-                if state.step >= plan.max_steps:
-                    break
-        progress.close()
+        try:  # closed also when the run stops, so an error starts its own line
+            while state.step < plan.max_steps:
+                epoch, skip = divmod(state.step, self.steps_per_epoch)
+                for batch in self.epoch_batches(epoch, skip):
+                    loss, learning_rate = self._optimizer_step(batch)
+                    progress.set_postfix(
+                        loss=f"{loss:.4f}", lr=f"{learning_rate:.2e}", K=state.num_basis,
+                        N_T=state.num_steps, refresh=False,
+                    )  # fmt: skip
+                    progress.update(1)
+                    evaluate_now = state.step % plan.eval_steps == 0 or state.step == plan.max_steps
+                    save_now = state.step % plan.save_steps == 0 or state.step == plan.max_steps
+                    refine_now = state.step in self.schedule.refine_steps
+                    if evaluate_now or save_now:
+                        state.train_seconds += time.perf_counter() - tick
+                        state.train_items += int(accelerator.reduce(self._items, "sum"))
+                        slots = torch.tensor(self._slots, device=accelerator.device)
+                        state.train_slots += int(accelerator.reduce(slots, "sum"))
+                        self._items.zero_()
+                        self._slots = 0
+                        self.check_weights(learning_rate)
+                    if evaluate_now:
+                        entry = self.evaluate_and_keep_best(learning_rate)
+                        if accelerator.is_main_process:
+                            progress.write(self._describe(entry))
+                    if refine_now:
+                        self._refine()
+                    if save_now:
+                        self.save_checkpoint()
+                    if evaluate_now or save_now:
+                        tick = time.perf_counter()
+                    if state.step >= plan.max_steps:
+                        break
+        finally:
+            progress.close()
         if self.compiled:
             self.extra_metrics["compiled_graphs"] = compiled_graphs() - self.graphs_before
         self.write_metrics()
