@@ -147,6 +147,24 @@ def compression_variants(config) -> list[tuple[str, dict]]:
     return unique
 
 
+def score_variants(model, score, metrics: Sequence[str], selection: str) -> list[dict]:
+    """Rows of a compression report: ``model`` and each of its
+    :func:`compression_variants` (compressed copies), scored by ``score(model) -> {metric:
+    value}`` on every name of ``metrics``, with the drop in points of ``selection`` from the
+    source."""
+    source = score(model)
+    config = model.config
+    rows = [{"model": "trained", "num_basis": config.num_basis, "num_steps": config.num_steps,
+             **{m: source[m] for m in metrics}, "drop_points": 0.0}]  # fmt: skip
+    for name, change in compression_variants(config):
+        variant = compressed_copy(model, **change)
+        values = score(variant)
+        rows.append({"model": name, "num_basis": variant.config.num_basis,
+                     "num_steps": variant.config.num_steps, **{m: values[m] for m in metrics},
+                     "drop_points": 100 * (source[selection] - values[selection])})  # fmt: skip
+    return rows
+
+
 # --- the table and the card section ----------------------------------------------------
 def _count(value) -> str:
     return f"{value:,}"
@@ -254,4 +272,5 @@ __all__ = [
     "compression_section",
     "compression_table",
     "compression_variants",
+    "score_variants",
 ]

@@ -93,14 +93,23 @@ class ContTransformerSelfAttention(nn.Module):
         self.output = nn.Linear(hidden, hidden)
         self.dropout_prob = config.attention_probs_dropout_prob
 
-    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, attention_mask: torch.Tensor | None = None, attentions: list | None = None
+    ) -> torch.Tensor:
         """``x`` ``(batch, seq, hidden)``; ``attention_mask`` boolean ``(batch, 1, 1, seq)``,
-        True at the keys to attend to, or None. Returns ``(batch, seq, hidden)``."""
+        True at the keys to attend to, or None. Returns ``(batch, seq, hidden)``. A list
+        ``attentions`` gets the attention weights ``(batch, heads, seq, seq)`` appended (as
+        SDPA computes them, before dropout; the output is SDPA's either way)."""
         batch, seq_len, hidden = x.shape
         heads = (batch, seq_len, self.num_heads, hidden // self.num_heads)
         q = self.query(x).view(heads).transpose(1, 2)  # (batch, heads, seq, head_dim)
         k = self.key(x).view(heads).transpose(1, 2)
         v = self.value(x).view(heads).transpose(1, 2)
+        if attentions is not None:
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (batch, heads, seq, seq)
+            if attention_mask is not None:
+                scores = scores.masked_fill(~attention_mask, float("-inf"))
+            attentions.append(scores.softmax(-1))
         context = F.scaled_dot_product_attention(
             q, k, v, attn_mask=attention_mask, dropout_p=self.dropout_prob if self.training else 0.0
         )  # (batch, heads, seq, head_dim)
@@ -137,9 +146,12 @@ class ContTransformerRate(nn.Module):
         self.mlp = ContTransformerMLP(config)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """``x`` ``(batch, seq, hidden)`` -> ``dx/dt`` ``(batch, seq, hidden)``."""
-        a = self.dropout(self.attention(self.attention_norm(x), attention_mask))
+    def forward(
+        self, x: torch.Tensor, attention_mask: torch.Tensor | None = None, attentions: list | None = None
+    ) -> torch.Tensor:
+        """``x`` ``(batch, seq, hidden)`` -> ``dx/dt`` ``(batch, seq, hidden)``; a list
+        ``attentions`` collects the attention weights of this evaluation."""
+        a = self.dropout(self.attention(self.attention_norm(x), attention_mask, attentions))
         return a + self.dropout(self.mlp(self.mlp_norm(x + a)))
 
 
@@ -218,6 +230,7 @@ class ContTransformerModel(ContTransformerPreTrainedModel):
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         output_hidden_states: bool | None = None,
+        output_attentions: bool | None = None,
     ) -> BaseModelOutput:
         """``input_ids`` ``(batch, seq)``; ``attention_mask`` ``(batch, seq)``, 1 at real tokens
         and 0 at padding (padded keys get no attention). Returns ``last_hidden_state``
@@ -231,18 +244,29 @@ class ContTransformerModel(ContTransformerPreTrainedModel):
         state), the embedding output x(0) first and x(T) last (before the final
         LayerNorm). It follows N_T, not K: a model shortened with ``set_num_steps`` returns
         fewer. ``return_dict=False`` (or ``config.return_dict``) returns the plain tuple.
+
+        Attentions likewise: with ``output_attentions`` (default
+        ``config.output_attentions``), ``attentions`` holds the attention weights of every
+        evaluation of the rate, in the order the integrator makes them (N_T steps × the
+        scheme's stages: N_T tensors for Euler, 4 N_T for RK4), each ``(batch, heads,
+        words, words)`` over the encoder's words (the tokens, for a word-level tokenizer).
         """
         if output_hidden_states is None:
             output_hidden_states = self.config.output_hidden_states
+        if output_attentions is None:
+            output_attentions = self.config.output_attentions
         words = self.embeddings(input_ids, attention_mask)
         mask = words.mask
         if mask is not None:
             mask = mask.bool()[:, None, None, :]  # (batch, 1, 1, words)
-        states = self.encoder(words.vectors, attention_mask=mask, return_trajectory=output_hidden_states)
+        attentions = [] if output_attentions else None
+        extra = {"attentions": attentions} if output_attentions else {}
+        states = self.encoder(words.vectors, attention_mask=mask, return_trajectory=output_hidden_states, **extra)
         x = states[-1] if output_hidden_states else states  # (batch, words, hidden)
         return BaseModelOutput(
             last_hidden_state=words.to_tokens(self.final_norm(x)),
             hidden_states=tuple(words.to_tokens(state) for state in states) if output_hidden_states else None,
+            attentions=tuple(attentions) if output_attentions else None,
         )
 
 
@@ -313,6 +337,7 @@ class ContTransformerForTokenClassification(ContTransformerPreTrainedModel):
         attention_mask: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
         output_hidden_states: bool | None = None,
+        output_attentions: bool | None = None,
         upos_labels: torch.Tensor | None = None,
         xpos_labels: torch.Tensor | None = None,
         feats_labels: torch.Tensor | None = None,
@@ -326,9 +351,11 @@ class ContTransformerForTokenClassification(ContTransformerPreTrainedModel):
         feature's value id). Returns ``logits`` ``(batch, seq, num_labels)``, the other
         columns' ``{column}_logits`` and, with labels, ``loss``: the sum over the columns
         given of each column's mean cross-entropy over its scored words;
-        ``hidden_states`` (the depth trajectory) and ``return_dict`` as in
-        :class:`ContTransformerModel`."""
-        encoded = self.cont_transformer(input_ids, attention_mask, output_hidden_states, return_dict=True)
+        ``hidden_states`` (the depth trajectory), ``attentions`` (per evaluation of the
+        rate) and ``return_dict`` as in :class:`ContTransformerModel`."""
+        encoded = self.cont_transformer(
+            input_ids, attention_mask, output_hidden_states, output_attentions, return_dict=True
+        )
         features = self.dropout(encoded.last_hidden_state)  # (batch, seq, hidden)
         logits = self.classifier(features)  # (batch, seq, num_labels)
         given = {"upos": upos_labels, "xpos": xpos_labels, "feats": feats_labels, "lemma": lemma_labels}
@@ -345,6 +372,7 @@ class ContTransformerForTokenClassification(ContTransformerPreTrainedModel):
             loss=sum(losses) if losses else None,
             logits=logits,
             hidden_states=encoded.hidden_states,
+            attentions=encoded.attentions,
             **{f"{column}_logits": value for column, value in column_logits.items()},
         )
 

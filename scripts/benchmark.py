@@ -16,7 +16,7 @@ Measures (each a ratio to a baseline run in the same process; targets in bracket
 8. activation checkpointing at K = N_T = 64: training step time [<= 1.4] and peak memory
    [<= 0.5] against the same step without;
 9. with --training-steps N: whole training, the GUM recipe's first N steps (refinements
-   included), compiled against eager [<= 1.00];
+   included), compiled against eager [<= 1.00], and --bf16 autocast against float32 [<= 0.77];
 10. the word+chars input representation against the word-only model, training step and
    inference, K = N_T = 16, on sentences like English-GUM's [<= 1.5];
 11. raw text to CoNLL-U with every column (UPOS, XPOS, FEATS, LEMMA) against the same
@@ -66,7 +66,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run only cases whose name contains one of these")
     parser.add_argument(
         "--training-steps", type=int, default=0,
-        help="measure 9: train the GUM recipe's first N steps eager and compiled (UD data from "
+        help="measure 9: train the GUM recipe's first N steps eager and compiled, float32 and "
+        "--bf16 (UD data from "
         "--ud-dir or $UD_DIR, else the sample treebank); 0 skips it",
     )
     parser.add_argument("--ud-dir", help="folder of UD release folders for measure 9")
@@ -91,8 +92,8 @@ def main(argv: list[str] | None = None) -> None:
     if compile_mode != "none":
         cases += compiled_transformer_cases(mode, device, compile_mode)
         cases += compiled_resnet_cases(mode, device, compile_mode)
-        if args.training_steps:
-            cases += training_throughput_cases(args.training_steps, args.ud_dir, compile_mode)
+    if args.training_steps:
+        cases += training_throughput_cases(args.training_steps, args.ud_dir, compile_mode)
     if args.only:
         cases = [case for case in cases if any(name in case.name for name in args.only)]
     machine = machine_info(device)

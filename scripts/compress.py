@@ -11,13 +11,15 @@ The logic lives in :mod:`cont_transformer.tools.compression` and :mod:`cont_tran
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import torch
 
 from cont_transformer.basis import BASES, CHANGE_OF_BASIS_METHODS
-from cont_transformer.tools.cli import EXIT_USAGE, run_cli
+from cont_transformer.tools.cli import EXIT_USAGE, add_precision_flags, both_spellings, run_cli
 from cont_transformer.tools.compression import compress
 from cont_transformer.tools.sweep import SWEEP_BASES, markdown_table, sweep
+from cont_transformer.training.accelerator import inference_autocast
 from cont_transformer.training.scaffold import push_folder_to_hub
 
 
@@ -57,8 +59,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="time source and compressed model compiled with torch.compile (scores are the same)",
     )
     parser.add_argument(
-        "--push-to-hub", metavar="REPO_ID", help="upload the written folder to the Hub"
+        "--push-to-hub", metavar="REPO_ID", nargs="?", const="",
+        help="upload the written folder to the Hub: a switch (to --hub-model-id, or the "
+        "--output-dir's name) or a repository id",
     )
+    parser.add_argument("--hub-model-id", metavar="REPO_ID", help="Hub repository of --push-to-hub")
+    add_precision_flags(parser)
     sweep_group = parser.add_argument_group("sweep (paper Fig. 5)")
     sweep_group.add_argument(
         "--sweep", action="store_true", help="measure a grid instead of one model"
@@ -78,7 +84,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="POINTS",
         help="save the smallest swept model within POINTS accuracy points of the source (implies --sweep)",
     )
-    args = parser.parse_args(argv)
+    args = both_spellings(parser).parse_args(argv)
+    if args.push_to_hub == "":
+        args.push_to_hub = args.hub_model_id or Path(args.output_dir).resolve().name
     args.sweep = args.sweep or args.max_accuracy_drop is not None
     if args.sweep:
         if args.eval_file is None:
@@ -104,7 +112,8 @@ def _main(argv: list[str]) -> None:
     args = parse_args(argv)
     if args.num_threads:
         torch.set_num_threads(args.num_threads)
-    run(args)
+    with inference_autocast(args.bf16, args.fp16, "cuda" if torch.cuda.is_available() else "cpu"):
+        run(args)
 
 
 def run(args: argparse.Namespace) -> None:

@@ -23,6 +23,8 @@ from cont_transformer.tagging.scoring import format_scores, score, scored_column
 from cont_transformer.tagging.segmentation import LANGUAGES
 from cont_transformer.tagging.tag import Tagger
 from cont_transformer.tagging.tag_files import INPUT_FORMATS, OUTPUT_FORMATS, tag_file
+from cont_transformer.tools.cli import add_precision_flags, both_spellings
+from cont_transformer.training.accelerator import inference_autocast
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -45,6 +47,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="tokens per forward pass, padding included")
     parser.add_argument("--device", help="torch device (default: cuda when available)")
     parser.add_argument("--dtype", choices=DTYPES, help="model precision (default: as saved)")
+    add_precision_flags(parser)
     parser.add_argument("--num-threads", type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument("--torch-compile", action="store_true", help="compile the model (torch.compile)")
     parser.add_argument("--torch-compile-mode", help="torch.compile mode (default: reduce-overhead on a GPU)")
@@ -54,7 +57,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "--format conllu); without --input, tag GOLD's own text (its "
                         "'# text' lines as --input-format says: text, lines, or conllu)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    args = parser.parse_args(argv)
+    args = both_spellings(parser).parse_args(argv)
     if args.evaluate and (args.output is None or args.format != "conllu"):
         parser.error("--evaluate needs --output FILE and --format conllu")
     if args.evaluate and args.input is None and args.input_format == "tokens":
@@ -78,10 +81,11 @@ def run(args: argparse.Namespace) -> None:
         text = "\n".join(gold.lines) if args.input_format == "conllu" else gold.text(
             one_sentence_per_line=args.input_format == "lines"
         )
-    stats = tag_file(
-        tagger, name, args.output, input_format=args.input_format, output_format=args.format,
-        progress=False if args.no_progress else None, text=text, in_place=args.in_place,
-    )
+    with inference_autocast(args.bf16, args.fp16, next(tagger.model.parameters()).device):
+        stats = tag_file(
+            tagger, name, args.output, input_format=args.input_format, output_format=args.format,
+            progress=False if args.no_progress else None, text=text, in_place=args.in_place,
+        )
     print(stats.summary(), file=sys.stderr)
     if gold is not None:
         result = score(gold, ConlluDocument.read(args.output), scored_columns(tagger.columns))

@@ -33,6 +33,11 @@ def main(argv: list[str]) -> None:
         ImageTrainingArguments, argv, description=__doc__.split("\n")[0],
         preset_defaults=preset_defaults,
     )  # fmt: skip
+    if args.do_eval and not args.do_train:
+        raise ValueError(
+            "do_eval: the image trainer has no evaluate-only mode; score a saved model with "
+            "scripts/compress.py MODEL --eval-file DATA (its source row)"
+        )
     metrics = train(args)
     if PartialState().is_main_process:
         print(json.dumps({k: metrics.get(k) for k in ("best", "test", "compression")}))

@@ -51,13 +51,17 @@ def main(argv: list[str]) -> None:
         TrainingArguments, argv, description=__doc__.split("\n")[0],
         preset_defaults=preset_defaults, extra=_evaluation_flags,
     )  # fmt: skip
-    if extra["eval_only"]:
+    # --do-eval without --do-train (transformers' flags): evaluate the saved model only.
+    eval_only = extra["eval_only"] or (
+        (args.model_name_or_path or args.output_dir) if args.do_eval and not args.do_train else None
+    )
+    if eval_only:
         result = evaluate_saved_model(
-            extra["eval_only"],
+            eval_only,
             treebank=args.treebank,
             data_dir=args.data_dir,
             split=extra["eval_split"],
-            eval_file=extra["eval_file"] or (),
+            eval_file=extra["eval_file"] or args.dev_file,
             tag_column=args.tag_column if "tag_column" in extra["given_fields"] else None,
             batch_size=args.batch_size,
         )

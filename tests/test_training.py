@@ -437,9 +437,10 @@ def test_sample_run_saves_a_model_that_beats_the_baseline(sample_run):
         (4, 4),
         (4, 4),
     ]
-    model = AutoModelForTokenClassification.from_pretrained(sample_run / BEST_MODEL_DIR)
-    tokenizer = AutoTokenizer.from_pretrained(sample_run / BEST_MODEL_DIR)
+    model = AutoModelForTokenClassification.from_pretrained(sample_run)  # the run folder loads
+    tokenizer = AutoTokenizer.from_pretrained(sample_run)
     assert model.config.num_basis == metrics["best"]["num_basis"]
+    assert (sample_run / "model.safetensors").read_bytes() == (sample_run / BEST_MODEL_DIR / "model.safetensors").read_bytes()
     names = [model.config.id2label[i] for i in range(model.config.num_labels)]
     data = load_treebank("sample", label_names={"xpos": names})
     dev = data["validation"]
@@ -587,6 +588,12 @@ def test_killed_and_resumed_run_ends_like_an_uninterrupted_one(sample_run, tmp_p
     final = f"{CHECKPOINTS_DIR}/step-120/model.safetensors"
     reference_weights, resumed_weights = load_file(sample_run / final), load_file(output / final)
     assert all(torch.equal(reference_weights[k], resumed_weights[k]) for k in reference_weights)
+    assert resumed["padding_ratio"] == reference["padding_ratio"]  # every batch of the run
+    # A finished run extends with a larger --max-steps (its derived cool-down follows).
+    _check(_launch(*RUN, "--output-dir", str(output), "--resume-from-checkpoint", "latest", "--max-steps", "140"))
+    extended = _metrics(output)
+    assert [h["step"] for h in extended["history"]] == [40, 80, 120, 140]
+    assert extended["history"][:3] == reference["history"]
 
 
 @pytest.mark.slow

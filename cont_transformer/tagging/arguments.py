@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from transformers import AutoConfig
 
 from ..basis import get_basis, refined_num_steps
+from ..choices import check_count
 from ..configuration_cont_transformer import (
     FEATS_MODES,
     PREDICTED_COLUMNS,
@@ -71,7 +72,7 @@ class TrainingArguments(RunArguments):
         default_factory=list, **_help("CoNLL-U file(s) or glob(s) replacing the train split")
     )
     dev_file: list[str] = field(
-        default_factory=list, **_help("CoNLL-U file(s) or glob(s) replacing the dev split")
+        default_factory=list, **_help("CoNLL-U file(s) or glob(s) replacing the dev split (--validation-file)")
     )
     tag_column: str = field(
         default="xpos",
@@ -166,9 +167,10 @@ class TrainingArguments(RunArguments):
             raise ValueError(f"word_dropout: must be >= 0, got {self.word_dropout}")
         if self.warmup_steps < 0:
             raise ValueError(f"warmup_steps: must be >= 0, got {self.warmup_steps}")
-        if self.cooldown_steps is None:
+        check_count("max_steps", self.max_steps)  # before the cool-down that derives from it
+        if self.cooldown_steps is None and self.num_train_epochs is None:  # else: of the planned steps
             self.cooldown_steps = round(DEFAULT_COOLDOWN_FRACTION * self.max_steps)
-        if not 0 <= self.cooldown_steps <= self.max_steps:
+        if self.cooldown_steps is not None and not 0 <= self.cooldown_steps <= self.max_steps:
             raise ValueError(f"cooldown_steps: must lie in [0, max_steps], got {self.cooldown_steps}")
         check_word_representation(self.word_representation)
         if self.model_name_or_path is not None:

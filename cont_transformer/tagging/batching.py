@@ -44,6 +44,8 @@ import numpy as np
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from .tokenization import encode_words
+
 IGNORE_INDEX = -100
 # A row field: each word's index in the data, on its first token (IGNORE_INDEX elsewhere),
 # so that predictions gathered in any order land on their words.
@@ -88,7 +90,7 @@ def _encoded(
     columns: Columns | None = None,
 ) -> Iterator[_Encoded]:
     """Each sentence's tokens grouped by word, in full (no truncation)."""
-    encoding = tokenizer(list(map(list, sentences)), is_split_into_words=True)
+    encoding = encode_words(tokenizer, sentences)
     fields = {"labels": tags, **(columns or {})}
     for index, words in enumerate(sentences):
         input_ids, word_of = encoding["input_ids"][index], encoding.word_ids(index)

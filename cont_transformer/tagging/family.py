@@ -8,7 +8,6 @@ from functools import partial
 from pathlib import Path
 
 import torch
-from transformers import AutoTokenizer
 
 from ..families import CardText, EvalSet, ModelFamily, forward_batches, register_family
 from ..training.outputs import METRICS_FILE, write_json
@@ -17,12 +16,13 @@ from .batching import PaddingCollator
 from .data import load_treebank
 from .evaluation import evaluate, reported_rows, scoring_rows
 from .tag import model_column_labels, saved_tag_column
+from .tokenization import load_tokenizer
 
 
 def load_preprocessor(folder: Path):
     if not (folder / "tokenizer_config.json").is_file():
         return None
-    return AutoTokenizer.from_pretrained(folder)
+    return load_tokenizer(folder)
 
 
 def eval_set(model, tokenizer, folder: Path, path: Path, batch_size: int) -> EvalSet:

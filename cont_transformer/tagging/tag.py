@@ -40,7 +40,7 @@ from .columns import decode_column
 from .conllu_document import COLUMNS
 from .lemmas import parse_script
 from .segmentation import check_language, split_text, tokenize_sentences
-from .tokenization import word_shortener
+from .tokenization import load_tokenizer, word_shortener
 
 
 @dataclass
@@ -197,7 +197,7 @@ class Tagger:
         run's folder, its ``best/`` model) onto
         ``device`` (default: CUDA when available), in ``dtype`` (default as saved;
         ``torch.bfloat16`` is faster on CPUs with bfloat16 instructions)."""
-        from transformers import AutoModelForTokenClassification, AutoTokenizer
+        from transformers import AutoModelForTokenClassification
         from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
         folder = resolve_model_dir(folder)
@@ -205,7 +205,7 @@ class Tagger:
         model = AutoModelForTokenClassification.from_pretrained(folder).to(device, dtype)
         # No length limit: the tagger windows long sentences itself (older folders saved
         # the training length here, and the tokenizer would warn about it).
-        tokenizer = AutoTokenizer.from_pretrained(folder, model_max_length=VERY_LARGE_INTEGER)
+        tokenizer = load_tokenizer(folder, model_max_length=VERY_LARGE_INTEGER)
         return cls(model, tokenizer, column=options.pop("column", saved_tag_column(folder)), **options)
 
     def predict(

@@ -22,6 +22,18 @@ characters (or the longest training word) and makes a longer one ``[UNK]``;
 characters the model reads anyway (its first and last ones, as the character CNN clips
 them), so a word of any length is tagged in bounded time, exactly as if it were whole.
 
+Raw text. A tagger is trained on UD words, so the saved tokenizer pre-tokenizes raw text
+into UD-like words (:data:`UD_WORDS`, a ``tokenizers`` ``Split`` after the whitespace
+split): punctuation apart, English clitics split off as the English treebanks do
+(``didn't`` -> ``did n't``, ``Tom's`` -> ``Tom 's``), abbreviations (``U.S.``, ``Mr.``,
+``e.g.``), numbers (``3.5``, ``1,000``) and hyphenated words kept whole. So
+``pipeline("token-classification", model=folder)`` on raw text sees the words the model
+was trained on. The training, the evaluation and the tagger encode their words whole
+(:func:`encode_words` sets the pre-tokenizer aside: a given word is one word for the
+model, whatever its punctuation). Called directly with ``is_split_into_words=True``, the
+tokenizer pre-tokenizes each word too, which keeps nearly every treebank word whole (not
+``1.`` or a URL). Tokenizers saved before keep their whitespace split.
+
 A root token is prepended to every sentence (as in the reference code): a position every
 word can attend to. It is a special token, so its ``word_ids`` entry is None and it gets
 no tag. Ids: ``[PAD]`` = 0, ``[UNK]`` = 1, ``[ROOT]`` = 2, then the training words in
@@ -31,11 +43,13 @@ then the continuation pieces.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+import os
+from collections.abc import Callable, Collection, Iterable, Sequence
+from pathlib import Path
 
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
-from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
+from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
 from ..word_representation import NUM_RESERVED_CHARS, clip_spelling
@@ -51,6 +65,30 @@ CONTINUATION_PREFIX = " ##"
 # WordPiece's time grows faster than the square of a word's length. The tagger shortens
 # long words first (word_shortener), so it spells words of any length.
 MAX_INPUT_CHARS_PER_WORD = 256
+
+_W = r"[\p{L}\p{M}\p{N}]"  # a letter (with its marks) or digit
+_ABBREVIATIONS = ("Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Mt|vs|etc|Inc|Ltd|Co|Corp|No|Vol|Fig|Jan|Feb|Mar|"
+                  "Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|approx|ca|cf|al")  # fmt: skip
+# Raw text to UD-like words, one alternative per kind of word, tried in this order
+# (Oniguruma, the regex engine of `tokenizers`).
+UD_WORDS = "|".join([
+    r"\p{L}{1,2}\.(?:\p{L}{1,2}\.)+",                  # U.S., e.g., Ph.D., z.B.
+    rf"(?<!{_W})\p{{Lu}}\.(?!{_W})",                      # an initial: J. Smith
+    rf"(?<!{_W})(?:{_ABBREVIATIONS})\.",                  # Mr., etc.
+    rf"{_W}+(?=(?i:n['’]t)(?!{_W}))",                     # did | n't, ca | n't
+    rf"(?i:n['’]t)(?!{_W})",
+    rf"{_W}+(?=['’](?i:s|re|ll|ve|m|d)(?!{_W}))",         # Tom | 's, I | 'm
+    rf"['’](?i:s|re|ll|ve|m|d)(?!{_W})",
+    rf"[#@]?{_W}+(?:[-'’.,:/&_@+]{_W}+)*-?",              # words, 3.5, 1,000, well-known, th-, #tag
+    r"\.{2,}|-{2,}|\S",                                  # ..., -- and any other character alone
+])  # fmt: skip
+
+
+def ud_pre_tokenizer() -> pre_tokenizers.PreTokenizer:
+    """Whitespace, then :data:`UD_WORDS`: raw text into UD-like words (module docstring)."""
+    return pre_tokenizers.Sequence(
+        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Split(Regex(UD_WORDS), behavior="isolated")]
+    )
 
 
 def build_tokenizer(
@@ -98,7 +136,7 @@ def build_tokenizer(
         backend.decoder = decoders.WordPiece(prefix=CONTINUATION_PREFIX, cleanup=False)
     else:
         backend = Tokenizer(models.WordLevel(vocab, unk_token=UNK_TOKEN))
-    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    backend.pre_tokenizer = ud_pre_tokenizer()
     backend.post_processor = processors.TemplateProcessing(
         single=f"{ROOT_TOKEN} $A", special_tokens=[(ROOT_TOKEN, vocab[ROOT_TOKEN])]
     )
@@ -110,6 +148,39 @@ def build_tokenizer(
         model_max_length=VERY_LARGE_INTEGER if model_max_length is None else model_max_length,
         model_input_names=["input_ids", "attention_mask"],
     )
+
+
+TOKENIZER_FILE = "tokenizer.json"
+
+
+def encode_words(tokenizer: PreTrainedTokenizerBase, sentences: Sequence[Sequence[str]], **options):
+    """``tokenizer(sentences, is_split_into_words=True, **options)`` with each given word kept whole: the
+    raw-text pre-tokenizer (:data:`UD_WORDS`) is replaced by a whitespace split meanwhile."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    saved = backend.pre_tokenizer if backend is not None else None
+    if backend is not None:
+        backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    try:
+        return tokenizer([list(words) for words in sentences], is_split_into_words=True, **options)
+    finally:
+        if backend is not None:
+            backend.pre_tokenizer = saved
+
+
+def load_tokenizer(folder: str | os.PathLike, **options) -> PreTrainedTokenizerFast:
+    """The tokenizer saved in a tagger's folder (``AutoTokenizer`` with ``options``); an
+    error naming the folder when it holds none, or one that does not load (instead of
+    transformers' advice about converting slow tokenizers)."""
+    folder = Path(folder)
+    if not (folder / TOKENIZER_FILE).is_file():
+        raise FileNotFoundError(
+            f"{folder}: no {TOKENIZER_FILE} beside the model; a tagger's folder holds the "
+            "tokenizer it was trained with (tokenizer.save_pretrained(folder))"
+        )
+    try:
+        return AutoTokenizer.from_pretrained(folder, **options)
+    except (OSError, ValueError) as err:
+        raise OSError(f"{folder / TOKENIZER_FILE}: the tokenizer does not load ({err})") from None
 
 
 def word_shortener(

@@ -63,7 +63,7 @@ from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..training.outputs import BEST_MODEL_DIR, METRICS_FILE
 from ..training.scaffold import Trainer
 from ..training.schedules import cooldown_factor, inverse_sqrt_learning_rate
-from .arguments import TrainingArguments
+from .arguments import DEFAULT_COOLDOWN_FRACTION, TrainingArguments
 from .batching import (
     LengthGroupedBatchSampler,
     PaddingCollator,
@@ -331,9 +331,12 @@ class PosTrainer(Trainer):
         return build_optimizer(model, self.args.learning_rate, self.args.weight_decay)
 
     def learning_rate(self, step: int) -> float:
-        args = self.args
+        args, max_steps = self.args, self.plan.max_steps
+        cooldown = args.cooldown_steps
+        if cooldown is None:  # --num-train-epochs: the default share of the planned steps
+            cooldown = round(DEFAULT_COOLDOWN_FRACTION * max_steps)
         return inverse_sqrt_learning_rate(step, args.learning_rate, args.warmup_steps) * cooldown_factor(
-            step, args.max_steps, args.cooldown_steps
+            step, max_steps, cooldown
         )
 
     def loss(self, model: nn.Module, batch: dict) -> torch.Tensor:
@@ -353,6 +356,9 @@ class PosTrainer(Trainer):
     def data_fingerprint(self) -> str:
         return self.fingerprint
 
+    def data_files(self) -> list[Path]:
+        return [path for split in ("train", "validation") for path in self.files.get(split, [])]
+
     def summary(self) -> dict:
         args = self.args
         return {
@@ -366,8 +372,6 @@ class PosTrainer(Trainer):
             "num_dev_sentences": self.num_sentences[1],
             "baseline_accuracy": self.baseline,
             "num_processes": self.accelerator.num_processes,
-            # Tokens the model processed per real token in this session's training batches.
-            "padding_ratio": self.collate.padded_tokens / max(self.collate.real_tokens, 1),
             "length_buckets": self.buckets,
             "arguments": {k: v for k, v in vars(args).items()},
         }
@@ -382,13 +386,16 @@ class PosTrainer(Trainer):
     def card_facts(self, entry: dict) -> dict:
         args, facts = self.args, self.facts
         name = facts.name if facts else args.treebank
+        dev = treebank_facts(self.files.get("validation", [])) or facts  # the dev score's data set
+        dev_name = dev.name if dev else name
         results = [
-            Evaluation(name, "dev", entry[row], facts and facts.dataset_id, facts and facts.dataset_config,
+            Evaluation(dev_name, "dev", entry[row], dev and dev.dataset_id, dev and dev.dataset_config,
                        metric_name=f"{ROW_TITLES[row]} accuracy")
             for row in reported_rows(self.labels)
         ]  # fmt: skip
         return {
             "extra": {"training data": f"{name}, {self.num_sentences[0]:,} sentences",
+                      "dev data": f"{dev_name}, {self.num_sentences[1]:,} sentences",
                       "best dev step": entry["step"]},
             "language": facts and facts.language,
             "license": facts and facts.license,

@@ -14,13 +14,22 @@ convention with the command line on top: ``train_pos.py recipes/en_gum.json --ma
 100`` reads the file (:func:`read_recipe`: its keys are flags in either spelling, its
 values are checked and converted as the flags' values are) and then the flags, so a flag
 beats the file. A recipe's values count as given, like flags.
+
+The flags a transformers user brings mean what they mean in ``Trainer``: ``--bf16`` /
+``--fp16`` (mixed precision through Accelerate; fp16 needs a GPU), ``--num_train_epochs``
+(a trainer converts it to steps once it knows the data size, :class:`.schedules.RunPlan`),
+``--do_train`` / ``--do_eval``, ``--push_to_hub`` (a switch; ``--hub_model_id`` names the
+repository, or ``--push-to-hub REPO_ID``), ``--report_to`` any Accelerate tracker, and
+the aliases in :data:`ALIASES` (``--validation_file`` is ``--dev-file``).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import json
+import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,9 +39,14 @@ from typing import Any, NoReturn, TypeVar
 from transformers import HfArgumentParser
 
 from ..choices import check_basis_name, check_count, check_scheme_name
+from .identity import RESUMABLE
 from .schedules import RefinementSchedule, parse_steps
 
-REPORT_TO = ("none", "tensorboard")
+# --report_to: "none", "all" (every tracker installed) or Accelerate trackers, comma-separated.
+TRACKERS = ("aim", "clearml", "comet_ml", "dvclive", "mlflow", "swanlab", "tensorboard", "trackio", "wandb")
+# Trainer's flag names for fields these trainers call otherwise: alias -> the first of
+# the fields that the arguments have.
+ALIASES = {"validation_file": ("dev_file",), "train_file": ("train_file", "dataset")}
 # The recipes of a source checkout (the README's commands): <repository>/recipes/*.json.
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 RECIPE_SUFFIX = ".json"
@@ -40,16 +54,6 @@ RECIPE_HELP = (
     "A first argument FILE.json is a recipe: a JSON object of these arguments "
     "(recipes/*.json); the flags after it override it."
 )
-# Fields a resumed run may change: they do not change what the run computes up to the
-# resumed step (max_steps extends a run).
-RESUMABLE = frozenset(
-    {
-        "output_dir", "overwrite_output_dir", "resume_from_checkpoint", "max_steps", "eval_steps",
-        "save_steps", "save_total_limit", "push_to_hub", "report_to", "logging_steps",
-        "torch_compile", "torch_compile_mode", "torch_compile_backend", "length_buckets", "compression_report", "do_predict", "data_dir",
-        "train_file", "dev_file", "dataset", "epochs",
-    }
-)  # fmt: skip
 
 
 def _help(text: str, **extra) -> dict:
@@ -103,13 +107,30 @@ class RunArguments:
         default=None, **_help("a checkpoint folder, or 'latest' in --output-dir")
     )
     push_to_hub: str | None = field(
-        default=None, **_help("Hub repository id to upload the best model to at the end")
-    )
+        default=None,
+        **_help("upload the best model to the Hub at the end: a switch (to --hub-model-id, or "
+                "the --output-dir's name) or a repository id", nargs="?", const="", metavar="REPO_ID"),
+    )  # fmt: skip
+    hub_model_id: str | None = field(default=None, **_help("Hub repository of --push-to-hub"))
     report_to: str = field(
         default="none",
-        **_help("'tensorboard': log losses, dev metrics, learning rate, K and N_T under "
-                "--output-dir/logs (pip install 'cont-transformer[tensorboard]')"),
+        **_help("log losses, dev metrics, learning rate, K and N_T to Accelerate trackers: "
+                f"none, all, or comma-separated {', '.join(TRACKERS)} (tensorboard writes "
+                "under --output-dir/logs; pip install 'cont-transformer[tensorboard]')"),
     )  # fmt: skip
+    bf16: bool = field(
+        default=False, **_help("bfloat16 mixed precision (autocast) on a CPU or GPU")
+    )
+    fp16: bool = field(default=False, **_help("float16 mixed precision (a GPU only)"))
+    num_train_epochs: float | None = field(
+        default=None,
+        **_help("train for this many passes over the training data (replaces --max-steps; "
+                "converted to steps once the data size is known)"),
+    )  # fmt: skip
+    do_train: bool = field(default=False, **_help("train (the default; as in transformers)"))
+    do_eval: bool = field(
+        default=False, **_help("without --do-train: evaluate a saved model only, as --eval-only does")
+    )
     logging_steps: int = field(default=50, **_help("log the training loss every N steps"))
     compression_report: bool = field(
         default=False,
@@ -138,16 +159,38 @@ class RunArguments:
         check_count("per_device_train_batch_size", self.per_device_train_batch_size, optional=True)
         check_basis_name("basis", self.basis)
         check_scheme_name("scheme", self.scheme)
-        for name in ("learning_rate", "time_horizon"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name}: must be positive, got {getattr(self, name)}")
-        if self.weight_decay < 0:
-            raise ValueError(f"weight_decay: must be >= 0, got {self.weight_decay}")
-        if self.max_grad_norm is not None and not self.max_grad_norm > 0:
-            raise ValueError(f"max_grad_norm: must be positive, got {self.max_grad_norm}")
-        if self.report_to not in REPORT_TO:
-            raise ValueError(f"report_to: choose one of {REPORT_TO}, got {self.report_to!r}")
+        for name in ("learning_rate", "time_horizon", "max_grad_norm", "num_train_epochs"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name}: must be a finite positive number, got {value}")
+        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            raise ValueError(f"weight_decay: must be a finite number >= 0, got {self.weight_decay}")
+        if self.bf16 and self.fp16:
+            raise ValueError("fp16: choose one of --bf16 and --fp16")
+        self.report_to = ",".join(check_trackers(self.report_to))
+        self._resolve_hub_repository()
+        epochs = getattr(self, "epochs", None)
+        if self.num_train_epochs is not None and isinstance(epochs, int):
+            # A trainer that counts whole epochs (the image trainer) takes it as its --epochs.
+            if self.num_train_epochs != int(self.num_train_epochs):
+                raise ValueError(f"num_train_epochs: this trainer counts whole epochs, got {self.num_train_epochs}")
+            self.epochs = int(self.num_train_epochs)
         self.refinement_schedule  # noqa: B018 (validates K and N_T against the refinements)
+
+    def _resolve_hub_repository(self) -> None:
+        """``--push-to-hub`` as a switch (also ``true`` in a recipe) pushes to
+        ``--hub-model-id`` or the output folder's name, as transformers' Trainer does."""
+        switch = str(self.push_to_hub).lower()
+        if self.push_to_hub is None or switch == "false":
+            self.push_to_hub = None
+        elif switch in ("", "true"):
+            self.push_to_hub = self.hub_model_id or Path(self.output_dir).resolve().name
+
+    @property
+    def mixed_precision(self) -> str | None:
+        """Accelerate's mixed precision the flags ask for (None: Accelerate's default,
+        e.g. ``accelerate launch --mixed_precision bf16``)."""
+        return "bf16" if self.bf16 else "fp16" if self.fp16 else None
 
     @property
     def refinement_schedule(self) -> RefinementSchedule:
@@ -159,6 +202,38 @@ class RunArguments:
 
 
 Arguments = TypeVar("Arguments", bound=RunArguments)
+
+
+def check_trackers(report_to: str) -> list[str]:
+    """The Accelerate trackers ``--report-to`` names (``[]`` for none); ValueError in one line
+    for an unknown name or a tracker whose package is not installed."""
+    names = [name.strip() for name in report_to.split(",") if name.strip()]
+    if names in ([], ["none"]):
+        return []
+    if names == ["all"]:
+        return [name for name in TRACKERS if importlib.util.find_spec(name) is not None]
+    for name in names:
+        if name not in TRACKERS:
+            raise ValueError(f"report_to: choose none, all or of {', '.join(TRACKERS)}, got {name!r}")
+        if importlib.util.find_spec(name) is None:
+            raise ValueError(f"report_to: {name} needs its package, which is not installed (pip install {name})")
+    return names
+
+
+def argument_parser(kind: type[RunArguments], **kwargs) -> HfArgumentParser:
+    """``HfArgumentParser`` over ``kind`` with the Trainer-style :data:`ALIASES` as further
+    spellings of the fields they stand for."""
+    parser = HfArgumentParser(kind, **kwargs)
+    fields = {f.name for f in dataclasses.fields(kind) if f.init}
+    for alias, targets in ALIASES.items():
+        target = next((name for name in targets if name in fields), None)
+        if target is None or target == alias:
+            continue
+        action = parser._option_string_actions[f"--{target}"]
+        for spelling in (f"--{alias}", f"--{alias.replace('_', '-')}"):
+            action.option_strings.append(spelling)
+            parser._option_string_actions[spelling] = action
+    return parser
 
 
 def _one_line_error(message: str) -> NoReturn:
@@ -218,7 +293,7 @@ def read_recipe(path: str | Path, kind: type[RunArguments]) -> dict[str, Any]:
         kind_of = type(recipe).__name__
         raise ValueError(f"{path}: a recipe is a JSON object of arguments, got {kind_of}")  # noqa: TRY004
     names = {f.name for f in dataclasses.fields(kind) if f.init}
-    flags = HfArgumentParser(kind)._option_string_actions
+    flags = argument_parser(kind)._option_string_actions
     values: dict[str, Any] = {}
     for key, value in recipe.items():
         action = flags.get(f"--{key}")
@@ -253,7 +328,7 @@ def parse_arguments(
         recipe = read_recipe(argv.pop(0), kind)
 
     def build() -> HfArgumentParser:
-        parser = HfArgumentParser(kind, description=description, epilog=RECIPE_HELP)
+        parser = argument_parser(kind, description=description, epilog=RECIPE_HELP)
         parser.error = _one_line_error
         if extra is not None:
             extra(parser)

@@ -4,8 +4,10 @@ A checkpoint is written into a staging folder (Accelerate's state from every pro
 then ``trainer_state.json``, the completion marker) and renamed to ``step-N`` only when
 complete, so a kill never leaves a half-written ``step-N``. The newest
 ``save_total_limit`` complete checkpoints are kept. Resuming from ``"latest"`` tries the
-complete checkpoints newest first: one that cannot be read (a damaged file) is named in a
-warning and the previous one is used.
+complete checkpoints newest first: one that cannot be read (a damaged file, a random
+state that does not load) is named in a warning and the previous one is used. A checkpoint
+named by its path may lie in another run folder (:func:`foreign_run_folder`); the scaffold
+then checks that run's identity against this one's.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 from accelerate.utils import load as safe_torch_load
 from safetensors.torch import load_file
 
-from .outputs import CHECKPOINTS_DIR, write_json
+from .outputs import CHECKPOINTS_DIR, RUN_FILE, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +102,36 @@ def damaged_file(folder: PathLike) -> Path | None:
         except Exception:  # noqa: BLE001 (any failure to load marks the file as damaged)
             return path
     return None
+
+
+def check_random_states(folder: PathLike) -> None:
+    """Raise :class:`CheckpointError` naming a random-state file of the checkpoint that does
+    not load (Accelerate only logs that and goes on)."""
+    for path in sorted(Path(folder).glob("random_states_*.pkl")):
+        try:
+            safe_torch_load(path, map_location="cpu")
+        except Exception as err:
+            raise CheckpointError(f"{path}: the random state does not load ({err})") from err
+
+
+def foreign_run_folder(spec: str, output_dir: PathLike) -> Path | None:
+    """The run folder of ``--resume-from-checkpoint spec`` when it is not ``output_dir``
+    (None for ``latest`` and for a checkpoint of ``output_dir``). Raises
+    :class:`CheckpointError` for a checkpoint outside ``output_dir`` that is in no run
+    folder (no ``run.json`` beside its ``checkpoints/``): whose run it is cannot be checked."""
+    if spec == "latest":
+        return None
+    checkpoint = Path(spec).resolve()
+    run_dir = checkpoint.parent.parent
+    if checkpoint.parent.name == CHECKPOINTS_DIR and run_dir == Path(output_dir).resolve():
+        return None
+    if checkpoint.parent.name != CHECKPOINTS_DIR or not (run_dir / RUN_FILE).is_file():
+        raise CheckpointError(
+            f"--resume-from-checkpoint: {spec} lies outside --output-dir {output_dir} and in no "
+            f"run folder (no {RUN_FILE} beside its {CHECKPOINTS_DIR}/), so whether it belongs to "
+            "this run cannot be checked"
+        )
+    return run_dir
 
 
 def resume_candidates(spec: str, output_dir: PathLike) -> list[Path]:

@@ -9,6 +9,9 @@
   only into an empty (or missing) folder, unless the user asks to overwrite; a resumed
   run only into its own folder (see :mod:`.identity`).
 * :func:`resolve_model_dir` accepts a model folder or a run folder (its ``best/`` model).
+* :func:`publish_best_model` copies the best model's files to the top of the run folder
+  at the end of training, as transformers' ``Trainer`` leaves its model in
+  ``output_dir``: ``from_pretrained("runs/pos")`` loads it.
 
 Locks and leftovers. :func:`lock_output_folder` holds an exclusive lock on
 ``<folder>/.lock`` (``flock``) from :func:`prepare_run_folder` until the process ends
@@ -235,7 +238,8 @@ def prepare_run_folder(output_dir: PathLike, *, resuming: bool, overwrite: bool)
                 "--resume-from-checkpoint latest, choose another folder, or pass "
                 "--overwrite-output-dir to replace its run"
             )
-        for name in RUN_OUTPUTS:
+        published = [p.name for p in (folder / BEST_MODEL_DIR).glob("*") if p.is_file()]
+        for name in {*published, *RUN_OUTPUTS} - {LOCK_FILE}:
             path = folder / name
             if path.is_dir():
                 shutil.rmtree(path)
@@ -250,13 +254,29 @@ def resolve_model_dir(path: PathLike) -> Path:
     """The model folder ``path`` names: itself if it holds ``config.json``, else its ``best/``
     model if it is a training run's folder. Raises ``FileNotFoundError`` naming it."""
     path = Path(path)
+    if (path / BEST_MODEL_DIR / "config.json").is_file():
+        return path / BEST_MODEL_DIR  # a run folder (with the same model at its top, or not)
     if (path / "config.json").is_file():
         return path
-    if (path / BEST_MODEL_DIR / "config.json").is_file():
-        return path / BEST_MODEL_DIR
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such folder")
     raise FileNotFoundError(
         f"{path} is not a saved model folder (no config.json) nor a training run with a "
         f"{BEST_MODEL_DIR}/ model"
     )
+
+
+def publish_best_model(output_dir: PathLike) -> list[str]:
+    """Copy the files of ``output_dir/best`` to the top of ``output_dir`` (each replaced
+    atomically; the run's own ``metrics.json`` and ``run.json`` stay), so the run folder
+    loads with ``from_pretrained`` as a transformers ``Trainer``'s does. Returns the names."""
+    folder = Path(output_dir)
+    names = []
+    for path in sorted((folder / BEST_MODEL_DIR).iterdir()):
+        if not path.is_file() or path.name in RUN_OUTPUTS or path.name == LOCK_FILE:
+            continue
+        temporary = folder / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
+        shutil.copy2(path, temporary)
+        os.replace(temporary, folder / path.name)
+        names.append(path.name)
+    return names

@@ -17,11 +17,17 @@ of a batch and the evaluation; the scaffold does the rest the same way for all:
   refinement schedule gives after ``s``, and resuming rebuilds them before loading.
 * Folders. A new run refuses a non-empty ``output_dir`` unless ``overwrite_output_dir``;
   ``run.json`` records the run's identity and a resumed run must match it
-  (:mod:`.identity`); checkpoints are complete or absent, and ``latest`` falls back past
-  a damaged one (:mod:`.checkpoints`); ``metrics.json`` is replaced atomically.
+  (:mod:`.identity`), also when resuming from a checkpoint of another run folder, whose
+  history then stays out of this run's ``metrics.json``; checkpoints are complete or
+  absent, and ``latest`` falls back past a damaged one (:mod:`.checkpoints`);
+  ``metrics.json`` is replaced atomically.
+* A non-finite loss or non-finite weights stop the run before anything of them is saved
+  (:mod:`.divergence`).
 * After training: the compression report (optional: the best model at K/2, K/4, N_T/2,
   N_T/4, both halved, scored on dev), the subclass's ``finish`` (e.g. a final test
-  evaluation), the Hub upload.
+  evaluation), the best model's files at the top of ``output_dir`` (``from_pretrained``
+  loads the run folder, as after transformers' ``Trainer``), the Hub upload, and the
+  output folder's lock released.
 
 docs/design.md describes how the tagger and the image trainer fill the hooks.
 """
@@ -31,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
+import json
 import logging
 import sys
 import time
@@ -40,36 +47,37 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from accelerate import Accelerator, DataLoaderConfiguration
 from huggingface_hub import HfApi
 from torch import nn
 from tqdm.auto import tqdm
 
-from ..compression import (
-    SECTION_HEADING,
-    compressed_copy,
-    compression_section,
-    compression_variants,
-)
+from ..compression import SECTION_HEADING, compression_section, score_variants
 from ..model_card import write_model_card
 from ..transform import refine
-from .arguments import RunArguments
+from .accelerator import end_distributed, make_accelerator
+from .arguments import RunArguments, check_trackers
 from .checkpoints import (
     CheckpointError,
+    check_random_states,
     damaged_file,
     finish_checkpoint,
+    foreign_run_folder,
     read_state,
     remove_abandoned,
     resume_candidates,
     staging_folder,
 )
 from .compiling import after_refinement, compile_model, compiled_graphs
-from .identity import check_identity, record_identity
+from .divergence import check_loss, check_weights
+from .identity import check_identity, file_fingerprints, read_identity, record_identity
 from .outputs import (
     BEST_MODEL_DIR,
     CHECKPOINTS_DIR,
     METRICS_FILE,
+    OutputFolderError,
     prepare_run_folder,
+    publish_best_model,
+    release_output_folder,
     staged_directory,
     write_json,
 )
@@ -87,7 +95,9 @@ class TrainerState:
     """What a checkpoint holds besides Accelerate's state (``trainer_state.json``).
 
     ``num_basis`` / ``num_steps`` are K and N_T after ``step``. The loss sums cover the
-    steps since the last evaluation; times and item counts add up over resumed runs.
+    steps since the last evaluation; times and item counts add up over resumed runs
+    (``train_slots``: the positions of the batches that hold an ``attention_mask``, padding
+    included, for the padding ratio).
     """
 
     step: int = 0
@@ -99,24 +109,8 @@ class TrainerState:
     loss_count: int = 0
     train_seconds: float = 0.0
     train_items: int = 0
+    train_slots: int = 0
     total_seconds: float = 0.0
-
-
-def make_accelerator(**kwargs) -> Accelerator:
-    """An Accelerator that splits each batch over the processes; CPU processes (gloo) when
-    there is no GPU (needed for ``accelerate launch --multi_gpu`` on CPUs)."""
-    return Accelerator(
-        cpu=not torch.cuda.is_available(),
-        dataloader_config=DataLoaderConfiguration(split_batches=True),
-        **kwargs,
-    )
-
-
-def end_distributed(accelerator: Accelerator) -> None:
-    """Wait for every process, then end training; this destroys the process group, so
-    gloo does not abort at interpreter exit."""
-    accelerator.wait_for_everyone()
-    accelerator.end_training()
 
 
 def seed_step(seed: int, step: int, process_index: int) -> None:
@@ -149,7 +143,7 @@ class Trainer:
     initial sizes), :meth:`build_optimizer`, :meth:`learning_rate`, :meth:`loss`,
     :meth:`evaluate` (returns at least ``selection_metric``), :meth:`save_model` (writes a
     complete model folder), and optionally :meth:`after_optimizer_step`,
-    :meth:`data_fingerprint`, :meth:`summary`, :meth:`finish`. An optimiser's param group
+    :meth:`data_fingerprint`, :meth:`data_files`, :meth:`summary`, :meth:`finish`. An optimiser's param group
     with an ``lr_scale`` gets that multiple of :meth:`learning_rate`.
     """
 
@@ -163,21 +157,31 @@ class Trainer:
         self.compiled = False
         self.output_dir = Path(args.output_dir)
         resuming = args.resume_from_checkpoint is not None
-        tracker = {} if args.report_to == "none" else {
-            "log_with": args.report_to, "project_dir": str(self.output_dir / LOGS_DIR),
-        }  # fmt: skip
-        self.accelerator = accelerator = make_accelerator(**tracker)
+        trackers = check_trackers(args.report_to)
+        tracker = {"log_with": trackers, "project_dir": str(self.output_dir / LOGS_DIR)} if trackers else {}
+        self.accelerator = accelerator = make_accelerator(args.mixed_precision, **tracker)
         self._resolve_batch_size()
+        # A checkpoint of another run folder: that run must be this one (its identity).
+        self.source_run = foreign_run_folder(args.resume_from_checkpoint, self.output_dir) if resuming else None
+        resume_here = resuming and (self.source_run is None or read_identity(self.output_dir) is not None)
         if accelerator.is_main_process:
-            prepare_run_folder(self.output_dir, resuming=resuming, overwrite=args.overwrite_output_dir)
+            prepare_run_folder(self.output_dir, resuming=resume_here, overwrite=args.overwrite_output_dir)
             remove_abandoned(self.output_dir)
         accelerator.wait_for_everyone()
         self.load_data()
         self.plan = self.run_plan()  # derived once, after the data size is known
-        if resuming:
-            check_identity(self.output_dir, args.identity(), self.data_fingerprint())
+        identity = (args.identity(), self.data_fingerprint(), file_fingerprints(self.data_files()))
+        if self.source_run is not None:
+            try:
+                check_identity(self.source_run, *identity)
+            except OutputFolderError as err:
+                raise OutputFolderError(
+                    f"--resume-from-checkpoint: {args.resume_from_checkpoint} is a checkpoint of another run: {err}"
+                ) from None
+        if resume_here:
+            check_identity(self.output_dir, *identity)
         elif accelerator.is_main_process:
-            record_identity(self.output_dir, args.identity(), self.data_fingerprint())
+            record_identity(self.output_dir, *identity, mixed_precision=accelerator.mixed_precision)
         candidates = resume_candidates(args.resume_from_checkpoint, self.output_dir) if resuming else [None]
         for index, checkpoint in enumerate(candidates):
             try:
@@ -232,7 +236,20 @@ class Trainer:
         self.model, self.optimizer = accelerator.prepare(model, self.build_optimizer(model))
         if checkpoint is not None:
             accelerator.load_state(str(checkpoint))
+            check_random_states(checkpoint)
+            if self.source_run is not None:
+                self._keep_own_history()
             logger.info("resumed from %s at step %d", checkpoint, self.state.step)
+
+    def _keep_own_history(self) -> None:
+        """Resuming from another run folder's checkpoint: its weights and optimiser state,
+        not its evaluations; ``metrics.json`` keeps this folder's own up to the step, and its
+        best entry only while ``best/`` holds that model (else the next evaluation writes it)."""
+        state, path = self.state, self.output_dir / METRICS_FILE
+        own = json.loads(path.read_text()) if path.is_file() else {}
+        state.history = [e for e in own.get("history", []) if e["step"] <= state.step]
+        best = own.get("best")
+        state.best = best if best in state.history and (self.output_dir / BEST_MODEL_DIR).is_dir() else None
 
     @property
     def schedule(self) -> RefinementSchedule:
@@ -245,9 +262,11 @@ class Trainer:
 
     def run_plan(self) -> RunPlan:
         """The run's step counts and refinement schedule, after :meth:`load_data`; by
-        default the arguments' own (a trainer counting epochs derives them from the data
-        size here, without writing them back into the arguments)."""
-        return RunPlan.from_arguments(self.args)
+        default the arguments' own, ``num_train_epochs`` in :attr:`steps_per_epoch` steps
+        (a trainer counting epochs derives them from the data size here, without writing
+        them back into the arguments)."""
+        epochs = self.args.num_train_epochs is not None
+        return RunPlan.from_arguments(self.args, self.steps_per_epoch if epochs else None)
 
     @property
     def steps_per_epoch(self) -> int:
@@ -302,6 +321,13 @@ class Trainer:
     def data_fingerprint(self) -> str:
         return ""
 
+    def data_files(self) -> list[Path]:
+        """The files (or folders) the data was read from, fingerprinted one by one in
+        ``run.json`` so that a resume on changed data names the file; by default the
+        ``--dataset`` argument's path."""
+        dataset = getattr(self.args, "dataset", None)
+        return [Path(dataset)] if dataset and Path(dataset).exists() else []
+
     def summary(self) -> dict:
         """Facts for metrics.json (data set, baseline, ...)."""
         return {}
@@ -320,36 +346,43 @@ class Trainer:
         )  # fmt: skip
         self.model.train()
         self._items = torch.zeros((), dtype=torch.long, device=accelerator.device)
+        self._slots = 0
         tick = time.perf_counter()
-        while state.step < plan.max_steps:
-            epoch, skip = divmod(state.step, self.steps_per_epoch)
-            for batch in self.epoch_batches(epoch, skip):
-                loss, learning_rate = self._optimizer_step(batch)
-                progress.set_postfix(
-                    loss=f"{loss:.4f}", lr=f"{learning_rate:.2e}", K=state.num_basis,
-                    N_T=state.num_steps, refresh=False,
-                )  # fmt: skip
-                progress.update(1)
-                evaluate_now = state.step % plan.eval_steps == 0 or state.step == plan.max_steps
-                save_now = state.step % plan.save_steps == 0 or state.step == plan.max_steps
-                refine_now = state.step in self.schedule.refine_steps
-                if evaluate_now or save_now:
-                    state.train_seconds += time.perf_counter() - tick
-                    state.train_items += int(accelerator.reduce(self._items, "sum"))
-                    self._items.zero_()
-                if evaluate_now:
-                    entry = self.evaluate_and_keep_best(learning_rate)
-                    if accelerator.is_main_process:
-                        progress.write(self._describe(entry))
-                if refine_now:
-                    self._refine()
-                if save_now:
-                    self.save_checkpoint()
-                if evaluate_now or save_now:
-                    tick = time.perf_counter()
-                if state.step >= plan.max_steps:
-                    break
-        progress.close()
+        try:  # closed also when the run stops, so an error starts its own line
+            while state.step < plan.max_steps:
+                epoch, skip = divmod(state.step, self.steps_per_epoch)
+                for batch in self.epoch_batches(epoch, skip):
+                    loss, learning_rate = self._optimizer_step(batch)
+                    progress.set_postfix(
+                        loss=f"{loss:.4f}", lr=f"{learning_rate:.2e}", K=state.num_basis,
+                        N_T=state.num_steps, refresh=False,
+                    )  # fmt: skip
+                    progress.update(1)
+                    evaluate_now = state.step % plan.eval_steps == 0 or state.step == plan.max_steps
+                    save_now = state.step % plan.save_steps == 0 or state.step == plan.max_steps
+                    refine_now = state.step in self.schedule.refine_steps
+                    if evaluate_now or save_now:
+                        state.train_seconds += time.perf_counter() - tick
+                        state.train_items += int(accelerator.reduce(self._items, "sum"))
+                        slots = torch.tensor(self._slots, device=accelerator.device)
+                        state.train_slots += int(accelerator.reduce(slots, "sum"))
+                        self._items.zero_()
+                        self._slots = 0
+                        self.check_weights(learning_rate)
+                    if evaluate_now:
+                        entry = self.evaluate_and_keep_best(learning_rate)
+                        if accelerator.is_main_process:
+                            progress.write(self._describe(entry))
+                    if refine_now:
+                        self._refine()
+                    if save_now:
+                        self.save_checkpoint()
+                    if evaluate_now or save_now:
+                        tick = time.perf_counter()
+                    if state.step >= plan.max_steps:
+                        break
+        finally:
+            progress.close()
         if self.compiled:
             self.extra_metrics["compiled_graphs"] = compiled_graphs() - self.graphs_before
         self.write_metrics()
@@ -359,9 +392,11 @@ class Trainer:
         metrics = self.write_metrics()
         if accelerator.is_main_process and state.best is not None:
             self.write_final_card()
+            publish_best_model(self.output_dir)
         if args.push_to_hub and accelerator.is_main_process:
             logger.info("pushed to %s", push_folder_to_hub(self.output_dir / BEST_MODEL_DIR, args.push_to_hub))
         end_distributed(accelerator)
+        release_output_folder(self.output_dir)
         return metrics
 
     def _optimizer_step(self, batch: dict) -> tuple[float, float]:
@@ -384,15 +419,18 @@ class Trainer:
                 accelerator.backward(loss)
             total += loss.detach()
             self._items += counts[index]
+            if "attention_mask" in micro:  # the padded positions, for the padding ratio
+                self._slots += micro["attention_mask"].numel()
         if args.max_grad_norm is not None:
             accelerator.clip_grad_norm_(self.model.parameters(), args.max_grad_norm)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.after_optimizer_step(state.step)
         loss_value = float(total)
+        check_loss(loss_value, state.step, learning_rate, args.learning_rate, accelerator.mixed_precision == "fp16")
         state.loss_sum += loss_value
         state.loss_count += 1
-        if args.report_to != "none" and state.step % args.logging_steps == 0:
+        if args.report_to and state.step % args.logging_steps == 0:
             accelerator.log(
                 {"train/loss": loss_value, "train/learning_rate": learning_rate,
                  "train/num_basis": state.num_basis, "train/num_steps": state.num_steps},
@@ -412,6 +450,11 @@ class Trainer:
             after_refinement()
         self.model, self.optimizer = accelerator.prepare(unwrapped, optimizer)
         self.state.num_basis, self.state.num_steps = _sizes(unwrapped)
+
+    def check_weights(self, learning_rate: float) -> None:
+        """Stop a run whose weights are no longer finite (:mod:`.divergence`)."""
+        check_weights(self.model, self.state.step, learning_rate, self.args.learning_rate,
+                      self.accelerator.mixed_precision == "fp16")  # fmt: skip
 
     def _describe(self, entry: dict) -> str:
         shown = ", ".join(
@@ -439,7 +482,7 @@ class Trainer:
         if state.best is None or entry[metric] > state.best[metric]:
             state.best = entry
             self.save_best(entry)
-        if self.args.report_to != "none":
+        if self.args.report_to:
             accelerator.log(
                 {f"dev/{k}": v for k, v in entry.items() if isinstance(v, (int, float)) and k != "step"},
                 step=state.step,
@@ -491,6 +534,9 @@ class Trainer:
             f"train_{self.item_name}_per_second": per_second,
             **self.extra_metrics,
         }
+        if state.train_slots:  # positions processed per real one, over every batch of the run
+            metrics["padding_ratio"] = state.train_slots / max(state.train_items, 1)
+        metrics["mixed_precision"] = self.accelerator.mixed_precision
         if self.accelerator.is_main_process:
             write_json(self.output_dir / METRICS_FILE, metrics)
         return metrics
@@ -499,6 +545,8 @@ class Trainer:
     def write_card(self, model: nn.Module, folder: Path, entry: dict, sections: dict | None = None) -> None:
         """The model card of ``folder``: the architecture, :meth:`card_facts` and ``sections``."""
         arguments = {"model_name": self.output_dir.resolve().name, **self.card_facts(entry)}
+        if self.accelerator.mixed_precision != "no":
+            arguments["extra"] = {**arguments.get("extra", {}), "mixed precision": self.accelerator.mixed_precision}
         write_model_card(model, folder, overwrite=True, sections=sections, **arguments)
 
     def write_final_card(self) -> None:
@@ -518,20 +566,9 @@ class Trainer:
         """Score the best model compressed without retraining
         (:func:`~cont_transformer.compression.compression_variants`) on dev; writes
         ``compression.json`` beside ``metrics.json`` and returns the rows."""
-        model = self.load_best()
-        metrics, selection = self.reported_metrics(), self.selection_metric
-        source = self.evaluate(model)
-        config = model.config
-        rows = [{"model": "trained", "num_basis": config.num_basis, "num_steps": config.num_steps,
-                 **{m: source[m] for m in metrics}, "drop_points": 0.0}]  # fmt: skip
-        for name, change in compression_variants(config):
-            variant = compressed_copy(model, **change)
-            score = self.evaluate(variant)
-            rows.append({
-                "model": name, "num_basis": variant.config.num_basis,
-                "num_steps": variant.config.num_steps, **{m: score[m] for m in metrics},
-                "drop_points": 100 * (source[selection] - score[selection]),
-            })  # fmt: skip
+        rows = score_variants(
+            self.load_best(), self.evaluate, self.reported_metrics(), self.selection_metric
+        )
         if self.accelerator.is_main_process:
             write_json(self.output_dir / COMPRESSION_FILE, rows)
         return rows

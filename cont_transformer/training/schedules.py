@@ -135,9 +135,17 @@ class RunPlan:
     schedule: RefinementSchedule
 
     @classmethod
-    def from_arguments(cls, args) -> RunPlan:
-        """The plan of arguments that count in steps (:class:`~.arguments.RunArguments`)."""
-        return cls(args.max_steps, args.eval_steps, args.save_steps, args.refinement_schedule)
+    def from_arguments(cls, args, steps_per_epoch: int | None = None) -> RunPlan:
+        """The plan of arguments that count in steps (:class:`~.arguments.RunArguments`);
+        ``num_train_epochs`` (when given) replaces ``max_steps`` by that many passes of
+        ``steps_per_epoch`` steps, rounded up."""
+        max_steps = args.max_steps
+        epochs = getattr(args, "num_train_epochs", None)
+        if epochs is not None:
+            if not steps_per_epoch:
+                raise ValueError("num_train_epochs: this trainer does not count its data in epochs")
+            max_steps = max(1, math.ceil(epochs * steps_per_epoch))
+        return cls(max_steps, args.eval_steps, args.save_steps, args.refinement_schedule)
 
 
 def parse_steps(text: str | Sequence[int] | None) -> tuple[int, ...]:

@@ -1,0 +1,58 @@
+"""The Accelerator a run trains under: its processes, mixed precision and trackers.
+
+Batches are split over the processes (``split_batches``), and CPU processes use gloo
+where there is no GPU (``accelerate launch --multi_gpu`` on CPUs). Mixed precision is
+``--bf16`` / ``--fp16`` or, when neither is given, what ``accelerate launch
+--mixed_precision`` set (its environment variable); either way the run records the
+precision it trained in (``run.json``, the model card). bf16 autocasts on a CPU as on a
+GPU; fp16 needs a GPU. Accelerate keeps one precision per process, so an Accelerator
+asking for another one (a benchmark comparing both in one process, the tests) resets
+that shared state first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import torch
+from accelerate import Accelerator, DataLoaderConfiguration
+from accelerate.state import AcceleratorState
+
+_LAUNCHED_PRECISION = "ACCELERATE_MIXED_PRECISION"  # set by accelerate launch --mixed_precision
+
+
+def make_accelerator(mixed_precision: str | None = None, **kwargs) -> Accelerator:
+    """An Accelerator that splits each batch over the processes, in ``mixed_precision``
+    (``"no"``, ``"bf16"``, ``"fp16"``; None: as launched); CPU processes (gloo) when there
+    is no GPU. Raises ValueError naming ``--fp16`` on a machine without a GPU."""
+    wanted = mixed_precision or os.environ.get(_LAUNCHED_PRECISION, "no")
+    if wanted == "fp16" and not torch.cuda.is_available():
+        flag = "--fp16" if mixed_precision else "accelerate launch --mixed_precision fp16"
+        raise ValueError(f"{flag}: float16 mixed precision needs a GPU; on a CPU use --bf16")
+    if AcceleratorState._shared_state.get("_mixed_precision", wanted) != wanted:
+        AcceleratorState._reset_state()
+    return Accelerator(
+        cpu=not torch.cuda.is_available(),
+        dataloader_config=DataLoaderConfiguration(split_batches=True),
+        mixed_precision=wanted,
+        **kwargs,
+    )
+
+
+def end_distributed(accelerator: Accelerator) -> None:
+    """Wait for every process, then end training; this destroys the process group, so
+    gloo does not abort at interpreter exit."""
+    accelerator.wait_for_everyone()
+    accelerator.end_training()
+
+
+def inference_autocast(bf16: bool = False, fp16: bool = False, device: str | torch.device = "cpu"):
+    """``torch.autocast`` for inference with ``--bf16`` / ``--fp16`` (a null context without
+    them); ValueError naming ``--fp16`` on a CPU."""
+    if not (bf16 or fp16):
+        return contextlib.nullcontext()
+    device_type = torch.device(device).type
+    if fp16 and device_type != "cuda":
+        raise ValueError("--fp16: float16 autocast needs a GPU; on a CPU use --bf16")
+    return torch.autocast(device_type, dtype=torch.bfloat16 if bf16 else torch.float16)
