@@ -514,9 +514,11 @@ def test_the_german_card_credits_its_dev_score_to_the_dev_treebank(tmp_path):
     trainer = object.__new__(PosTrainer)
     trainer.args = SimpleNamespace(treebank="de_lit", tag_column="xpos")
     trainer.files, trainer.facts, trainer.num_sentences = files, treebank_facts(files["train"]), (1922, 799)
-    facts = trainer.card_facts({"accuracy": 0.85, "step": 500})
+    trainer.labels = {"xpos": ["NN", "VVFIN"]}
+    facts = trainer.card_facts({"accuracy": 0.85, "xpos": 0.85, "step": 500})
     (result,) = facts["results"]
-    assert (result.dataset_name, result.dataset_config, result.split) == ("UD German-GSD (XPOS)", "de_gsd", "dev")
+    assert (result.dataset_name, result.dataset_config, result.split) == ("UD German-GSD", "de_gsd", "dev")
+    assert result.metric_name == "XPOS accuracy"
     assert facts["extra"]["training data"].startswith("UD German-LIT") and facts["language"] == "de"
     assert facts["extra"]["dev data"] == "UD German-GSD, 799 sentences"
 
