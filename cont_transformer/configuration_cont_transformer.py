@@ -20,6 +20,8 @@ ACTIVATIONS = ("gelu", "relu")
 PREDICTED_COLUMNS = ("upos", "xpos", "feats", "lemma")
 # UFeats as one class per whole FEATS string, or one class per value of each feature.
 FEATS_MODES = ("whole", "factored")
+# The columns decoded jointly when the config records their tag_combinations.
+JOINT_COLUMNS = ("upos", "xpos", "feats")
 ABSENT_FEATURE = "_"  # the value of a feature a word does not have (factored features)
 
 
@@ -124,6 +126,10 @@ class ContTransformerConfig(PreTrainedConfig):
             (``cont_transformer.tagging.lemmas``). None or empty: one column only.
         feats_mode: ``"whole"`` (a class per FEATS string seen in training) or
             ``"factored"`` (a class per value of each feature, "_" for absent).
+        tag_combinations: the ``[upos, xpos, feats]`` label triples seen in training
+            (whole FEATS, all three columns predicted); when set, the tagger decodes the
+            three columns jointly, choosing per word the seen triple of highest summed
+            log-probability. None: each column's own argmax.
 
     Example:
 
@@ -167,6 +173,7 @@ class ContTransformerConfig(PreTrainedConfig):
     primary_column: str | None = None
     column_labels: dict[str, list[str]] | None = None
     feats_mode: str = "whole"
+    tag_combinations: list[list[str]] | None = None
 
     def __post_init__(self, **kwargs):
         if self.num_steps is None:
@@ -247,6 +254,13 @@ class ContTransformerConfig(PreTrainedConfig):
                 feature_groups(labels)
         if self.column_labels and self.primary_column is None:
             raise ValueError("primary_column: needed when column_labels names other columns")
+        if self.tag_combinations:
+            if self.feats_mode != "whole":
+                raise ValueError("tag_combinations: joint decoding needs feats_mode='whole'")
+            if set(JOINT_COLUMNS) - set(self.predicted_columns):
+                raise ValueError(f"tag_combinations: the model does not predict all of {JOINT_COLUMNS}")
+            if any(len(triple) != len(JOINT_COLUMNS) for triple in self.tag_combinations):
+                raise ValueError("tag_combinations: every combination is an [upos, xpos, feats] triple")
 
     @property
     def predicted_columns(self) -> tuple[str, ...]:

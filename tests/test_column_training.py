@@ -79,6 +79,12 @@ def test_a_treebank_without_lemmas_trains_without_a_lemma_head(tmp_path):
     assert set(reported_rows(metrics["columns"])) <= set(metrics["best"]) and "lemmas" not in metrics["best"]
     config = json.loads((tmp_path / "run" / BEST_MODEL_DIR / "config.json").read_text())
     assert config["primary_column"] == "xpos" and sorted(config["column_labels"]) == ["feats", "upos"]
+    # The seen (UPOS, XPOS, FEATS) triples, each of known labels, for joint decoding.
+    labels = {"upos": config["column_labels"]["upos"], "xpos": list(config["id2label"].values()),
+              "feats": config["column_labels"]["feats"]}  # fmt: skip
+    assert config["tag_combinations"]
+    assert all(u in labels["upos"] and x in labels["xpos"] and f in labels["feats"]
+               for u, x, f in config["tag_combinations"])  # fmt: skip
     # Asking for lemmas there is an error naming the column.
     with pytest.raises(ValueError, match="columns: the train split has no lemma"):
         train(resolve_arguments({**vars(args), "columns": "xpos,lemma", "output_dir": str(tmp_path / "r2")}))

@@ -41,7 +41,13 @@ from .batching import IGNORE_INDEX, WORD_INDEX, PaddingCollator, encode_for_eval
 from .columns import column_values, decode_column, encode_column, label_field
 from .data import SPLIT_ALIASES, load_treebank
 from .metrics.conll18.conll18 import Word, tag_counts
-from .tag import model_column_labels, parsed_labels, predicted_ids, saved_tag_column
+from .tag import (
+    combination_index,
+    model_column_labels,
+    parsed_labels,
+    predicted_columns,
+    saved_tag_column,
+)
 from .tokenization import training_words
 
 # The result's name of each CoNLL 2018 row; the columns a row needs predicted.
@@ -167,11 +173,15 @@ def evaluate(model, dataloader, accelerator, gold: GoldColumns) -> dict[str, flo
     predicted: dict[str, torch.Tensor] = {}
     num_sentences = 0
     split = torch.zeros(4, dtype=torch.long)  # correct seen, seen, correct unseen, unseen
+    config = accelerator.unwrap_model(model).config
+    combinations = combination_index(config, gold.labels, next(model.parameters()).device)
     has_split = False
     for batch in dataloader:
         has_split |= "unseen" in batch
         output = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
-        ids = [predicted_ids(output, c, gold.primary, gold.labels, gold.feats_mode) for c in columns]
+        ids = list(
+            predicted_columns(output, columns, gold.primary, gold.labels, gold.feats_mode, combinations).values()
+        )
         padded = [
             accelerator.pad_across_processes(tensor, dim=1, pad_index=pad)
             for tensor, pad in (

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from ..configuration_cont_transformer import feature_groups
+from ..configuration_cont_transformer import JOINT_COLUMNS, feature_groups
 from ..training.compiling import compiled
 from ..training.outputs import METRICS_FILE, resolve_model_dir
 from .batching import IGNORE_INDEX, PaddingCollator, encode_for_evaluation
@@ -108,14 +108,55 @@ def parsed_labels(labels: dict[str, list]) -> dict[str, list]:
     return {**labels, "lemma": [parse_script(text) for text in labels["lemma"]]}
 
 
-def predicted_ids(output, column: str, primary: str, labels: dict[str, list], feats_mode: str) -> torch.Tensor:
-    """``(batch, seq)`` label ids of ``column`` from a tagger's ``output`` (``logits`` for the
-    ``primary`` column); factored features ``(batch, seq, features)``."""
-    logits = output.logits if column == primary else output[f"{column}_logits"]
-    if column != "feats" or feats_mode != "factored":
-        return logits.argmax(-1)
-    groups = logits.split([len(values) for _, values in feature_groups(labels["feats"])], dim=-1)
-    return torch.stack([group.argmax(-1) for group in groups], dim=-1)
+def combination_index(config, labels: dict[str, list], device=None) -> torch.Tensor | None:
+    """``(n, 3)`` label ids of the config's ``tag_combinations`` (UPOS, XPOS, FEATS) whose
+    labels are all in ``labels``, on ``device``; None when the config records none
+    (each column is then decoded on its own)."""
+    combinations = getattr(config, "tag_combinations", None)
+    if not combinations or getattr(config, "feats_mode", "whole") != "whole":
+        return None
+    if any(column not in labels for column in JOINT_COLUMNS):
+        return None
+    ids = [{label: i for i, label in enumerate(labels[column])} for column in JOINT_COLUMNS]
+    index = [
+        [i[label] for i, label in zip(ids, triple)]
+        for triple in combinations
+        if all(label in i for i, label in zip(ids, triple))
+    ]
+    return torch.tensor(index, dtype=torch.long, device=device) if index else None
+
+
+def predicted_columns(
+    output, columns: Sequence[str], primary: str, labels: dict[str, list], feats_mode: str,
+    combinations: torch.Tensor | None = None,
+) -> dict[str, torch.Tensor]:
+    """Each of ``columns`` -> its ``(batch, seq)`` label ids from a tagger's ``output``
+    (``logits`` for the ``primary`` column; factored features ``(batch, seq, features)``).
+    Each column's argmax, except with ``combinations`` (from :func:`combination_index`):
+    UPOS, XPOS and FEATS then come from the combination with the highest summed
+    log-probability."""
+
+    def logits(column: str) -> torch.Tensor:
+        return output.logits if column == primary else output[f"{column}_logits"]
+
+    ids: dict[str, torch.Tensor] = {}
+    if combinations is not None:
+        combinations = combinations.to(output.logits.device)
+        total = sum(
+            torch.log_softmax(logits(column).float(), -1)[..., combinations[:, i]]
+            for i, column in enumerate(JOINT_COLUMNS)
+        )  # (batch, seq, combinations)
+        best = combinations[total.argmax(-1)]  # (batch, seq, 3)
+        ids = {column: best[..., i] for i, column in enumerate(JOINT_COLUMNS)}
+    for column in columns:
+        if column in ids:
+            continue
+        if column != "feats" or feats_mode != "factored":
+            ids[column] = logits(column).argmax(-1)
+        else:
+            groups = logits(column).split([len(v) for _, v in feature_groups(labels["feats"])], dim=-1)
+            ids[column] = torch.stack([group.argmax(-1) for group in groups], dim=-1)
+    return {column: ids[column] for column in columns}
 
 
 def check_words(sentences: Sequence[Sequence[str]]) -> None:
@@ -177,6 +218,10 @@ class Tagger:
         # Column -> its labels (lemma scripts parsed once), the primary column's from id2label.
         self.column_labels = parsed_labels(model_column_labels(model.config, self.column))
         self.columns = tuple(c for c in COLUMNS if c in self.column_labels)  # in CoNLL-U order
+        # The seen (UPOS, XPOS, FEATS) triples, decoded jointly; None: each column alone.
+        self.combinations = combination_index(
+            model.config, self.column_labels, next(model.parameters()).device
+        )
         # The length the model was trained on; longer sentences go in windows (see above),
         # even with sinusoidal positions: windows score better than whole long stretches
         # (docs/experiments.md, "Long sentences").
@@ -245,8 +290,11 @@ class Tagger:
                         attention_mask=None if bool(mask.all()) else mask.to(device),
                     )
                     scored = batch["labels"] != IGNORE_INDEX  # (batch, seq)
-                    for column in self.columns:
-                        ids = predicted_ids(output, column, self.column, self.column_labels, self.feats_mode).cpu()[scored].split(scored.sum(1).tolist())
+                    columns = predicted_columns(
+                        output, self.columns, self.column, self.column_labels, self.feats_mode, self.combinations
+                    )
+                    for column, column_ids in columns.items():
+                        ids = column_ids.cpu()[scored].split(scored.sum(1).tolist())
                         for i, row_ids in zip(chosen, ids):
                             predicted[i][column] = row_ids.tolist()
                     if progress is not None:

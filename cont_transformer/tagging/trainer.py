@@ -80,6 +80,7 @@ from .columns import (
     label_field,
     primary_column,
 )
+from .combinations import tag_combinations
 from .data import (
     TAG_COLUMNS,
     TREEBANKS,
@@ -190,9 +191,11 @@ def model_config(
     labels: Mapping[str, Sequence[str]],
     language: str | None = None,
     char_vocab_size: int = ContTransformerConfig.char_vocab_size,
+    combinations: list[list[str]] | None = None,
 ) -> ContTransformerConfig:
     """The tagger's config at the refinement schedule's initial K and N_T; ``labels``: per
-    predicted column its labels, the primary column first."""
+    predicted column its labels, the primary column first; ``combinations``: the
+    (UPOS, XPOS, FEATS) triples seen in training (``combinations.tag_combinations``)."""
     schedule = args.refinement_schedule
     primary, *others = labels
     label_names = labels[primary]
@@ -226,6 +229,7 @@ def model_config(
         primary_column=primary,
         column_labels={column: list(labels[column]) for column in others} or None,
         feats_mode=args.feats_mode,
+        tag_combinations=combinations,
     )
 
 
@@ -256,6 +260,7 @@ class PosTrainer(Trainer):
         tokenizer, primary, words = self.tokenizer, self.primary, train_split["tokens"]
         feats_mode = getattr(config, "feats_mode", "whole") if saved is not None else args.feats_mode
         self.feats_mode = feats_mode
+        self.combinations = tag_combinations(train_split, self.labels, feats_mode)
         fields = {
             label_field(column, primary): encode_column(
                 column, words, column_values(train_split, column), labels, feats_mode
@@ -316,7 +321,7 @@ class PosTrainer(Trainer):
             if args.word_representation != "word":
                 spelling, char_vocab_size = spelling_tables(tokenizer, self.counts, args.max_word_length)
             model = ContTransformerForTokenClassification(
-                model_config(args, tokenizer, self.labels, language, char_vocab_size)
+                model_config(args, tokenizer, self.labels, language, char_vocab_size, self.combinations)
             )
             if spelling is not None:
                 model.cont_transformer.embeddings.set_spelling(**spelling)

@@ -1,0 +1,91 @@
+"""The (UPOS, XPOS, FEATS) combinations seen in training, which a tagger decodes jointly.
+
+A model whose config records ``tag_combinations`` chooses, per word, the seen triple of
+highest summed log-probability of its three heads (``tag.predicted_columns``) instead of
+each head's own argmax. The trainer records them; :func:`add_tag_combinations` adds them
+to a model trained before, from its train file:
+
+    python -m cont_transformer.tagging.combinations MODEL_DIR TRAIN.conllu
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import datasets
+
+from ..configuration_cont_transformer import JOINT_COLUMNS
+from ..training.outputs import resolve_model_dir
+from .columns import canonical_feats, column_values
+from .data import load_treebank
+from .tag import model_column_labels, saved_tag_column
+
+
+def tag_combinations(
+    train: datasets.Dataset, labels: Mapping[str, Sequence[str]], feats_mode: str = "whole"
+) -> list[list[str]] | None:
+    """The ``[upos, xpos, feats]`` triples of ``train`` whose values are all among
+    ``labels`` (sorted); None unless the three columns are predicted with whole FEATS."""
+    if feats_mode != "whole" or any(column not in labels for column in JOINT_COLUMNS):
+        return None
+    known = [set(labels[column]) for column in JOINT_COLUMNS]
+    upos, xpos, feats = (column_values(train, column) for column in JOINT_COLUMNS)
+    seen = {
+        triple
+        for sentence in zip(upos, xpos, feats)
+        for triple in zip(sentence[0], sentence[1], map(canonical_feats, sentence[2]))
+        if all(value in values for value, values in zip(triple, known))
+    }
+    return [list(triple) for triple in sorted(seen)] or None
+
+
+def add_tag_combinations(model_dir: str | os.PathLike, train_file: str | os.PathLike) -> int:
+    """Record in ``model_dir``'s ``config.json`` (a run folder's and its ``best/``
+    model's; each replaced atomically) the combinations of
+    ``train_file`` (CoNLL-U); returns how many. Raises ``ValueError`` when the model does
+    not predict UPOS, XPOS and whole FEATS."""
+    from transformers import AutoConfig
+
+    folder = resolve_model_dir(model_dir)
+    config = AutoConfig.from_pretrained(folder)
+    labels = model_column_labels(config, saved_tag_column(folder))
+    train = load_treebank({"train": [str(train_file)]})["train"]
+    combinations = tag_combinations(train, labels, getattr(config, "feats_mode", "whole"))
+    if combinations is None:
+        raise ValueError(
+            f"{model_dir}: the model does not predict {', '.join(JOINT_COLUMNS)} with whole FEATS"
+        )
+    # A run folder may hold the model at its top besides best/: both get them.
+    for path in {Path(model_dir) / "config.json", Path(folder) / "config.json"}:
+        if path.is_file():
+            saved = json.loads(path.read_text())
+            saved["tag_combinations"] = combinations
+            temporary = path.with_name(path.name + ".tmp")
+            temporary.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n")
+            os.replace(temporary, path)
+    return len(combinations)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if len(arguments) != 2:
+        print(
+            "usage: python -m cont_transformer.tagging.combinations MODEL_DIR TRAIN.conllu",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        count = add_tag_combinations(*arguments)
+    except (OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(f"{arguments[0]}: {count} tag combinations recorded")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
