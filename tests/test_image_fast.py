@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import tiny_ode_resnet_config
 from PIL import Image
 from torch import nn
 from transformers import pipeline
 
-from cont_transformer.configuration_ode_resnet import OdeResNetConfig
 from cont_transformer.modeling_ode_resnet import OdeResNetForImageClassification
 from cont_transformer.training.arguments import RECIPES, parse_arguments
 from image_models.augmentation import alternating_flip, flip_parities
@@ -67,15 +67,9 @@ def test_alternating_flip_mirrors_each_image_every_other_epoch():
 
 
 def tiny_rgb_model(**overrides) -> OdeResNetForImageClassification:
-    values = {
-        "num_channels": 3,
-        "stage_channels": [4, 6],
-        "stage_strides": [1, 2],
-        "num_labels": 3,
-        "num_basis": 2,
-    }
     torch.manual_seed(0)
-    return OdeResNetForImageClassification(OdeResNetConfig(**{**values, **overrides})).eval()
+    config = tiny_ode_resnet_config(num_channels=3, num_basis=2, **overrides)
+    return OdeResNetForImageClassification(config).eval()
 
 
 def test_tta_prediction_is_the_mean_over_the_views():
