@@ -41,6 +41,7 @@ from cont_transformer.tagging.data import load_treebank, most_frequent_tag_basel
 from cont_transformer.tagging.metrics import load_conll18
 from cont_transformer.tagging.optimization import build_optimizer
 from cont_transformer.tagging.sample_treebank import write_sample_treebank
+from cont_transformer.tagging.tag import combination_index, model_column_labels, predicted_columns
 from cont_transformer.tagging.tokenization import spelling_tables
 from cont_transformer.tagging.trainer import train
 from cont_transformer.tools.cli import run_cli
@@ -450,8 +451,15 @@ def test_sample_run_saves_a_model_that_beats_the_baseline(sample_run):
         padding=True,
         return_tensors="pt",
     )
+    # Decoded as the tagger and the trainer decode: UPOS, XPOS and FEATS jointly over the
+    # training triples the config records.
+    labels = model_column_labels(model.config)
+    assert model.config.tag_combinations and combination_index(model.config, labels) is not None
     with torch.no_grad():
-        predicted = model(**encoding).logits.argmax(-1)  # (sentences, seq)
+        output = model(**encoding)
+    predicted = predicted_columns(
+        output, ["xpos"], "xpos", labels, model.config.feats_mode, combination_index(model.config, labels)
+    )["xpos"]  # (sentences, seq)
     correct = total = 0
     for i, gold in enumerate(dev["xpos"]):
         first = {}  # word -> position of its first token
