@@ -34,8 +34,8 @@ from transformers import AutoConfig, AutoTokenizer
 
 from ..configuration_cont_transformer import PREDICTED_COLUMNS
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
+from ..training.accelerator import end_distributed, make_accelerator
 from ..training.outputs import resolve_model_dir
-from ..training.scaffold import end_distributed, make_accelerator
 from .arguments import MODEL_TYPE
 from .batching import IGNORE_INDEX, WORD_INDEX, PaddingCollator, encode_for_evaluation
 from .columns import column_values, decode_column, encode_column, label_field

@@ -10,8 +10,8 @@ from pathlib import Path
 import torch
 
 from ..families import CardText, EvalSet, ModelFamily, forward_batches, register_family
+from ..training.accelerator import make_accelerator
 from ..training.outputs import METRICS_FILE, write_json
-from ..training.scaffold import make_accelerator
 from .batching import PaddingCollator
 from .data import load_treebank
 from .evaluation import evaluate, reported_rows, scoring_rows

@@ -33,6 +33,8 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from huggingface_hub import HfApi
+
 try:
     import fcntl
 except ImportError:  # not POSIX: no locks, no stale-file cleanup
@@ -280,3 +282,13 @@ def publish_best_model(output_dir: PathLike) -> list[str]:
         os.replace(temporary, folder / path.name)
         names.append(path.name)
     return names
+def push_folder_to_hub(folder: Path | str, repo_id: str) -> str:
+    """Upload a saved model folder to the Hub model repo ``repo_id``; returns the commit URL."""
+    api = HfApi()
+    api.create_repo(repo_id, exist_ok=True)
+    commit = api.upload_folder(
+        repo_id=repo_id, folder_path=str(folder), ignore_patterns=[f"{CHECKPOINTS_DIR}/*"]
+    )
+    return commit.commit_url
+
+

@@ -47,7 +47,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from huggingface_hub import HfApi
 from torch import nn
 from tqdm.auto import tqdm
 
@@ -72,11 +71,11 @@ from .divergence import check_loss, check_weights
 from .identity import check_identity, file_fingerprints, read_identity, record_identity
 from .outputs import (
     BEST_MODEL_DIR,
-    CHECKPOINTS_DIR,
     METRICS_FILE,
     OutputFolderError,
     prepare_run_folder,
     publish_best_model,
+    push_folder_to_hub,
     release_output_folder,
     staged_directory,
     write_json,
@@ -583,22 +582,9 @@ def _loggable(values: dict) -> dict:
     return {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in values.items()}
 
 
-def push_folder_to_hub(folder: Path | str, repo_id: str) -> str:
-    """Upload a saved model folder to the Hub model repo ``repo_id``; returns the commit URL."""
-    api = HfApi()
-    api.create_repo(repo_id, exist_ok=True)
-    commit = api.upload_folder(
-        repo_id=repo_id, folder_path=str(folder), ignore_patterns=[f"{CHECKPOINTS_DIR}/*"]
-    )
-    return commit.commit_url
-
-
 __all__ = [
     "Trainer",
     "TrainerState",
-    "end_distributed",
-    "make_accelerator",
-    "push_folder_to_hub",
     "seed_step",
     "split_batch",
 ]
