@@ -614,7 +614,7 @@ def test_cli_pushes_the_written_folder(script, tagger, tmp_path, monkeypatch):
             calls.append(("upload_folder", repo_id, sorted(os.listdir(folder_path))))
             return type("Commit", (), {"commit_url": f"https://hub/{repo_id}/commit"})()
 
-    monkeypatch.setattr("cont_transformer.training.scaffold.HfApi", FakeApi)
+    monkeypatch.setattr("cont_transformer.training.outputs.HfApi", FakeApi)
     script.main([str(tagger), "--num-basis", "2", "--output-dir", str(tmp_path / "out"),
                  "--repeats", "1", "--push-to-hub", "me/tagger-k2"])  # fmt: skip
     assert calls[0] == ("create_repo", "me/tagger-k2")
