@@ -123,7 +123,7 @@ class TrainingArguments(RunArguments):
     char_hidden_size: int = field(
         default=ContTransformerConfig.char_hidden_size,
         **_help("filters of the character CNN (512: words never seen in training are tagged "
-                "best; see the README's screening table)"),
+                "best; docs/experiments.md, the screening)"),
     )  # fmt: skip
     char_kernel_size: int = field(default=3, **_help("width (odd) of the character CNN"))
     max_word_length: int = field(

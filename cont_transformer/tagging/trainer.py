@@ -20,7 +20,7 @@ Decisions worth knowing:
   the model applies it in training mode, from per-id probabilities set here), so
   ``[UNK]`` learns to stand for rare words, which is what unknown dev/test words are. On
   English-GUM a uniform rate taught ``[UNK]`` the average word's tags (determiners,
-  prepositions) and scored worse on the 7.4% of dev words unseen in train.
+  prepositions) and scored worse on the dev words unseen in train (docs/experiments.md).
 * Columns. A head per predicted column (``columns``, default every column the train
   split annotates: a treebank without lemmas gets no lemma head), trained jointly (the
   loss is the sum of each column's mean cross-entropy); ``tag_column`` is the primary
