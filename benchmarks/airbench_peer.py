@@ -122,14 +122,15 @@ def run(args: argparse.Namespace) -> dict:
     processor = build_processor(data_args)
     batch_size = hyp["opt"]["batch_size"]
     steps_per_epoch = len(labels) // batch_size
-    max_steps = math.ceil(steps_per_epoch * hyp["opt"]["train_epochs"])
+    epochs = args.epochs or hyp["opt"]["train_epochs"]
+    max_steps = math.ceil(steps_per_epoch * epochs)
     net = make_network(lib).to(device)
     utils.init_whitening_conv(net[0], processor.preprocess_tensor(images[:5000]).to(device))
     optimizer = optimizer_for(net, hyp, batch_size)
     lookahead = utils.LookaheadState(net)
     parities = flip_parities(len(labels), args.seed)
     step, step_seconds, started = 0, [], time.perf_counter()
-    for epoch in range(math.ceil(hyp["opt"]["train_epochs"])):
+    for epoch in range(math.ceil(epochs)):
         net[0].bias.requires_grad = epoch < hyp["opt"]["whiten_bias_epochs"]
         order = torch.randperm(
             len(labels), generator=torch.Generator().manual_seed(args.seed + epoch)
@@ -197,6 +198,9 @@ def main(argv: list[str] | None = None) -> None:
         type=int,
         default=0,
         help="stop after N steps and report step times (0: full run)",
+    )
+    parser.add_argument(
+        "--epochs", type=float, default=0, help="train this many epochs (0: airbench94's 9.9)"
     )
     parser.add_argument("--mixed-precision", choices=("no", "bf16"), default="bf16")
     parser.add_argument("--num-threads", type=int, default=1)

@@ -10,6 +10,8 @@ from transformers import PreTrainedConfig
 
 from .choices import check_continuous_choices, check_count
 
+STITCHES = ("residual", "pool")
+
 # The paper's image models (docs/design.md §7): channels and strides per stage, the final K.
 PRESETS: dict[str, dict] = {
     "mnist-small": {
@@ -59,6 +61,9 @@ class OdeResNetConfig(PreTrainedConfig):
             sizes do not pad (a 2x2 stem maps 32x32 to 31x31).
         logit_scale: the logits are the classifier's output times this (a temperature).
         batch_norm_momentum: momentum of every BatchNorm's running statistics.
+        stitch: the discrete block that starts each stage: ``"residual"`` (a pre-activation
+            residual block, strided) or ``"pool"`` (ReLU → Conv3×3 at the input's
+            resolution → max pool by the stride → BN, as airbench's conv groups begin).
         num_labels / id2label / label2id: the classes, as for any Hugging Face config.
     """
 
@@ -80,6 +85,7 @@ class OdeResNetConfig(PreTrainedConfig):
         stem_kernel_size: int = 3,
         logit_scale: float = 1.0,
         batch_norm_momentum: float = 0.1,
+        stitch: str = "residual",
         **kwargs,
     ):
         check_count("num_channels", num_channels)
@@ -99,6 +105,8 @@ class OdeResNetConfig(PreTrainedConfig):
             raise ValueError(f"logit_scale: must be positive, got {logit_scale}")
         if not 0 < batch_norm_momentum <= 1:
             raise ValueError(f"batch_norm_momentum: must be in (0, 1], got {batch_norm_momentum}")
+        if stitch not in STITCHES:
+            raise ValueError(f"stitch: choose one of {', '.join(STITCHES)}, got {stitch!r}")
         num_steps = num_basis if num_steps is None else num_steps
         check_continuous_choices(basis, num_basis, num_steps, scheme, time_horizon, state_num_basis)
         self.num_channels = num_channels
@@ -111,6 +119,7 @@ class OdeResNetConfig(PreTrainedConfig):
         self.stem_kernel_size = stem_kernel_size
         self.logit_scale = float(logit_scale)
         self.batch_norm_momentum = float(batch_norm_momentum)
+        self.stitch = stitch
         super().__init__(**kwargs)
         if self.num_labels < 1:
             raise ValueError(f"num_labels: must be >= 1, got {self.num_labels}")
@@ -123,4 +132,4 @@ class OdeResNetConfig(PreTrainedConfig):
         return cls(**{**PRESETS[name], **kwargs})
 
 
-__all__ = ["PRESETS", "OdeResNetConfig"]
+__all__ = ["PRESETS", "STITCHES", "OdeResNetConfig"]

@@ -85,13 +85,36 @@ class StitchBlock(nn.Module):
         return self.shortcut(x) + out
 
 
+class PoolStitchBlock(nn.Module):
+    """ReLU → Conv3×3 at the input's resolution → max pool by ``stride`` → BN: a stage's
+    start as airbench's conv groups begin (the convolution sees every input pixel).
+    (batch, in_channels, H, W) → (batch, out_channels, ⌊H/stride⌋, ⌊W/stride⌋).
+    """
+
+    def __init__(
+        self, in_channels: int, out_channels: int, stride: int = 1, use_normalization: bool = True,
+        momentum: float = 0.1,
+    ):  # fmt: skip
+        super().__init__()
+        self.conv = _conv3x3(in_channels, out_channels)
+        self.pool = nn.MaxPool2d(stride) if stride > 1 else nn.Identity()
+        self.bn = _norm(out_channels, use_normalization, momentum)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.bn(self.pool(self.conv(F.relu(x))))
+
+
+STITCH_BLOCKS = {"residual": StitchBlock, "pool": PoolStitchBlock}
+
+
 class Stage(nn.Module):
     """StitchBlock to the stage's width and resolution, then an OdeBlock over RateUnit."""
 
     def __init__(self, config: OdeResNetConfig, in_channels: int, out_channels: int, stride: int):
         super().__init__()
         momentum = config.batch_norm_momentum
-        self.stitch = StitchBlock(in_channels, out_channels, stride, config.use_normalization, momentum)
+        stitch = STITCH_BLOCKS[getattr(config, "stitch", "residual")]
+        self.stitch = stitch(in_channels, out_channels, stride, config.use_normalization, momentum)
         self.ode = OdeBlock(
             RateUnit(out_channels, config.use_normalization, momentum),
             basis=config.basis,

@@ -1,7 +1,7 @@
 """Identity initialisation of an ODE-ResNet: each residual block starts as (nearly) the
 identity map.
 
-* Discrete convolutions (the stitch blocks) get Dirac filters on their first
+* The 3×3 convolutions of the stitch blocks get Dirac filters on their first
   ``min(in, out)`` output channels (each copies one input channel; a strided one
   subsamples it), as airbench initialises its convolutions.
 * An ODE block's rate gets its last convolution's coefficients set to zero: dx/dt = 0,
@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from cont_transformer.modeling_ode_resnet import StitchBlock
+from cont_transformer.modeling_ode_resnet import STITCH_BLOCKS
 from cont_transformer.ode_block import OdeBlock
 
 
@@ -22,8 +22,8 @@ from cont_transformer.ode_block import OdeBlock
 def identity_init_(model: nn.Module) -> None:
     """Initialise every stitch block and ODE block of ``model`` as described above."""
     for module in model.modules():
-        if isinstance(module, StitchBlock):
-            for conv in (module.conv1, module.conv2):
+        if isinstance(module, tuple(STITCH_BLOCKS.values())):
+            for conv in (m for m in module.modules() if isinstance(m, nn.Conv2d) and m.kernel_size == (3, 3)):
                 weight = conv.weight  # (out, in, kh, kw)
                 nn.init.dirac_(weight[: min(weight.shape[:2])])
         elif isinstance(module, OdeBlock):
