@@ -129,6 +129,23 @@ def test_identity_init_makes_every_ode_block_the_identity():
     assert torch.equal(conv[:, :, 1, 1], torch.eye(4)) and conv[:, :, 0].abs().sum() == 0
 
 
+def test_pool_stitch_convolves_at_full_resolution_then_pools_and_starts_as_identity():
+    model = tiny_rgb_model(stage_channels=[4, 6], stage_strides=[1, 2], stitch="pool")
+    identity_init_(model)
+    model.eval()
+    stitch = model.ode_resnet.stages[1].stitch  # 4 -> 6 channels, 8x8 -> 4x4
+    x = torch.randn(2, 4, 8, 8)
+    with torch.no_grad():
+        out = stitch(x)
+        convolved = stitch.conv(torch.relu(x))  # at the input's 8x8
+        expected = stitch.bn(nn.functional.max_pool2d(convolved, 2))
+    assert out.shape == (2, 6, 4, 4) and torch.allclose(out, expected)
+    assert torch.allclose(convolved[:, :4], torch.relu(x), atol=1e-6)  # Dirac: the first 4 copy
+    assert model(torch.randn(2, 3, 8, 8)).logits.shape == (2, 3)
+    with pytest.raises(ValueError, match="stitch"):
+        tiny_ode_resnet_config(stitch="strided")
+
+
 def test_lookahead_moves_the_slow_copy_and_hands_it_back():
     model = nn.Linear(2, 1)
     lookahead = Lookahead(model)
@@ -168,7 +185,7 @@ def test_cifar10_fast_trains_end_to_end_and_the_pipeline_loads_it(tmp_path):
     assert {row["model"] for row in metrics["compression"]} >= {"trained"}
     best = tmp_path / "run" / "best"
     model = OdeResNetForImageClassification.from_pretrained(best)
-    assert model.config.stem_kernel_size == 2 and model.config.logit_scale == pytest.approx(1 / 9)
+    assert model.config.stem_kernel_size == 2 and model.config.logit_scale == 1.0
     classifier = pipeline("image-classification", model=str(best))
     image = Image.open(tmp_path / "data" / "test" / "c1" / "0.png")
     predictions = classifier(image, top_k=3)
