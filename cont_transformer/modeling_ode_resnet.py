@@ -113,7 +113,7 @@ class Stage(nn.Module):
     def __init__(self, config: OdeResNetConfig, in_channels: int, out_channels: int, stride: int):
         super().__init__()
         momentum = config.batch_norm_momentum
-        stitch = STITCH_BLOCKS[getattr(config, "stitch", "residual")]
+        stitch = STITCH_BLOCKS[config.stitch]
         self.stitch = stitch(in_channels, out_channels, stride, config.use_normalization, momentum)
         self.ode = OdeBlock(
             RateUnit(out_channels, config.use_normalization, momentum),
