@@ -342,6 +342,19 @@ def _format_value(value: float, unit: str) -> str:
     return f"{value * 1e3:.1f} ms" if value < 1 else f"{value:.2f} s"
 
 
+def failed_case(case: Case, error: Exception) -> dict:
+    """The JSON entry of a case whose measurement raised ``error`` (it fails its target)."""
+    message = " ".join(str(error).split())[:300]
+    return {
+        "name": case.name,
+        "measure": case.measure,
+        "description": case.description,
+        "target": case.target,
+        "error": f"{type(error).__name__}: {message}",
+        "pass": False,
+    }
+
+
 def markdown_table(results: list[dict]) -> str:
     """The results as a Markdown table, one row per case."""
     rows = [
@@ -349,6 +362,9 @@ def markdown_table(results: list[dict]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for r in results:
+        if "error" in r:
+            rows.append(f"| {r['measure']} | {r['description']} | error: {r['error']} | | | {r['target']} | **no** |")
+            continue
         low, high = r["ratio_quartiles"]
         spread = f" ({low:.2f}–{high:.2f})" if r["metric"] == "time" else ""
         rows.append(
@@ -391,6 +407,7 @@ __all__ = [
     "Workload",
     "compiled",
     "compiled_name",
+    "failed_case",
     "machine_info",
     "machine_line",
     "markdown_table",

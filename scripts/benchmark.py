@@ -40,6 +40,7 @@ import torch
 from cont_transformer.measuring import (
     FULL,
     QUICK,
+    failed_case,
     machine_info,
     machine_line,
     markdown_table,
@@ -100,22 +101,33 @@ def main(argv: list[str] | None = None) -> None:
     print(machine_line(machine), flush=True)
     start = time.perf_counter()
     results = []
-    for case in cases:
-        results.append(run_case(case, settings, device))
-        r = results[-1]
-        print(f"{case.name}: ratio {r['ratio']:.3f} ({r['target']}: {'pass' if r['pass'] else 'FAIL'})", flush=True)
     report = {
         "mode": mode,
         "compile_mode": compile_mode,
         "settings": {"warmup": settings.warmup, "repeats": settings.repeats},
         "machine": machine,
-        "seconds": time.perf_counter() - start,
-        "results": results,
-        "passed": sum(r["pass"] for r in results),
-        "failed": sum(not r["pass"] for r in results),
     }
-    json_path, md_path = write_report(args.output_dir, report)
+    for case in cases:
+        try:
+            results.append(run_case(case, settings, device))
+        except Exception as error:  # noqa: BLE001  one broken case (a compiler failing on a GPU) must not lose the rest
+            results.append(failed_case(case, error))
+        r = results[-1]
+        verdict = f"ERROR {r['error']}" if "error" in r else f"ratio {r['ratio']:.3f} ({r['target']}: {'pass' if r['pass'] else 'FAIL'})"
+        print(f"{case.name}: {verdict}", flush=True)
+        # Written after every case, so a run stopped by a time limit keeps what it measured.
+        report.update(
+            seconds=time.perf_counter() - start,
+            complete=len(results) == len(cases),
+            results=results,
+            passed=sum(r["pass"] for r in results),
+            failed=sum(not r["pass"] for r in results),
+            errors=sum("error" in r for r in results),
+        )
+        json_path, md_path = write_report(args.output_dir, report)
     print(f"\n{markdown_table(results)}\n\nwrote {json_path} and {md_path}")
+    if report["errors"]:
+        raise SystemExit(f"benchmark.py: {report['errors']} case(s) failed with an error (see {json_path})")
 
 
 if __name__ == "__main__":

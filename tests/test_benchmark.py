@@ -14,7 +14,15 @@ from cont_transformer import (
     ContTransformerForTokenClassification,
     OdeResNetForImageClassification,
 )
-from cont_transformer.measuring import QUICK, Workload, peak_memory, run_case
+from cont_transformer.measuring import (
+    QUICK,
+    Case,
+    Workload,
+    failed_case,
+    markdown_table,
+    peak_memory,
+    run_case,
+)
 from cont_transformer.tools.baselines import PreLayerNormTagger
 from cont_transformer.tools.column_tagging_benchmark import column_tagging_cases
 from image_models.baselines import DiscreteResNet
@@ -37,6 +45,7 @@ def test_quick_benchmark_writes_report(tmp_path):
     )
     report = json.loads((out / "benchmark.json").read_text())
     assert {"mode", "settings", "machine", "results", "passed", "failed"} <= set(report)
+    assert report["complete"] and report["errors"] == 0
     assert report["mode"] == "quick"
     assert MACHINE_KEYS <= set(report["machine"])
     results = report["results"]
@@ -49,6 +58,17 @@ def test_quick_benchmark_writes_report(tmp_path):
     assert report["passed"] + report["failed"] == len(results)
     table = (out / "benchmark.md").read_text()
     assert "| # | case |" in table and len(table.splitlines()) >= len(results) + 2
+
+
+def test_a_case_that_raises_is_reported_as_an_error_row_that_fails():
+    def build():
+        raise RuntimeError("the compiler\nbroke")
+
+    case = Case("broken", 1, "a case whose workloads cannot be built", build, 1.1, "ratio <= 1.1")
+    entry = failed_case(case, RuntimeError("the compiler\nbroke"))
+    assert entry["pass"] is False and entry["error"] == "RuntimeError: the compiler broke"
+    row = markdown_table([entry]).splitlines()[-1]
+    assert "error: RuntimeError: the compiler broke" in row and row.endswith("**no** |")
 
 
 def _word_lines(conllu: str) -> list[list[str]]:
