@@ -82,6 +82,22 @@ def card_text(config) -> CardText:
     return card or GENERIC_CARD
 
 
+# The Hub's task of a model-index entry, from the architecture's name, when no family says it.
+_TASKS_BY_HEAD = {"ForTokenClassification": "token-classification", "ForImageClassification": "image-classification"}
+
+
+def task_type(model, card: CardText) -> str:
+    """The pipeline task a card's results are filed under: the family's, else the one its
+    architecture's name implies (a model-index entry without one is refused), else "other"."""
+    if card.pipeline_tag:
+        return card.pipeline_tag
+    for architecture in [type(model).__name__, *(getattr(model.config, "architectures", None) or [])]:
+        for head, task in _TASKS_BY_HEAD.items():
+            if architecture.endswith(head):
+                return task
+    return "other"
+
+
 def _architecture_facts(model, card: CardText) -> dict[str, object]:
     config = model.config
     facts: dict[str, object] = {
@@ -177,7 +193,7 @@ def write_model_card(
         model_name=(model_name or Path(folder).resolve().name) if results else None,
         eval_results=[
             EvalResult(
-                task_type=kind.pipeline_tag,
+                task_type=task_type(model, kind),
                 dataset_type=r.dataset_id or r.dataset_name,
                 dataset_name=r.dataset_name,
                 dataset_config=r.dataset_config,

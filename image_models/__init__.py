@@ -21,6 +21,7 @@ from cont_transformer.modeling_ode_resnet import (
     StitchBlock,
 )
 
+from . import family  # noqa: F401  registers the family (card, tools), entry points or not
 from .augmentation import augment_cifar, random_crop, random_horizontal_flip
 from .data import load_image_dataset, to_tensors
 

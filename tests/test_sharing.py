@@ -74,6 +74,31 @@ def test_card_metadata_parses_and_its_results_are_what_was_passed(tmp_path):
         write_model_card(model, tmp_path, base_model="me/source", base_model_relation="distilled")
 
 
+def test_a_card_with_results_and_no_known_family_files_them_under_the_architectures_task(tmp_path, monkeypatch):
+    # A run from a source checkout (no entry points) or remote code without the package
+    # knows no family: its results must still make a model-index the Hub parses (an entry
+    # without a task type is refused, which once stopped a CIFAR run at its first save).
+    from cont_transformer import families
+
+    monkeypatch.setattr(families, "FAMILIES", {})
+    monkeypatch.setattr(families, "entry_points", lambda group: [])
+    for model, task in ((tiny_tagger(**TAGGER), "token-classification"), (image_classifier(), "image-classification")):
+        path = write_model_card(model, tmp_path, results=[Evaluation("data", "validation", 0.5)], overwrite=True)
+        data = ModelCard.load(path, ignore_metadata_errors=False).data
+        assert [(r.task_type, r.metric_value) for r in data.eval_results] == [(task, 0.5)]
+        assert data.pipeline_tag is None  # what the family would say is not guessed
+
+
+def test_the_trainers_register_their_own_families():
+    code = (
+        "import cont_transformer.families as f; f.entry_points = lambda group: []\n"  # as from a source checkout
+        "import image_models.training, cont_transformer.tagging.trainer\n"
+        "print(sorted(f.FAMILIES))"
+    )
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert output.split("\n")[0] == "['cont_transformer', 'ode_resnet']"
+
+
 def test_a_card_the_user_wrote_or_edited_is_kept(tmp_path):
     model = tiny_tagger(**TAGGER)
     readme = tmp_path / "README.md"

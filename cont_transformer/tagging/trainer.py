@@ -63,6 +63,7 @@ from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..training.outputs import BEST_MODEL_DIR, METRICS_FILE
 from ..training.scaffold import Trainer
 from ..training.schedules import cooldown_factor, inverse_sqrt_learning_rate
+from . import family  # noqa: F401  registers the family (card, tools), entry points or not
 from .arguments import DEFAULT_COOLDOWN_FRACTION, TrainingArguments
 from .batching import (
     LengthGroupedBatchSampler,
