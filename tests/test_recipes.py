@@ -21,6 +21,7 @@ IMAGES = (imaging.ImageTrainingArguments, imaging.preset_defaults)
 # Each recipe and the arguments of the script that reads it.
 KINDS = {
     "en_gum": TAGGER,
+    "en_gum_bf16": TAGGER,
     "de_lit": TAGGER,
     "sample": TAGGER,
     "mnist_small": IMAGES,
