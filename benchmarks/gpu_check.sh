@@ -7,7 +7,8 @@
 # $WHEELS, when set, is a folder of wheels the machine lacks (datasets, evaluate, conllu, ...),
 # installed with pip --target first. In order, each with its share of the budget:
 #   1. the CIFAR-10 recipe, unchanged (recipes/cifar10_fast.json)  -> OUT/cifar10_fast.json
-#   2. scripts/benchmark.py, eager rows                            -> OUT/bench_eager.json
+#   2. scripts/benchmark.py, eager rows (measure 11 needs spaCy; without it, an error row)
+#                                                                   -> OUT/bench_eager.json
 #   3. scripts/benchmark.py, compiled rows (--compile-mode default: reduce-overhead on CUDA)
 #                                                                   -> OUT/bench_compiled.json
 #   4. measure 9: the GUM recipe's first $TRAINING_STEPS steps compiled vs eager, bf16 vs float32
@@ -76,10 +77,6 @@ cifar() { # NAME PERCENT ARGS...: the CIFAR-10 recipe, its metrics.json copied t
         --dataset "$data/cifar10-jpg.tar.gz" --output-dir "$work/$name" "$@"
     cp "$work/$name/metrics.json" "$out/$name.json" 2>/dev/null || echo "no $name metrics.json"
 }
-if wanted 1; then
-    step "1. the CIFAR-10 recipe on $device"
-    cifar cifar10_fast 45
-fi
 bench() { # NAME PERCENT ARGS...: one benchmark run, its report copied to OUT even when cut short
     local name=$1 percent=$2
     shift 2
@@ -87,6 +84,10 @@ bench() { # NAME PERCENT ARGS...: one benchmark run, its report copied to OUT ev
         --output-dir "$work/$name" "$@"
     cp "$work/$name/benchmark.json" "$out/$name.json" 2>/dev/null || echo "no $name report"
 }
+if wanted 1; then
+    step "1. the CIFAR-10 recipe on $device"
+    cifar cifar10_fast 45
+fi
 if wanted 2; then
     step "2. benchmark, eager"
     bench bench_eager 15 --compile-mode none
