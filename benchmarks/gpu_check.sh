@@ -16,8 +16,9 @@
 #   5. with what is left, the CIFAR-10 recipe stretched to $LONG_EPOCHS epochs (refined at
 #      the same fractions of the run), to see how far the network goes; its validation
 #      accuracy per epoch is in the log                            -> OUT/cifar10_long.json
-# $GPU_STEPS picks some of them (default "1 2 3 4 5"). Everything printed goes to OUT/gpu_check.log. The benchmark writes its report after every
-# case, so a step stopped by its share of the time keeps what it measured.
+# $GPU_STEPS picks some of them (default "1 2 3 4 5"). Everything printed goes to
+# OUT/gpu_check.log. The benchmark writes its report after every case, so a step stopped
+# by its share of the time keeps what it measured.
 set -u
 usage="usage: gpu_check.sh OUT DATA [BUDGET_SECONDS]"
 out=${1:?$usage}
