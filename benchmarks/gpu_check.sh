@@ -70,6 +70,7 @@ for file in "$data"/UD_English-GUM/*.conllu*; do
     name=$(basename "$file" .gz)
     case $file in *.gz) gunzip -c "$file" >"$work/ud/UD_English-GUM/$name" ;; *) cp "$file" "$work/ud/UD_English-GUM/" ;; esac
 done
+echo "UD data for measure 9: $(cd "$work/ud/UD_English-GUM" && wc -l -- * | tr -s ' \n' ' ')"
 
 cifar() { # NAME PERCENT ARGS...: the CIFAR-10 recipe, its metrics.json copied to OUT
     local name=$1 percent=$2

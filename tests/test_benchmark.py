@@ -1,7 +1,9 @@
 """The benchmark: its report's shape (not its timings), its memory probe, and baselines
 that compute what the continuous models compute."""
 
+import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -157,3 +159,22 @@ def test_discrete_resnet_is_the_ode_resnet_with_euler():
         continuous.train(mode)
         discrete.train(mode)
         torch.testing.assert_close(discrete(pixels), continuous(pixels).logits)
+
+
+def test_the_gpu_check_script_needs_its_arguments_and_runs_only_the_chosen_steps(tmp_path):
+    script = ROOT / "benchmarks" / "gpu_check.sh"
+    missing = subprocess.run(["bash", str(script)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert missing.returncode != 0 and "usage: gpu_check.sh OUT DATA" in missing.stderr
+    data = tmp_path / "data" / "UD_English-GUM"
+    data.mkdir(parents=True)
+    (data / "en_gum-ud-dev.conllu.gz").write_bytes(gzip.compress(b"# text = Hi\n1\tHi\thi\tINTJ\tUH\t_\t0\troot\t_\t_\n\n"))
+    out = tmp_path / "out"
+    run = subprocess.run(
+        ["bash", str(script), str(out), str(tmp_path / "data"), "60"], cwd=ROOT, capture_output=True, text=True,
+        timeout=120, env={**os.environ, "DEVICE": "cpu", "GPU_STEPS": "none"},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-2000:]
+    log = (out / "gpu_check.log").read_text()
+    assert "environment" in log and "done" in log and "1. the CIFAR-10 recipe" not in log  # no step chosen
+    assert "torch" in log and "datasets" in log  # the versions it runs with
+    assert "UD data for measure 9: 3 en_gum-ud-dev.conllu" in log  # unpacked for measure 9
