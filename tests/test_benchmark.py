@@ -163,15 +163,15 @@ def test_discrete_resnet_is_the_ode_resnet_with_euler():
 
 def test_the_gpu_check_script_needs_its_arguments_and_runs_only_the_chosen_steps(tmp_path):
     script = ROOT / "benchmarks" / "gpu_check.sh"
-    missing = subprocess.run(["bash", str(script)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    missing = subprocess.run(["bash", str(script)], check=False, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert missing.returncode != 0 and "usage: gpu_check.sh OUT DATA" in missing.stderr
     data = tmp_path / "data" / "UD_English-GUM"
     data.mkdir(parents=True)
     (data / "en_gum-ud-dev.conllu.gz").write_bytes(gzip.compress(b"# text = Hi\n1\tHi\thi\tINTJ\tUH\t_\t0\troot\t_\t_\n\n"))
     out = tmp_path / "out"
     run = subprocess.run(
-        ["bash", str(script), str(out), str(tmp_path / "data"), "60"], cwd=ROOT, capture_output=True, text=True,
-        timeout=120, env={**os.environ, "DEVICE": "cpu", "GPU_STEPS": "none"},
+        ["bash", str(script), str(out), str(tmp_path / "data"), "60"], check=False, cwd=ROOT, capture_output=True,
+        text=True, timeout=120, env={**os.environ, "DEVICE": "cpu", "GPU_STEPS": "none"},
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-2000:]
     log = (out / "gpu_check.log").read_text()
