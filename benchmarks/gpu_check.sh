@@ -16,15 +16,16 @@
 #   5. with what is left, the CIFAR-10 recipe stretched to $LONG_EPOCHS epochs (refined at
 #      the same fractions of the run), to see how far the network goes; its validation
 #      accuracy per epoch is in the log                            -> OUT/cifar10_long.json
-# $GPU_STEPS picks some of them (default "1 2 3 4 5"). Everything printed goes to
-# OUT/gpu_check.log. The benchmark writes its report after every case, so a step stopped
-# by its share of the time keeps what it measured.
+# $GPU_STEPS picks some of them (default "1 2 3 4 5"); $PYTHON is the interpreter
+# (python3). Everything printed goes to OUT/gpu_check.log. The benchmark writes its report
+# after every case, so a step stopped by its share of the time keeps what it measured.
 set -u
 usage="usage: gpu_check.sh OUT DATA [BUDGET_SECONDS]"
 out=${1:?$usage}
 data=${2:?$usage}
 budget=${3:-540}
 device=${DEVICE:-cuda}
+python=${PYTHON:-python3}
 steps=${TRAINING_STEPS:-200}
 long_epochs=${LONG_EPOCHS:-48}
 chosen=" ${GPU_STEPS:-1 2 3 4 5} "
@@ -54,12 +55,12 @@ timed() { # SECONDS COMMAND...: run with a time limit, then say how it ended and
 step "environment"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 if [ -n "${WHEELS:-}" ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target "$work/site" "$WHEELS"/*.whl || exit 1
     export PYTHONPATH="$work/site${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-python3 -c "
+"$python" -c "
 import accelerate, datasets, evaluate, torch, transformers
 print('torch', torch.__version__, 'transformers', transformers.__version__, 'accelerate', accelerate.__version__,
       'datasets', datasets.__version__, 'evaluate', evaluate.__version__)
@@ -75,14 +76,14 @@ echo "UD data for measure 9: $(cd "$work/ud/UD_English-GUM" && wc -l -- * | tr -
 cifar() { # NAME PERCENT ARGS...: the CIFAR-10 recipe, its metrics.json copied to OUT
     local name=$1 percent=$2
     shift 2
-    timed "$(share "$percent")" python3 scripts/train_image.py recipes/cifar10_fast.json \
+    timed "$(share "$percent")" "$python" scripts/train_image.py recipes/cifar10_fast.json \
         --dataset "$data/cifar10-jpg.tar.gz" --output-dir "$work/$name" "$@"
     cp "$work/$name/metrics.json" "$out/$name.json" 2>/dev/null || echo "no $name metrics.json"
 }
 bench() { # NAME PERCENT ARGS...: one benchmark run, its report copied to OUT even when cut short
     local name=$1 percent=$2
     shift 2
-    timed "$(share "$percent")" python3 scripts/benchmark.py --device "$device" \
+    timed "$(share "$percent")" "$python" scripts/benchmark.py --device "$device" \
         --output-dir "$work/$name" "$@"
     cp "$work/$name/benchmark.json" "$out/$name.json" 2>/dev/null || echo "no $name report"
 }

@@ -171,7 +171,7 @@ def test_the_gpu_check_script_needs_its_arguments_and_runs_only_the_chosen_steps
     out = tmp_path / "out"
     run = subprocess.run(
         ["bash", str(script), str(out), str(tmp_path / "data"), "60"], check=False, cwd=ROOT, capture_output=True,
-        text=True, timeout=120, env={**os.environ, "DEVICE": "cpu", "GPU_STEPS": "none"},
+        text=True, timeout=120, env={**os.environ, "DEVICE": "cpu", "GPU_STEPS": "none", "PYTHON": sys.executable},
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-2000:]
     log = (out / "gpu_check.log").read_text()
