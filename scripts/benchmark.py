@@ -97,6 +97,8 @@ def main(argv: list[str] | None = None) -> None:
         cases += training_throughput_cases(args.training_steps, args.ud_dir, compile_mode)
     if args.only:
         cases = [case for case in cases if any(name in case.name for name in args.only)]
+        if not cases:
+            raise SystemExit(f"benchmark.py: --only {' '.join(args.only)}: no case's name contains any of these")
     machine = machine_info(device)
     print(machine_line(machine), flush=True)
     start = time.perf_counter()

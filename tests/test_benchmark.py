@@ -67,7 +67,9 @@ def test_a_case_that_raises_is_reported_as_an_error_row_that_fails():
         raise RuntimeError("the compiler\nbroke")
 
     case = Case("broken", 1, "a case whose workloads cannot be built", build, 1.1, "ratio <= 1.1")
-    entry = failed_case(case, RuntimeError("the compiler\nbroke"))
+    with pytest.raises(RuntimeError) as raised:
+        run_case(case, QUICK, torch.device("cpu"))
+    entry = failed_case(case, raised.value)
     assert entry["pass"] is False and entry["error"] == "RuntimeError: the compiler broke"
     row = markdown_table([entry]).splitlines()[-1]
     assert "error: RuntimeError: the compiler broke" in row and row.endswith("**no** |")
@@ -159,6 +161,16 @@ def test_discrete_resnet_is_the_ode_resnet_with_euler():
         continuous.train(mode)
         discrete.train(mode)
         torch.testing.assert_close(discrete(pixels), continuous(pixels).logits)
+
+
+def test_only_matching_no_case_is_one_line_naming_the_flag():
+    run = subprocess.run(
+        [sys.executable, "scripts/benchmark.py", "--quick", "--only", "no_such_case", "--output-dir", "/nonexistent"],
+        check=False, cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode != 0 and run.stderr.strip().splitlines() == [
+        "benchmark.py: --only no_such_case: no case's name contains any of these"
+    ]
 
 
 def test_the_gpu_check_script_needs_its_arguments_and_runs_only_the_chosen_steps(tmp_path):
