@@ -30,10 +30,11 @@ steps=${TRAINING_STEPS:-200}
 long_epochs=${LONG_EPOCHS:-48}
 chosen=" ${GPU_STEPS:-1 2 3 4 5} "
 start=$(date +%s)
-work=$(mktemp -d)
+work=$(mktemp -d) # trained models, unpacked data, installed wheels: gone at the end
+trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
 exec > >(tee -a "$out/gpu_check.log") 2>&1
-export TQDM_DISABLE=1 PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1
 
 left() { echo $((budget - ($(date +%s) - start))); }
 step() { echo "== $(date -u +%T), $(left) s of $budget left: $*"; }
