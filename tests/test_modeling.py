@@ -33,6 +33,7 @@ from cont_transformer.tagging.tokenization import encode_words, spelling_tables
 from cont_transformer.word_representation import (
     CHAR_BOW,
     CHAR_EOW,
+    CharacterCNN,
     WordRepresentation,
     clip_spelling,
     spell_words,
@@ -684,3 +685,21 @@ def test_word_model_saved_before_word_dropout_was_a_buffer_still_loads(tmp_path)
     assert not loaded.cont_transformer.embeddings.word_dropout.any()
     input_ids = batch()
     assert torch.equal(loaded(input_ids).logits, model(input_ids).logits)
+
+
+def test_the_character_cnn_keeps_each_filter_s_maximum_over_positions():
+    """Pooling is the maximum over positions: its value, and a gradient that reaches one
+    position per word and filter (the arg-max), also where padding positions tie."""
+    torch.manual_seed(0)
+    cnn = CharacterCNN(ContTransformerConfig(char_hidden_size=8))
+    characters = torch.randint(1, 50, (5, 9))
+    characters[:, 4:] = cnn.embedding.padding_idx  # pure padding from position 5 on: equal values
+    with torch.no_grad():
+        positions = cnn.activation(cnn.convolution(cnn.embedding(characters).transpose(1, 2)))
+        torch.testing.assert_close(cnn(characters), cnn.output(positions.amax(-1)))  # (5, 8, 7) -> max
+    outputs = []
+    cnn.convolution.register_forward_hook(lambda module, args, out: out.retain_grad() or outputs.append(out))
+    cnn(characters).sum().backward()
+    reached = (outputs[0].grad != 0).sum(-1)  # (5, 8): positions with a gradient
+    tied = positions[..., 5] == positions.amax(-1)  # the maximum sits on the padding (tied)
+    assert (reached == 1).all() and tied.any()
