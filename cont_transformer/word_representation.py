@@ -194,7 +194,7 @@ class CharacterCNN(nn.Module):
         x = self.embedding(characters).transpose(1, 2)  # (n, char_embedding, length)
         x = self.activation(self.convolution(x))  # (n, char_hidden, length)
         # Max over positions as a pooling: its backward routes each gradient through the
-        # argmax alone (amax's compares the whole tensor with its maximum: 1.8x slower).
+        # argmax alone (amax's compares the whole tensor with its maximum: 1.8x slower in bf16).
         return self.output(F.adaptive_max_pool1d(x, 1).squeeze(-1))  # (n, hidden)
 
 

@@ -696,7 +696,7 @@ def test_the_character_cnn_keeps_each_filter_s_maximum_over_positions():
     characters[:, 4:] = cnn.embedding.padding_idx  # pure padding from position 5 on: equal values
     with torch.no_grad():
         positions = cnn.activation(cnn.convolution(cnn.embedding(characters).transpose(1, 2)))
-        torch.testing.assert_close(cnn(characters), cnn.output(positions.amax(-1)))  # (5, 8, 7) -> max
+        torch.testing.assert_close(cnn(characters), cnn.output(positions.amax(-1)))  # (5, 8, 9) -> max
     outputs = []
     cnn.convolution.register_forward_hook(lambda module, args, out: out.retain_grad() or outputs.append(out))
     cnn(characters).sum().backward()
