@@ -39,8 +39,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
-from torch.nn import functional as F
 from transformers.activations import ACT2FN
 
 from .configuration_cont_transformer import ContTransformerConfig
