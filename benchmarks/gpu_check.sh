@@ -16,7 +16,10 @@
 #   5. with what is left, the CIFAR-10 recipe stretched to $LONG_EPOCHS epochs (refined at
 #      the same fractions of the run), to see how far the network goes; its validation
 #      accuracy per epoch is in the log                            -> OUT/cifar10_long.json
-# $GPU_STEPS picks some of them (default "1 2 3 4 5"); $PYTHON is the interpreter
+#   6. the networks of benchmarks/cifar10_variants.json (the recipe with other flags; $VARIANTS
+#      names some, "airbench94" the peer) and airbench94's network (benchmarks/airbench_peer.py),
+#      all at once on the one GPU                                  -> OUT/variants.json
+# $GPU_STEPS picks some of them (default "1 2 3 4 5"; 6 only when named); $PYTHON is the interpreter
 # (python3). Everything printed goes to OUT/gpu_check.log. The benchmark writes its report
 # after every case, so a step stopped by its share of the time keeps what it measured.
 set -u
@@ -107,5 +110,45 @@ fi
 if wanted 5; then
     step "5. the CIFAR-10 recipe stretched to $long_epochs epochs"
     cifar cifar10_long 100 --epochs "$long_epochs" --refine-epochs "$((long_epochs / 2))" "$((long_epochs * 13 / 16))"
+fi
+if wanted 6; then
+    step "6. the networks of benchmarks/cifar10_variants.json${VARIANTS:+ ($VARIANTS)} and airbench94's, side by side"
+    limit=$(left)
+    "$python" -c "import sys; from image_models.data import extract_archive; extract_archive(sys.argv[1])" \
+        "$data/cifar10-jpg.tar.gz" # once, before the runs that share it
+    mkdir -p "$work/variants"
+    pids=() # waited for by name: a bare wait would also wait for the tee of the log
+    while IFS=$'\t' read -r name flags; do
+        eval "set -- $flags" # flags: shell-quoted words
+        OMP_NUM_THREADS=2 timed "$limit" "$python" scripts/train_image.py recipes/cifar10_fast.json \
+            --dataset "$data/cifar10-jpg.tar.gz" --output-dir "$work/variants/$name" \
+            --compression-report false "$@" >"$work/variants/$name.log" 2>&1 &
+        pids+=($!)
+    done < <("$python" -c "
+import json, os, shlex
+chosen = os.environ.get('VARIANTS', '').split()
+for name, flags in json.load(open('benchmarks/cifar10_variants.json')).items():
+    if not name.startswith('_') and (not chosen or name in chosen):
+        print(name, ' '.join(map(shlex.quote, flags)), sep='\t')")
+    if [ -z "${VARIANTS:-}" ] || [[ " $VARIANTS " == *" airbench94 "* ]]; then
+        OMP_NUM_THREADS=2 timed "$limit" "$python" benchmarks/airbench_peer.py --dataset "$data/cifar10-jpg.tar.gz" \
+            --num-threads 2 --output "$work/variants/airbench94/metrics.json" >"$work/variants/airbench94.log" 2>&1 &
+        pids+=($!)
+        mkdir -p "$work/variants/airbench94"
+    fi
+    wait "${pids[@]}"
+    # one file for all (a lent machine hands back few files): each run's metrics, or its log's end
+    "$python" - "$work/variants" "$out/variants.json" <<'PY'
+import json, pathlib, sys
+folder, report = pathlib.Path(sys.argv[1]), {}
+for log in sorted(folder.glob("*.log")):
+    metrics = folder / log.stem / "metrics.json"
+    report[log.stem] = json.loads(metrics.read_text()) if metrics.exists() else {"log_tail": log.read_text()[-2000:]}
+pathlib.Path(sys.argv[2]).write_text(json.dumps(report, indent=1))
+for name, result in report.items():
+    history = [round(100 * entry["accuracy"], 1) for entry in result.get("history", [])]
+    print(name, {key: result[key] for key in ("best", "test", "test_tta", "train_runtime_s") if key in result},
+          history or {key: value for key, value in result.items() if "accuracy" in key or "log_tail" in key})
+PY
 fi
 step "done"

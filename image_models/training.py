@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +86,11 @@ class ImageTrainingArguments(RunArguments):
         **_help("run folder: best/ (the best model), checkpoints/, metrics.json, run.json"),
     )
     preset: str = field(default="mnist-small", **_help(f"model preset: {', '.join(PRESETS)}"))
+    config_overrides: str | None = field(
+        default=None,
+        **_help("network fields that replace the preset's, a JSON object of OdeResNetConfig fields "
+                "(e.g. '{\"stage_channels\": [64, 256, 256], \"stitch\": \"pool\"}'; an object in a recipe)"),
+    )  # fmt: skip
     epochs: int = field(default=90, **_help("passes over the training images"))
     batch_size: int = field(default=128, **_help("images per optimiser step, over all processes"))
     learning_rate: float = field(default=0.1, **_help("initial learning rate"))
@@ -169,6 +175,7 @@ class ImageTrainingArguments(RunArguments):
             raise ValueError("dataset: required (an MNIST/CIFAR folder, archive or Hub name)")
         if self.preset not in PRESETS:
             raise ValueError(f"preset: choose one of {sorted(PRESETS)}, got {self.preset!r}")
+        self.config_overrides = parse_config_overrides(self.config_overrides, self.preset)
         if self.num_basis is None:
             self.num_basis = PRESETS[self.preset]["num_basis"]
         check_count("epochs", self.epochs)
@@ -213,7 +220,7 @@ class ImageTrainingArguments(RunArguments):
 PRESET_SCHEDULES: dict[str, dict[str, object]] = {
     "mnist-small": {"epochs": 14, "refine_epochs": [3, 5, 12], "lr_decay_epochs": [8, 11]},
     "cifar10-fast": {
-        "epochs": 16, "refine_epochs": [8, 13], "scheme": "euler", "batch_size": 1024,
+        "epochs": 20, "refine_epochs": [10, 16], "scheme": "euler", "batch_size": 1024,
         "learning_rate": 0.4, "weight_decay": 5e-4, "momentum": 0.9, "nesterov": True,
         "lr_schedule": "triangle",
         "label_smoothing": 0.2, "flip": "alternating", "translate": 2, "translate_padding": "reflect",
@@ -221,6 +228,40 @@ PRESET_SCHEDULES: dict[str, dict[str, object]] = {
         "test_time_augmentation": "flip-translate", "mixed_precision": "bf16",
     },
 }
+
+
+# Config fields with flags of their own (or set from the data): not overridable by
+# --config-overrides, so one value is never given twice.
+FLAGGED_CONFIG_FIELDS = (
+    "basis", "num_basis", "num_steps", "scheme", "time_horizon", "use_normalization", "logit_scale",
+    "num_labels", "id2label", "label2id",
+)
+
+
+def parse_config_overrides(overrides: str | dict | None, preset: str) -> dict:
+    """``--config-overrides`` as a dict of :class:`OdeResNetConfig` fields (a JSON object on
+    the command line, an object or a string in a recipe), checked by building the preset's
+    config with them; a ValueError names the flag and the field."""
+    if overrides is None:
+        return {}
+    if isinstance(overrides, str):
+        try:
+            overrides = json.loads(overrides)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"config_overrides: not JSON ({error})") from None
+    if not isinstance(overrides, dict):
+        raise ValueError(f"config_overrides: must be a JSON object of config fields, got {overrides!r}")
+    fields = set(inspect.signature(OdeResNetConfig).parameters) - {"kwargs"}
+    for name in overrides:
+        if name in FLAGGED_CONFIG_FIELDS:
+            raise ValueError(f"config_overrides: {name!r} has its own flag (--{name.replace('_', '-')})")
+        if name not in fields:
+            raise ValueError(f"config_overrides: {name!r} is not a field of the ODE-ResNet config")
+    try:
+        OdeResNetConfig.from_preset(preset, **overrides)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"config_overrides: {error}") from None
+    return dict(overrides)
 
 
 def preset_defaults(given: dict) -> dict:
@@ -381,6 +422,7 @@ class ImageTrainer(Trainer):
         args = self.args
         config = OdeResNetConfig.from_preset(
             args.preset,
+            **args.config_overrides,
             basis=args.basis,
             num_basis=self.schedule.initial_num_basis,
             num_steps=self.schedule.initial_num_steps,
