@@ -131,10 +131,10 @@ for name, flags in json.load(open('benchmarks/cifar10_variants.json')).items():
     if not name.startswith('_') and (not chosen or name in chosen):
         print(name, ' '.join(map(shlex.quote, flags)), sep='\t')")
     if [ -z "${VARIANTS:-}" ] || [[ " $VARIANTS " == *" airbench94 "* ]]; then
+        mkdir -p "$work/variants/airbench94"
         OMP_NUM_THREADS=2 timed "$limit" "$python" benchmarks/airbench_peer.py --dataset "$data/cifar10-jpg.tar.gz" \
             --num-threads 2 --output "$work/variants/airbench94/metrics.json" >"$work/variants/airbench94.log" 2>&1 &
         pids+=($!)
-        mkdir -p "$work/variants/airbench94"
     fi
     wait "${pids[@]}"
     # one file for all (a lent machine hands back few files): each run's metrics, or its log's end

@@ -65,7 +65,7 @@ from .whitening import whiten_conv_
 # The held-out validation images are the same draw whatever --seed is.
 VALIDATION_SEED = 0
 WHITENING_IMAGES = 5000  # training images whose patches fit the whitened stem
-FLIPS = ("random", "alternating")
+FLIPS = ("random", "alternating", "none")
 LR_SCHEDULES = ("step", "triangle")
 MIXED_PRECISION = {"no": None, "bf16": torch.bfloat16}
 
@@ -89,7 +89,8 @@ class ImageTrainingArguments(RunArguments):
     config_overrides: str | None = field(
         default=None,
         **_help("network fields that replace the preset's, a JSON object of OdeResNetConfig fields "
-                "(e.g. '{\"stage_channels\": [64, 256, 256], \"stitch\": \"pool\"}'; an object in a recipe)"),
+                "(e.g. '{\"stage_channels\": [64, 256, 256], \"stitch\": \"residual\"}'; in a recipe too, "
+                "as a string)"),
     )  # fmt: skip
     epochs: int = field(default=90, **_help("passes over the training images"))
     batch_size: int = field(default=128, **_help("images per optimiser step, over all processes"))
@@ -119,8 +120,8 @@ class ImageTrainingArguments(RunArguments):
     )
     flip: str = field(
         default="random",
-        **_help("augmentation: 'random' (a coin per image and epoch) or 'alternating' (each image "
-                "mirrored every other epoch)"),
+        **_help("augmentation: 'random' (a coin per image and epoch), 'alternating' (each image "
+                "mirrored every other epoch) or 'none' (translation only: digits)"),
     )  # fmt: skip
     nesterov: bool = field(default=False, **_help("Nesterov momentum"))
     decoupled_hyperparameters: bool = field(
@@ -239,9 +240,9 @@ FLAGGED_CONFIG_FIELDS = (
 
 
 def parse_config_overrides(overrides: str | dict | None, preset: str) -> dict:
-    """``--config-overrides`` as a dict of :class:`OdeResNetConfig` fields (a JSON object on
-    the command line, an object or a string in a recipe), checked by building the preset's
-    config with them; a ValueError names the flag and the field."""
+    """``--config-overrides`` as a dict of :class:`OdeResNetConfig` fields (the flag's JSON
+    text, or a dict given in Python), checked by building the preset's config with them; a
+    ValueError names the flag and the field."""
     if overrides is None:
         return {}
     if isinstance(overrides, str):
@@ -410,7 +411,7 @@ class ImageTrainer(Trainer):
                 batch = random_crop(batch, generator, args.translate, args.translate_padding)
                 if args.flip == "alternating":
                     batch = alternating_flip(batch, self.flip_parities[chosen], epoch)
-                else:
+                elif args.flip == "random":
                     batch = random_horizontal_flip(batch, generator)
             pixels = self.processor.preprocess_tensor(batch).to(accelerator.device)
             yield {

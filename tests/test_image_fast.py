@@ -20,7 +20,7 @@ from image_models.augmentation import alternating_flip, flip_parities
 from image_models.initialization import identity_init_
 from image_models.lookahead import Lookahead
 from image_models.optimization import build_sgd, is_norm
-from image_models.training import ImageTrainingArguments, evaluate, preset_defaults, train
+from image_models.training import ImageTrainer, ImageTrainingArguments, evaluate, preset_defaults, train
 from image_models.tta import mean_logits, shift, views_of
 from image_models.whitening import image_patches, whiten_conv_
 
@@ -186,8 +186,48 @@ def test_cifar10_fast_trains_end_to_end_and_the_pipeline_loads_it(tmp_path):
     best = tmp_path / "run" / "best"
     model = OdeResNetForImageClassification.from_pretrained(best)
     assert model.config.stem_kernel_size == 2 and model.config.logit_scale == 1.0
+    assert model.config.stitch == "pool"
     classifier = pipeline("image-classification", model=str(best))
     image = Image.open(tmp_path / "data" / "test" / "c1" / "0.png")
     predictions = classifier(image, top_k=3)
     assert {p["label"] for p in predictions} == {"c0", "c1", "c2"}
     assert "test-time augmentation" in (best / "README.md").read_text()
+
+
+def test_config_overrides_replace_the_preset_s_network_and_bad_ones_name_the_flag(tmp_path):
+    make_tiny_cifar(tmp_path / "data")
+    flags = [str(RECIPES / "cifar10_fast.json"), "--dataset", str(tmp_path / "data"),
+             "--output-dir", str(tmp_path / "run"), "--batch-size", "8", "--epochs", "1",
+             "--refine-epochs", "1", "--validation-size", "6", "--compression-report", "false",
+             "--config-overrides", '{"stitch": "residual", "stage_channels": [8, 12, 16]}']  # fmt: skip
+    args, _ = parse_arguments(ImageTrainingArguments, flags, preset_defaults=preset_defaults)
+    train(args)
+    config = OdeResNetForImageClassification.from_pretrained(tmp_path / "run" / "best").config
+    assert (config.stitch, config.stage_channels) == ("residual", [8, 12, 16])
+    assert config.stem_channels == 24  # the rest stays the preset's
+    base = {"dataset": str(tmp_path / "data"), "preset": "cifar10-fast"}
+    for text, message in [
+        ('{"stitch": "strided"}', "config_overrides: stitch: choose one of"),
+        ('{"num_basis": 2}', "'num_basis' has its own flag"),
+        ('{"dtype": "float16"}', "'dtype' is not a field"),
+        ('{"stage_channels": [8, 8]}', "config_overrides: stage_strides: must have one stride per stage"),
+        ('["stitch"]', "must be a JSON object"),
+        ("{stitch: pool}", "config_overrides: not JSON"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            ImageTrainingArguments(**base, config_overrides=text)
+
+
+@pytest.mark.parametrize(("flip", "mirrored"), [("none", False), ("random", True)])
+def test_flip_none_translates_without_mirroring(tmp_path, flip, mirrored):
+    make_tiny_cifar(tmp_path / "data")
+    args = ImageTrainingArguments(
+        dataset=str(tmp_path / "data"), preset="cifar10-fast", output_dir=str(tmp_path / "run"),
+        batch_size=30, validation_size=6, augment=True, translate=0, flip=flip,
+    )
+    trainer = ImageTrainer(args)
+    images, _ = trainer.train_split
+    batch = next(trainer.epoch_batches(epoch=0, skip=0))["pixel_values"]
+    plain = trainer.processor.preprocess_tensor(images)  # translate 0: only a flip can change them
+    as_is = [any(torch.equal(image, original) for original in plain) for image in batch]
+    assert all(as_is) != mirrored
