@@ -1,8 +1,9 @@
 """The fast CIFAR-10 recipe's methods on tiny images: the whitened stem decorrelates the
 patches it was fitted to, each image is mirrored every other epoch, a test-time
 augmented prediction is the mean over its views, decoupled hyper-parameters decay every
-group alike, identity initialisation makes every residual block the identity, and
-``cifar10-fast`` trains end to end into a folder the image pipeline loads."""
+group alike, identity initialisation makes every residual block the identity,
+``cifar10-fast`` trains end to end into a folder the image pipeline loads,
+``--config-overrides`` changes the preset's network, and ``--flip none`` only translates."""
 
 from pathlib import Path
 
@@ -20,7 +21,13 @@ from image_models.augmentation import alternating_flip, flip_parities
 from image_models.initialization import identity_init_
 from image_models.lookahead import Lookahead
 from image_models.optimization import build_sgd, is_norm
-from image_models.training import ImageTrainer, ImageTrainingArguments, evaluate, preset_defaults, train
+from image_models.training import (
+    ImageTrainer,
+    ImageTrainingArguments,
+    evaluate,
+    preset_defaults,
+    train,
+)
 from image_models.tta import mean_logits, shift, views_of
 from image_models.whitening import image_patches, whiten_conv_
 
