@@ -77,11 +77,16 @@ for file in "$data"/UD_English-GUM/*.conllu*; do
 done
 echo "UD data for measure 9: $(cd "$work/ud/UD_English-GUM" && wc -l -- * | tr -s ' \n' ' ')"
 
+train_cifar() { # SECONDS FOLDER ARGS...: the CIFAR-10 recipe (with ARGS) into FOLDER
+    local limit=$1 folder=$2
+    shift 2
+    timed "$limit" "$python" scripts/train_image.py recipes/cifar10_fast.json \
+        --dataset "$data/cifar10-jpg.tar.gz" --output-dir "$folder" "$@"
+}
 cifar() { # NAME PERCENT ARGS...: the CIFAR-10 recipe, its metrics.json copied to OUT
     local name=$1 percent=$2
     shift 2
-    timed "$(share "$percent")" "$python" scripts/train_image.py recipes/cifar10_fast.json \
-        --dataset "$data/cifar10-jpg.tar.gz" --output-dir "$work/$name" "$@"
+    train_cifar "$(share "$percent")" "$work/$name" "$@"
     cp "$work/$name/metrics.json" "$out/$name.json" 2>/dev/null || echo "no $name metrics.json"
 }
 bench() { # NAME PERCENT ARGS...: one benchmark run, its report copied to OUT even when cut short
@@ -120,9 +125,8 @@ if wanted 6; then
     pids=() # waited for by name: a bare wait would also wait for the tee of the log
     while IFS=$'\t' read -r name flags; do
         eval "set -- $flags" # flags: shell-quoted words
-        OMP_NUM_THREADS=2 timed "$limit" "$python" scripts/train_image.py recipes/cifar10_fast.json \
-            --dataset "$data/cifar10-jpg.tar.gz" --output-dir "$work/variants/$name" \
-            --compression-report false "$@" >"$work/variants/$name.log" 2>&1 &
+        OMP_NUM_THREADS=2 train_cifar "$limit" "$work/variants/$name" --compression-report false "$@" \
+            >"$work/variants/$name.log" 2>&1 &
         pids+=($!)
     done < <("$python" -c "
 import json, os, shlex
