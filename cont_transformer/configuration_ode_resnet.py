@@ -11,6 +11,8 @@ from transformers import PreTrainedConfig
 from .choices import check_continuous_choices, check_count
 
 STITCHES = ("residual", "pool")
+ACTIVATIONS = ("relu", "gelu")
+POOLINGS = ("average", "max")
 
 # The paper's image models (docs/design.md §7): channels and strides per stage, the final K.
 PRESETS: dict[str, dict] = {
@@ -65,6 +67,8 @@ class OdeResNetConfig(PreTrainedConfig):
         stitch: the discrete block that starts each stage: ``"residual"`` (a pre-activation
             residual block, strided) or ``"pool"`` (ReLU → Conv3×3 at the input's
             resolution → max pool by the stride → BN, as airbench's conv groups begin).
+        activation: the nonlinearity everywhere ReLU is named here: ``"relu"`` or ``"gelu"``.
+        pooling: the global pooling before the head: ``"average"`` or ``"max"``.
         num_labels / id2label / label2id: the classes, as for any Hugging Face config.
     """
 
@@ -87,6 +91,8 @@ class OdeResNetConfig(PreTrainedConfig):
         logit_scale: float = 1.0,
         batch_norm_momentum: float = 0.1,
         stitch: str = "residual",
+        activation: str = "relu",
+        pooling: str = "average",
         **kwargs,
     ):
         check_count("num_channels", num_channels)
@@ -108,6 +114,10 @@ class OdeResNetConfig(PreTrainedConfig):
             raise ValueError(f"batch_norm_momentum: must be in (0, 1], got {batch_norm_momentum}")
         if stitch not in STITCHES:
             raise ValueError(f"stitch: choose one of {', '.join(STITCHES)}, got {stitch!r}")
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation: choose one of {', '.join(ACTIVATIONS)}, got {activation!r}")
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling: choose one of {', '.join(POOLINGS)}, got {pooling!r}")
         num_steps = num_basis if num_steps is None else num_steps
         check_continuous_choices(basis, num_basis, num_steps, scheme, time_horizon, state_num_basis)
         self.num_channels = num_channels
@@ -121,6 +131,7 @@ class OdeResNetConfig(PreTrainedConfig):
         self.logit_scale = float(logit_scale)
         self.batch_norm_momentum = float(batch_norm_momentum)
         self.stitch = stitch
+        self.activation, self.pooling = activation, pooling
         super().__init__(**kwargs)
         if self.num_labels < 1:
             raise ValueError(f"num_labels: must be >= 1, got {self.num_labels}")
@@ -133,4 +144,4 @@ class OdeResNetConfig(PreTrainedConfig):
         return cls(**{**PRESETS[name], **kwargs})
 
 
-__all__ = ["PRESETS", "STITCHES", "OdeResNetConfig"]
+__all__ = ["ACTIVATIONS", "POOLINGS", "PRESETS", "STITCHES", "OdeResNetConfig"]

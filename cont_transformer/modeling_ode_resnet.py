@@ -3,7 +3,8 @@
 Stem conv, then per stage a discrete :class:`StitchBlock` (changes width and
 resolution) and an :class:`~cont_transformer.OdeBlock` that integrates the
 pre-activation :class:`RateUnit` with continuous-in-depth weights and BatchNorm
-statistics, then BN → ReLU → global average pool → Linear.
+statistics, then BN → ReLU → global average pool → Linear. ``config.activation`` may
+replace every ReLU by GELU and ``config.pooling`` the average pool by a max pool.
 
 Every import of this package's own modules is a relative ``from .module import name``:
 ``save_pretrained`` copies exactly the files found that way (the image processor
@@ -35,6 +36,10 @@ def _norm(channels: int, use_normalization: bool, momentum: float = 0.1) -> nn.M
     return nn.BatchNorm2d(channels, momentum=momentum) if use_normalization else nn.Identity()
 
 
+# config.activation -> the function; every "ReLU" named in this module is this choice.
+ACTIVATION_FUNCTIONS = {"relu": F.relu, "gelu": F.gelu}
+
+
 def _conv3x3(in_channels: int, out_channels: int, stride: int = 1) -> nn.Conv2d:
     return nn.Conv2d(in_channels, out_channels, 3, stride=stride, padding=1, bias=False)
 
@@ -42,16 +47,19 @@ def _conv3x3(in_channels: int, out_channels: int, stride: int = 1) -> nn.Conv2d:
 class RateUnit(nn.Module):
     """The rate R(x): BN → ReLU → Conv3×3 → BN → ReLU → Conv3×3, (batch, C, H, W) → same."""
 
-    def __init__(self, channels: int, use_normalization: bool = True, momentum: float = 0.1):
+    def __init__(
+        self, channels: int, use_normalization: bool = True, momentum: float = 0.1, activation: str = "relu"
+    ):
         super().__init__()
+        self.act = ACTIVATION_FUNCTIONS[activation]
         self.bn1 = _norm(channels, use_normalization, momentum)
         self.conv1 = _conv3x3(channels, channels)
         self.bn2 = _norm(channels, use_normalization, momentum)
         self.conv2 = _conv3x3(channels, channels)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.conv1(F.relu(self.bn1(x)))
-        return self.conv2(F.relu(self.bn2(x)))
+        x = self.conv1(self.act(self.bn1(x)))
+        return self.conv2(self.act(self.bn2(x)))
 
 
 class StitchBlock(nn.Module):
@@ -64,9 +72,10 @@ class StitchBlock(nn.Module):
 
     def __init__(
         self, in_channels: int, out_channels: int, stride: int = 1, use_normalization: bool = True,
-        momentum: float = 0.1,
+        momentum: float = 0.1, activation: str = "relu",
     ):  # fmt: skip
         super().__init__()
+        self.act = ACTIVATION_FUNCTIONS[activation]
         self.bn1 = _norm(in_channels, use_normalization, momentum)
         self.conv1 = _conv3x3(in_channels, out_channels, stride)
         self.bn2 = _norm(out_channels, use_normalization, momentum)
@@ -80,8 +89,8 @@ class StitchBlock(nn.Module):
             )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.conv1(F.relu(self.bn1(x)))
-        out = self.conv2(F.relu(self.bn2(out)))
+        out = self.conv1(self.act(self.bn1(x)))
+        out = self.conv2(self.act(self.bn2(out)))
         return self.shortcut(x) + out
 
 
@@ -93,15 +102,16 @@ class PoolStitchBlock(nn.Module):
 
     def __init__(
         self, in_channels: int, out_channels: int, stride: int = 1, use_normalization: bool = True,
-        momentum: float = 0.1,
+        momentum: float = 0.1, activation: str = "relu",
     ):  # fmt: skip
         super().__init__()
+        self.act = ACTIVATION_FUNCTIONS[activation]
         self.conv = _conv3x3(in_channels, out_channels)
         self.pool = nn.MaxPool2d(stride) if stride > 1 else nn.Identity()
         self.bn = _norm(out_channels, use_normalization, momentum)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.bn(self.pool(self.conv(F.relu(x))))
+        return self.bn(self.pool(self.conv(self.act(x))))
 
 
 STITCH_BLOCKS = {"residual": StitchBlock, "pool": PoolStitchBlock}
@@ -114,9 +124,10 @@ class Stage(nn.Module):
         super().__init__()
         momentum = config.batch_norm_momentum
         stitch = STITCH_BLOCKS[config.stitch]
-        self.stitch = stitch(in_channels, out_channels, stride, config.use_normalization, momentum)
+        norm, act = config.use_normalization, config.activation
+        self.stitch = stitch(in_channels, out_channels, stride, norm, momentum, act)
         self.ode = OdeBlock(
-            RateUnit(out_channels, config.use_normalization, momentum),
+            RateUnit(out_channels, norm, momentum, act),
             basis=config.basis,
             num_basis=config.num_basis,
             num_steps=config.num_steps,
@@ -206,10 +217,11 @@ class OdeResNetModel(OdeResNetPreTrainedModel):
                 x = hidden_states[-1]
             else:
                 x = stage(x)
-        x = F.relu(self.norm(x))  # (batch, C, H', W')
+        x = ACTIVATION_FUNCTIONS[self.config.activation](self.norm(x))  # (batch, C, H', W')
+        pooled = x.mean((2, 3)) if self.config.pooling == "average" else x.amax((2, 3))
         return BaseModelOutputWithPoolingAndNoAttention(
             last_hidden_state=x,
-            pooler_output=x.mean((2, 3)),
+            pooler_output=pooled,
             hidden_states=tuple(hidden_states) if output_hidden_states else None,
         )
 

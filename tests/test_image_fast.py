@@ -153,6 +153,30 @@ def test_pool_stitch_convolves_at_full_resolution_then_pools_and_starts_as_ident
         tiny_ode_resnet_config(stitch="strided")
 
 
+def test_gelu_and_max_pooling_change_the_network_where_configured_and_survive_reloading(tmp_path):
+    shape = {"stage_channels": [4, 6], "stage_strides": [1, 2], "stitch": "pool"}
+    relu = tiny_rgb_model(**shape)
+    gelu = tiny_rgb_model(**shape, activation="gelu", pooling="max")
+    gelu.load_state_dict(relu.state_dict())  # the same weights: only the two choices differ
+    x, h = torch.randn(2, 3, 8, 8), torch.randn(2, 4, 8, 8)
+    with torch.no_grad():
+        stitch = gelu.ode_resnet.stages[1].stitch
+        expected = stitch.bn(nn.functional.max_pool2d(stitch.conv(nn.functional.gelu(h)), 2))
+        assert torch.allclose(stitch(h), expected)
+        features = gelu.ode_resnet(x)
+        assert (features.last_hidden_state < 0).any()  # after the final BN, GELU lets negatives through
+        assert torch.allclose(features.pooler_output, features.last_hidden_state.amax((2, 3)))
+        assert not torch.allclose(gelu(x).logits, relu(x).logits)
+    gelu.save_pretrained(tmp_path)
+    reloaded = OdeResNetForImageClassification.from_pretrained(tmp_path).eval()
+    assert (reloaded.config.activation, reloaded.config.pooling) == ("gelu", "max")
+    with torch.no_grad():
+        assert torch.allclose(reloaded(x).logits, gelu(x).logits)
+    for field, value in (("activation", "tanh"), ("pooling", "sum")):
+        with pytest.raises(ValueError, match=field):
+            tiny_ode_resnet_config(**{field: value})
+
+
 def test_lookahead_moves_the_slow_copy_and_hands_it_back():
     model = nn.Linear(2, 1)
     lookahead = Lookahead(model)
