@@ -10,7 +10,7 @@ from transformers import PreTrainedConfig
 
 from .choices import check_continuous_choices, check_count
 
-STITCHES = ("residual", "pool")
+STITCHES = ("residual", "pool", "group")
 ACTIVATIONS = ("relu", "gelu")
 POOLINGS = ("average", "max")
 
@@ -66,7 +66,11 @@ class OdeResNetConfig(PreTrainedConfig):
         batch_norm_momentum: momentum of every BatchNorm's running statistics.
         stitch: the discrete block that starts each stage: ``"residual"`` (a pre-activation
             residual block, strided) or ``"pool"`` (ReLU → Conv3×3 at the input's
-            resolution → max pool by the stride → BN, as airbench's conv groups begin).
+            resolution → max pool by the stride → BN, as airbench's conv groups begin) or
+            ``"group"`` (airbench's whole conv group: Conv3×3 → max pool → BN → ReLU →
+            Conv3×3 → BN → ReLU, no shortcut).
+        rate_convolutions: convolutions in each ODE block's rate: 2 (BN → ReLU → Conv3×3,
+            twice) or 1 (once).
         activation: the nonlinearity everywhere ReLU is named here: ``"relu"`` or ``"gelu"``.
         pooling: the global pooling before the head: ``"average"`` or ``"max"``.
         num_labels / id2label / label2id: the classes, as for any Hugging Face config.
@@ -93,6 +97,7 @@ class OdeResNetConfig(PreTrainedConfig):
         stitch: str = "residual",
         activation: str = "relu",
         pooling: str = "average",
+        rate_convolutions: int = 2,
         **kwargs,
     ):
         check_count("num_channels", num_channels)
@@ -116,6 +121,8 @@ class OdeResNetConfig(PreTrainedConfig):
             raise ValueError(f"stitch: choose one of {', '.join(STITCHES)}, got {stitch!r}")
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation: choose one of {', '.join(ACTIVATIONS)}, got {activation!r}")
+        if rate_convolutions not in (1, 2):
+            raise ValueError(f"rate_convolutions: must be 1 or 2, got {rate_convolutions!r}")
         if pooling not in POOLINGS:
             raise ValueError(f"pooling: choose one of {', '.join(POOLINGS)}, got {pooling!r}")
         num_steps = num_basis if num_steps is None else num_steps
@@ -132,6 +139,7 @@ class OdeResNetConfig(PreTrainedConfig):
         self.batch_norm_momentum = float(batch_norm_momentum)
         self.stitch = stitch
         self.activation, self.pooling = activation, pooling
+        self.rate_convolutions = rate_convolutions
         super().__init__(**kwargs)
         if self.num_labels < 1:
             raise ValueError(f"num_labels: must be >= 1, got {self.num_labels}")

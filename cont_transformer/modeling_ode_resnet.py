@@ -45,21 +45,25 @@ def _conv3x3(in_channels: int, out_channels: int, stride: int = 1) -> nn.Conv2d:
 
 
 class RateUnit(nn.Module):
-    """The rate R(x): BN → ReLU → Conv3×3 → BN → ReLU → Conv3×3, (batch, C, H, W) → same."""
+    """The rate R(x): BN → ReLU → Conv3×3 → BN → ReLU → Conv3×3, (batch, C, H, W) → same;
+    with ``num_convolutions=1`` only its first half, BN → ReLU → Conv3×3."""
 
     def __init__(
-        self, channels: int, use_normalization: bool = True, momentum: float = 0.1, activation: str = "relu"
-    ):
+        self, channels: int, use_normalization: bool = True, momentum: float = 0.1, activation: str = "relu",
+        num_convolutions: int = 2,
+    ):  # fmt: skip
         super().__init__()
         self.act = ACTIVATION_FUNCTIONS[activation]
         self.bn1 = _norm(channels, use_normalization, momentum)
         self.conv1 = _conv3x3(channels, channels)
-        self.bn2 = _norm(channels, use_normalization, momentum)
-        self.conv2 = _conv3x3(channels, channels)
+        self.two = num_convolutions == 2
+        if self.two:
+            self.bn2 = _norm(channels, use_normalization, momentum)
+            self.conv2 = _conv3x3(channels, channels)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.conv1(self.act(self.bn1(x)))
-        return self.conv2(self.act(self.bn2(x)))
+        return self.conv2(self.act(self.bn2(x))) if self.two else x
 
 
 class StitchBlock(nn.Module):
@@ -114,7 +118,30 @@ class PoolStitchBlock(nn.Module):
         return self.bn(self.pool(self.conv(self.act(x))))
 
 
-STITCH_BLOCKS = {"residual": StitchBlock, "pool": PoolStitchBlock}
+class GroupStitchBlock(nn.Module):
+    """airbench's whole conv group: Conv3×3 at the input's resolution → max pool by
+    ``stride`` → BN → ReLU → Conv3×3 → BN → ReLU, with no shortcut.
+    (batch, in_channels, H, W) → (batch, out_channels, ⌊H/stride⌋, ⌊W/stride⌋).
+    """
+
+    def __init__(
+        self, in_channels: int, out_channels: int, stride: int = 1, use_normalization: bool = True,
+        momentum: float = 0.1, activation: str = "relu",
+    ):  # fmt: skip
+        super().__init__()
+        self.act = ACTIVATION_FUNCTIONS[activation]
+        self.conv1 = _conv3x3(in_channels, out_channels)
+        self.pool = nn.MaxPool2d(stride) if stride > 1 else nn.Identity()
+        self.bn1 = _norm(out_channels, use_normalization, momentum)
+        self.conv2 = _conv3x3(out_channels, out_channels)
+        self.bn2 = _norm(out_channels, use_normalization, momentum)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.act(self.bn1(self.pool(self.conv1(x))))
+        return self.act(self.bn2(self.conv2(x)))
+
+
+STITCH_BLOCKS = {"residual": StitchBlock, "pool": PoolStitchBlock, "group": GroupStitchBlock}
 
 
 class Stage(nn.Module):
@@ -127,7 +154,7 @@ class Stage(nn.Module):
         norm, act = config.use_normalization, config.activation
         self.stitch = stitch(in_channels, out_channels, stride, norm, momentum, act)
         self.ode = OdeBlock(
-            RateUnit(out_channels, norm, momentum, act),
+            RateUnit(out_channels, norm, momentum, act, config.rate_convolutions),
             basis=config.basis,
             num_basis=config.num_basis,
             num_steps=config.num_steps,
@@ -257,4 +284,6 @@ __all__ = [
     "OdeResNetPreTrainedModel",
     "RateUnit",
     "StitchBlock",
+    "PoolStitchBlock",
+    "GroupStitchBlock",
 ]

@@ -177,6 +177,23 @@ def test_gelu_and_max_pooling_change_the_network_where_configured_and_survive_re
             tiny_ode_resnet_config(**{field: value})
 
 
+def test_group_stitch_is_airbench_s_conv_group_and_a_one_convolution_rate_halves_the_rate():
+    model = tiny_rgb_model(stage_channels=[4, 6], stage_strides=[1, 2], stitch="group", rate_convolutions=1)
+    stitch, ode = model.ode_resnet.stages[1].stitch, model.ode_resnet.stages[1].ode
+    h = torch.randn(2, 4, 8, 8)
+    with torch.no_grad():
+        first = torch.relu(stitch.bn1(nn.functional.max_pool2d(stitch.conv1(h), 2)))
+        assert torch.allclose(stitch(h), torch.relu(stitch.bn2(stitch.conv2(first))))
+    assert stitch(h).shape == (2, 6, 4, 4)
+    convolutions = [name for name, _ in ode.named_coefficients() if "conv" in name]
+    assert len(convolutions) == 1  # BN -> ReLU -> Conv3x3 once
+    two = tiny_rgb_model(stage_channels=[4, 6], stage_strides=[1, 2], stitch="group")
+    assert len([n for n, _ in two.ode_resnet.stages[1].ode.named_coefficients() if "conv" in n]) == 2
+    assert model(torch.randn(2, 3, 8, 8)).logits.shape == (2, 3)
+    with pytest.raises(ValueError, match="rate_convolutions"):
+        tiny_ode_resnet_config(rate_convolutions=3)
+
+
 def test_lookahead_moves_the_slow_copy_and_hands_it_back():
     model = nn.Linear(2, 1)
     lookahead = Lookahead(model)
