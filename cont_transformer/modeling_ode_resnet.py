@@ -279,11 +279,11 @@ class OdeResNetForImageClassification(OdeResNetPreTrainedModel):
 
 
 __all__ = [
+    "GroupStitchBlock",
     "OdeResNetForImageClassification",
     "OdeResNetModel",
     "OdeResNetPreTrainedModel",
+    "PoolStitchBlock",
     "RateUnit",
     "StitchBlock",
-    "PoolStitchBlock",
-    "GroupStitchBlock",
 ]
