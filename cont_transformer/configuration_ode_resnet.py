@@ -33,11 +33,11 @@ PRESETS: dict[str, dict] = {
     # A fast CIFAR-10 network (docs/cifar.md): a 2x2 stem of 24 channels (patch whitening
     # fills 12 filters and their negatives), every stage starting with a convolution at
     # its input's resolution, then halving it by max pooling (the pool stitch), wider
-    # stages than cifar10-small.
+    # stages than cifar10-small, GELU as airbench's network has.
     "cifar10-fast": {
         "num_channels": 3, "stage_channels": [64, 128, 256], "stage_strides": [2, 2, 2], "num_labels": 10,
         "num_basis": 4, "stem_channels": 24, "stem_kernel_size": 2,
-        "batch_norm_momentum": 0.4, "stitch": "pool",
+        "batch_norm_momentum": 0.4, "stitch": "pool", "activation": "gelu",
     },
 }
 

@@ -221,7 +221,7 @@ class ImageTrainingArguments(RunArguments):
 PRESET_SCHEDULES: dict[str, dict[str, object]] = {
     "mnist-small": {"epochs": 14, "refine_epochs": [3, 5, 12], "lr_decay_epochs": [8, 11]},
     "cifar10-fast": {
-        "epochs": 20, "refine_epochs": [10, 16], "scheme": "euler", "batch_size": 1024,
+        "epochs": 18, "refine_epochs": [9, 14], "scheme": "euler", "batch_size": 1024,
         "learning_rate": 0.4, "weight_decay": 5e-4, "momentum": 0.9, "nesterov": True,
         "lr_schedule": "triangle",
         "label_smoothing": 0.2, "flip": "alternating", "translate": 2, "translate_padding": "reflect",

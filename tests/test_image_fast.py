@@ -234,7 +234,7 @@ def test_cifar10_fast_trains_end_to_end_and_the_pipeline_loads_it(tmp_path):
     best = tmp_path / "run" / "best"
     model = OdeResNetForImageClassification.from_pretrained(best)
     assert model.config.stem_kernel_size == 2 and model.config.logit_scale == 1.0
-    assert model.config.stitch == "pool"
+    assert model.config.stitch == "pool" and model.config.activation == "gelu"
     classifier = pipeline("image-classification", model=str(best))
     image = Image.open(tmp_path / "data" / "test" / "c1" / "0.png")
     predictions = classifier(image, top_k=3)
