@@ -205,6 +205,12 @@ class ImageTrainingArguments(RunArguments):
             raise ValueError(f"refine_epochs: must be >= 1 (refine after training), got {self.refine_epochs}")
         super().__post_init__()
 
+    def identity(self) -> dict:
+        """The run's arguments plus the network its preset and ``config_overrides`` give
+        (``network``): a preset whose network changed between versions of the package
+        (``cifar10-fast`` took GELU in session 10) refuses to resume a run of the old one."""
+        return {**super().identity(), "network": {**PRESETS[self.preset], **self.config_overrides}}
+
     @property
     def refinement_schedule(self) -> RefinementSchedule:
         """The refinements in epochs (the same order and count as in steps, so the same

@@ -26,7 +26,14 @@ from cont_transformer import (
 )
 from cont_transformer.modeling_ode_resnet import RateUnit
 from cont_transformer.ode_block import Coefficients
-from image_models.training import ImageTrainingArguments, evaluate, load_split_tensors, train
+from cont_transformer.training.outputs import OutputFolderError
+from image_models.training import (
+    PRESETS,
+    ImageTrainingArguments,
+    evaluate,
+    load_split_tensors,
+    train,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -258,7 +265,7 @@ def make_mnist_like(folder, num_train=96, num_test=48, size=10) -> None:
         write_idx(folder / f"{prefix}-labels-idx1-ubyte.gz", labels)
 
 
-def test_training_end_to_end_refines_saves_and_resumes(tmp_path):
+def test_training_end_to_end_refines_saves_and_resumes(tmp_path, monkeypatch):
     data = tmp_path / "data"
     data.mkdir()
     make_mnist_like(data, num_train=160)
@@ -272,6 +279,13 @@ def test_training_end_to_end_refines_saves_and_resumes(tmp_path):
     assert metrics["history"][1]["learning_rate"] == pytest.approx(0.01)
     assert metrics["num_validation_images"] == 20 and metrics["test"]["num_images"] == 48
 
+    # The preset's network changed since the run started (as cifar10-fast's activation did):
+    # the run's weights belong to the old network, so resuming is refused.
+    changed = {**PRESETS, "mnist-small": {**PRESETS["mnist-small"], "activation": "gelu"}}
+    monkeypatch.setattr("image_models.training.PRESETS", changed)
+    with pytest.raises(OutputFolderError, match="network of --preset and --config-overrides"):
+        train(ImageTrainingArguments(**{**args, "epochs": 3, "resume_from_checkpoint": "latest"}))
+    monkeypatch.undo()
     resumed = train(ImageTrainingArguments(**{**args, "epochs": 3, "resume_from_checkpoint": "latest"}))
     assert [r["epoch"] for r in resumed["history"]] == [0, 1, 2]
     assert resumed["history"][2]["num_basis"] == 2

@@ -67,8 +67,12 @@ def file_fingerprints(paths: Iterable[PathLike]) -> dict[str, str]:
     return {str(path): file_fingerprint([path]) for path in paths}
 
 
+# Recorded fields that are no flag of their own, by what sets them.
+DERIVED = {"network": "the network of --preset and --config-overrides"}
+
+
 def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
+    return DERIVED.get(name, "--" + name.replace("_", "-"))
 
 
 def record_identity(
