@@ -118,9 +118,10 @@ class PoolStitchBlock(nn.Module):
         return self.bn(self.pool(self.conv(self.act(x))))
 
 
-class GroupStitchBlock(nn.Module):
-    """airbench's whole conv group: Conv3×3 at the input's resolution → max pool by
-    ``stride`` → BN → ReLU → Conv3×3 → BN → ReLU, with no shortcut.
+class GroupStitchBlock(PoolStitchBlock):
+    """airbench's whole conv group: the pool stitch's Conv3×3 at the input's resolution →
+    max pool by ``stride`` → BN, here without the ReLU before it and with one after it,
+    then Conv3×3 → BN → ReLU, with no shortcut.
     (batch, in_channels, H, W) → (batch, out_channels, ⌊H/stride⌋, ⌊W/stride⌋).
     """
 
@@ -128,16 +129,12 @@ class GroupStitchBlock(nn.Module):
         self, in_channels: int, out_channels: int, stride: int = 1, use_normalization: bool = True,
         momentum: float = 0.1, activation: str = "relu",
     ):  # fmt: skip
-        super().__init__()
-        self.act = ACTIVATION_FUNCTIONS[activation]
-        self.conv1 = _conv3x3(in_channels, out_channels)
-        self.pool = nn.MaxPool2d(stride) if stride > 1 else nn.Identity()
-        self.bn1 = _norm(out_channels, use_normalization, momentum)
+        super().__init__(in_channels, out_channels, stride, use_normalization, momentum, activation)
         self.conv2 = _conv3x3(out_channels, out_channels)
         self.bn2 = _norm(out_channels, use_normalization, momentum)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.act(self.bn1(self.pool(self.conv1(x))))
+        x = self.act(self.bn(self.pool(self.conv(x))))
         return self.act(self.bn2(self.conv2(x)))
 
 
@@ -221,6 +218,7 @@ class OdeResNetModel(OdeResNetPreTrainedModel):
             for c_in, c_out, stride in zip([stem_channels, *widths[:-1]], widths, config.stage_strides)
         )
         self.norm = _norm(widths[-1], config.use_normalization, config.batch_norm_momentum)
+        self.act = ACTIVATION_FUNCTIONS[config.activation]
         self.post_init()
 
     @can_return_tuple
@@ -244,7 +242,7 @@ class OdeResNetModel(OdeResNetPreTrainedModel):
                 x = hidden_states[-1]
             else:
                 x = stage(x)
-        x = ACTIVATION_FUNCTIONS[self.config.activation](self.norm(x))  # (batch, C, H', W')
+        x = self.act(self.norm(x))  # (batch, C, H', W')
         pooled = x.mean((2, 3)) if self.config.pooling == "average" else x.amax((2, 3))
         return BaseModelOutputWithPoolingAndNoAttention(
             last_hidden_state=x,

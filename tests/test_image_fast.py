@@ -182,7 +182,7 @@ def test_group_stitch_is_airbench_s_conv_group_and_a_one_convolution_rate_halves
     stitch, ode = model.ode_resnet.stages[1].stitch, model.ode_resnet.stages[1].ode
     h = torch.randn(2, 4, 8, 8)
     with torch.no_grad():
-        first = torch.relu(stitch.bn1(nn.functional.max_pool2d(stitch.conv1(h), 2)))
+        first = torch.relu(stitch.bn(nn.functional.max_pool2d(stitch.conv(h), 2)))
         assert torch.allclose(stitch(h), torch.relu(stitch.bn2(stitch.conv2(first))))
     assert stitch(h).shape == (2, 6, 4, 4)
     convolutions = [name for name, _ in ode.named_coefficients() if "conv" in name]
