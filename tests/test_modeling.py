@@ -703,30 +703,3 @@ def test_the_character_cnn_keeps_each_filter_s_maximum_over_positions():
     reached = (outputs[0].grad != 0).sum(-1)  # (5, 8): positions with a gradient
     tied = positions[..., 5] == positions.amax(-1)  # the maximum sits on the padding (tied)
     assert (reached == 1).all() and tied.any()
-
-
-def test_highway_layers_start_near_the_identity_and_survive_saving_and_compression(tmp_path):
-    """``char_highway_layers``: each layer is ``g·act(Wx) + (1-g)·x`` on the pooled filters,
-    its gate starting at σ(-2) (mostly carried through); the layers are saved, loaded and left
-    alone by compression; a config without the field has none."""
-    model, tokenizer = spelling_tagger(char_highway_layers=2, num_basis=4, time_horizon=4.0)
-    cnn = model.cont_transformer.embeddings.characters
-    assert len(cnn.highways) == 2
-    highway = cnn.highways[0]
-    assert torch.equal(highway.gate.bias, torch.full((12,), -2.0))
-    x = torch.randn(7, 12)
-    with torch.no_grad():
-        gate = torch.sigmoid(highway.gate(x))
-        torch.testing.assert_close(highway(x), gate * highway.activation(highway.transform(x)) + (1 - gate) * x)
-        assert 0.05 < gate.mean() < 0.2
-    inputs = tokenizer(["the", "zorbled", "tacos", "."], is_split_into_words=True, return_tensors="pt")
-    model.save_pretrained(tmp_path / "saved")
-    loaded = AutoModelForTokenClassification.from_pretrained(tmp_path / "saved")
-    assert loaded.config.char_highway_layers == 2
-    assert torch.equal(loaded(**inputs).logits, model(**inputs).logits)
-    before = {k: v.clone() for k, v in cnn.state_dict().items()}
-    change_basis(model, "piecewise_linear", 2)
-    assert all(torch.equal(v, before[k]) for k, v in cnn.state_dict().items())
-    assert len(spelling_tagger()[0].cont_transformer.embeddings.characters.highways) == 0
-    with pytest.raises(ValueError, match="char_highway_layers"):
-        tiny_tagger_config(word_representation="chars", unk_token_id=1, char_highway_layers=-1)

@@ -92,11 +92,9 @@ def representation(config) -> str:
     kind = getattr(config, "word_representation", "word")
     if kind == "word":
         return "word embeddings (unknown words: [UNK])"
-    highways = getattr(config, "char_highway_layers", 0)
     cnn = (
         f"character CNN over the spelling ({config.char_hidden_size} filters of width "
-        f"{config.char_kernel_size}{f', {highways} highway layers' if highways else ''}, "
-        f"first/last {config.max_word_length} characters)"
+        f"{config.char_kernel_size}, first/last {config.max_word_length} characters)"
     )
     return {"word+chars": f"word embeddings + {cnn}", "chars": cnn}.get(kind, kind)
 
