@@ -106,9 +106,6 @@ class ContTransformerConfig(PreTrainedConfig):
         char_embedding_size: width of the character embeddings.
         char_hidden_size: filters of the character convolution.
         char_kernel_size: width (odd) of the character convolution.
-        char_highway_layers: highway layers (Srivastava et al. 2015, as in Kim et al.
-            2016's character-aware models) on the pooled filters, before the projection
-            to ``hidden_size``; 0 (what configs saved before the field were) for none.
         max_word_length: characters of a word the CNN reads; a longer word keeps its
             first and last ones.
 
@@ -172,7 +169,6 @@ class ContTransformerConfig(PreTrainedConfig):
     char_embedding_size: int = 32
     char_hidden_size: int = 512
     char_kernel_size: int = 3
-    char_highway_layers: int = 0
     max_word_length: int = 20
     primary_column: str | None = None
     column_labels: dict[str, list[str]] | None = None
@@ -234,8 +230,6 @@ class ContTransformerConfig(PreTrainedConfig):
         for name in ("char_vocab_size", "char_embedding_size", "char_hidden_size",
                      "char_kernel_size", "max_word_length"):
             check_count(name, getattr(self, name))
-        if self.char_highway_layers < 0:
-            raise ValueError(f"char_highway_layers: must be >= 0, got {self.char_highway_layers}")
         if self.char_kernel_size % 2 == 0:
             raise ValueError(f"char_kernel_size: must be odd, got {self.char_kernel_size}")
 

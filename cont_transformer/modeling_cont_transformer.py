@@ -176,8 +176,8 @@ class ContTransformerPreTrainedModel(ContinuousPreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
-        """Normal(0, initializer_range) for Linear weights and embeddings, zero biases (a
-        highway gate's: its ``bias_init``), unit LayerNorms. The ODE block's coefficient containers are initialised like
+        """Normal(0, initializer_range) for Linear weights and embeddings, zero biases,
+        unit LayerNorms. The ODE block's coefficient containers are initialised like
         the template module they mirror, every K slice with its own draw."""
         std = self.config.initializer_range
         if isinstance(module, WordRepresentation) and not getattr(
@@ -187,8 +187,8 @@ class ContTransformerPreTrainedModel(ContinuousPreTrainedModel):
         kind = module.template_cls if isinstance(module, Coefficients) else type(module)
         if issubclass(kind, nn.Linear):
             nn.init.normal_(module.weight, mean=0.0, std=std)
-            if module.bias is not None:  # zero, or a highway gate's own start
-                nn.init.constant_(module.bias, getattr(module, "bias_init", 0.0))
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
         elif issubclass(kind, nn.LayerNorm):
             nn.init.ones_(module.weight)
             nn.init.zeros_(module.bias)

@@ -172,26 +172,8 @@ def spell_words(
     return characters
 
 
-class Highway(nn.Module):
-    """``y = g·act(W x) + (1 - g)·x`` with the gate ``g = σ(W_g x + b_g)``, ``b_g`` starting
-    at ``bias_init`` = -2 so that the layer begins close to the identity (Srivastava et
-    al. 2015)."""
-
-    def __init__(self, size: int, activation: str):
-        super().__init__()
-        self.transform = nn.Linear(size, size)
-        self.gate = nn.Linear(size, size)
-        self.gate.bias_init = -2.0  # read by the model's weight initialisation
-        self.activation = ACT2FN[activation]
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate = torch.sigmoid(self.gate(x))
-        return torch.lerp(x, self.activation(self.transform(x)), gate)
-
-
 class CharacterCNN(nn.Module):
-    """Character embeddings -> one convolution -> activation -> max over positions ->
-    ``char_highway_layers`` highway layers -> Linear.
+    """Character embeddings -> one convolution -> activation -> max over positions -> Linear.
 
     ``(n, length)`` character ids -> ``(n, hidden_size)``.
     """
@@ -206,10 +188,6 @@ class CharacterCNN(nn.Module):
             padding=config.char_kernel_size // 2,
         )
         self.activation = ACT2FN[config.hidden_act]
-        self.highways = nn.ModuleList(
-            Highway(config.char_hidden_size, config.hidden_act)
-            for _ in range(getattr(config, "char_highway_layers", 0))
-        )
         self.output = nn.Linear(config.char_hidden_size, config.hidden_size)
 
     def forward(self, characters: torch.Tensor) -> torch.Tensor:
@@ -217,10 +195,7 @@ class CharacterCNN(nn.Module):
         x = self.activation(self.convolution(x))  # (n, char_hidden, length)
         # Max over positions as a pooling: its backward routes each gradient through the
         # argmax alone (amax's compares the whole tensor with its maximum: 1.8x slower in bf16).
-        x = F.adaptive_max_pool1d(x, 1).squeeze(-1)  # (n, char_hidden)
-        for highway in self.highways:
-            x = highway(x)
-        return self.output(x)  # (n, hidden)
+        return self.output(F.adaptive_max_pool1d(x, 1).squeeze(-1))  # (n, hidden)
 
 
 class WordRepresentation(nn.Module):

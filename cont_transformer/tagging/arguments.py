@@ -126,9 +126,6 @@ class TrainingArguments(RunArguments):
                 "best; docs/experiments.md, the screening)"),
     )  # fmt: skip
     char_kernel_size: int = field(default=3, **_help("width (odd) of the character CNN"))
-    char_highway_layers: int = field(
-        default=0, **_help("highway layers on the character CNN's pooled filters (0: none)")
-    )
     max_word_length: int = field(
         default=20, **_help("characters of a word the CNN reads (a longer word: first and last)")
     )

@@ -224,7 +224,6 @@ def model_config(
         char_embedding_size=args.char_embedding_size,
         char_hidden_size=args.char_hidden_size,
         char_kernel_size=args.char_kernel_size,
-        char_highway_layers=args.char_highway_layers,
         max_word_length=args.max_word_length,
         id2label=dict(enumerate(label_names)),
         label2id={name: i for i, name in enumerate(label_names)},
