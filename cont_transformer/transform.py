@@ -9,6 +9,9 @@ Hugging Face model saves and reloads as what it now is.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from torch import nn
 
 from .ode_block import OdeBlock
@@ -83,3 +86,18 @@ def set_num_steps(model: nn.Module, num_steps: int) -> nn.Module:
         block.set_num_steps(num_steps)
     _sync_config(model, blocks)
     return model
+
+
+@contextlib.contextmanager
+def integrated_with(model: nn.Module, num_steps: int | None) -> Iterator[nn.Module]:
+    """Integrate with ``num_steps`` steps inside the block, with the model's own N_T again
+    after it (None: unchanged). For a forward and backward pass at another N_T in training."""
+    if num_steps is None:
+        yield model
+        return
+    own = ode_blocks(model)[0].num_steps
+    set_num_steps(model, num_steps)
+    try:
+        yield model
+    finally:
+        set_num_steps(model, own)

@@ -35,6 +35,7 @@ from cont_transformer.training.outputs import (
 )
 from cont_transformer.training.refinement import refine_with_optimizer
 from cont_transformer.training.scaffold import Trainer, split_batch
+from cont_transformer.training.schedules import coarse_num_steps
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -215,6 +216,27 @@ def test_gradient_accumulation_gives_the_whole_batch_gradient(tmp_path):
         trainer._optimizer_step(next(iter(trainer.epoch_batches(0, 0))))
     for (name, a), b in zip(one.model.named_parameters(), two.model.parameters()):
         torch.testing.assert_close(a, b, msg=name)
+
+
+class StepRecordingTrainer(ToyTrainer):
+    """Records the N_T each training forward pass integrates with."""
+
+    def loss(self, model, batch):
+        self.seen = [*getattr(self, "seen", []), model.block.num_steps]
+        return super().loss(model, batch)
+
+
+def test_coarse_steps_integrate_with_half_the_steps(tmp_path):
+    assert [coarse_num_steps(s, 0.25, 4) for s in range(1, 9)] == [None, None, None, 2] * 2
+    assert [coarse_num_steps(s, 1.0, 1) for s in (1, 2)] == [None, None]  # N_T = 1 has no half
+    trainer = StepRecordingTrainer(toy(tmp_path, coarse_step_fraction=0.5))
+    result = trainer.run()
+    assert trainer.seen == [1, 1, 1, 1, 2, 1, 2, 1, 4, 2, 4, 2]
+    # Evaluation, checkpoints and refinement see the level's own N_T.
+    assert [(h["num_basis"], h["num_steps"]) for h in result["history"]] == [(1, 1), (2, 2), (4, 4)]
+    assert trainer.model.config.num_steps == 4
+    with pytest.raises(ValueError, match="^coarse_step_fraction"):
+        toy(tmp_path, coarse_step_fraction=1.5)
 
 
 def test_split_batch_and_compression_variants():

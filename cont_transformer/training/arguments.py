@@ -95,6 +95,12 @@ class RunArguments:
     )
     scheme: str = field(default="euler", **_help("Runge-Kutta scheme"))
     time_horizon: float = field(default=1.0, **_help("T, the end of depth-time"))
+    coarse_step_fraction: float = field(
+        default=0.0,
+        **_help("share of optimiser steps, spread evenly, that integrate with half the current "
+                "N_T (0.5: every second step, once N_T >= 2): trains the model to be compressed "
+                "to N_T/2, and those steps cost less"),
+    )  # fmt: skip
     max_steps: int = field(default=1000, **_help("optimiser steps to train for"))
     refine_steps: str | None = field(
         default=None,
@@ -163,6 +169,8 @@ class RunArguments:
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name}: must be a finite positive number, got {value}")
+        if not (math.isfinite(self.coarse_step_fraction) and 0 <= self.coarse_step_fraction <= 1):
+            raise ValueError(f"coarse_step_fraction: must be between 0 and 1, got {self.coarse_step_fraction}")
         if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
             raise ValueError(f"weight_decay: must be a finite number >= 0, got {self.weight_decay}")
         if self.bf16 and self.fp16:

@@ -52,7 +52,7 @@ from tqdm.auto import tqdm
 
 from ..compression import SECTION_HEADING, compression_section, score_variants
 from ..model_card import write_model_card
-from ..transform import refine
+from ..transform import integrated_with, refine
 from .accelerator import end_distributed, make_accelerator
 from .arguments import RunArguments, check_trackers
 from .checkpoints import (
@@ -81,7 +81,7 @@ from .outputs import (
     write_json,
 )
 from .refinement import refine_with_optimizer
-from .schedules import RefinementSchedule, RunPlan
+from .schedules import RefinementSchedule, RunPlan, coarse_num_steps
 
 logger = logging.getLogger(__name__)
 
@@ -405,21 +405,10 @@ class Trainer:
         learning_rate = self.learning_rate(state.step)
         for group in self.optimizer.param_groups:  # a group may scale the rate ("lr_scale")
             group["lr"] = learning_rate * group.get("lr_scale", 1.0)
-        micro_batches = split_batch(batch, args.gradient_accumulation_steps)
-        counts = [self.batch_items(micro) for micro in micro_batches]
-        total = 0.0
-        for index, micro in enumerate(micro_batches):
-            last = index + 1 == len(micro_batches)
-            # Gradients are averaged over processes once, at the last micro-batch.
-            with contextlib.nullcontext() if last else accelerator.no_sync(self.model):
-                loss = self.loss(self.model, micro)
-                if len(micro_batches) > 1:  # each micro-batch weighs by its share of the items
-                    loss = loss * counts[index] / sum(counts)
-                accelerator.backward(loss)
-            total += loss.detach()
-            self._items += counts[index]
-            if "attention_mask" in micro:  # the padded positions, for the padding ratio
-                self._slots += micro["attention_mask"].numel()
+        # A coarse step (--coarse-step-fraction) integrates with half the current N_T.
+        coarse = coarse_num_steps(state.step, args.coarse_step_fraction, state.num_steps)
+        with integrated_with(accelerator.unwrap_model(self.model), coarse):
+            total = self._accumulate(split_batch(batch, args.gradient_accumulation_steps))
         if args.max_grad_norm is not None:
             accelerator.clip_grad_norm_(self.model.parameters(), args.max_grad_norm)
         self.optimizer.step()
@@ -436,6 +425,25 @@ class Trainer:
                 step=state.step,
             )  # fmt: skip
         return loss_value, learning_rate
+
+    def _accumulate(self, micro_batches: list[dict]) -> torch.Tensor | float:
+        """Forward and backward passes over a step's micro-batches; their summed loss."""
+        accelerator = self.accelerator
+        counts = [self.batch_items(micro) for micro in micro_batches]
+        total = 0.0
+        for index, micro in enumerate(micro_batches):
+            last = index + 1 == len(micro_batches)
+            # Gradients are averaged over processes once, at the last micro-batch.
+            with contextlib.nullcontext() if last else accelerator.no_sync(self.model):
+                loss = self.loss(self.model, micro)
+                if len(micro_batches) > 1:  # each micro-batch weighs by its share of the items
+                    loss = loss * counts[index] / sum(counts)
+                accelerator.backward(loss)
+            total += loss.detach()
+            self._items += counts[index]
+            if "attention_mask" in micro:  # the padded positions, for the padding ratio
+                self._slots += micro["attention_mask"].numel()
+        return total
 
     def _refine(self) -> None:
         """Refine the prepared model, rebuild the optimiser carrying its state, re-prepare."""

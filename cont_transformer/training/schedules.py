@@ -21,6 +21,10 @@ Refinement. :class:`RefinementSchedule` turns the final K and N_T and the steps 
 which to refine (multi-level refinement training) into the sizes to start from and
 the sizes at any step: each refinement refines the basis (K → 2K for piecewise
 constant, 2K − 1 for piecewise linear, ...) and doubles N_T.
+
+Coarse steps. :func:`coarse_num_steps` picks the optimiser steps (a share of them,
+spread evenly) that integrate with half the current N_T: the network learns to run at
+N_T/2, the compression a user is promised for free, and those steps cost less.
 """
 
 from __future__ import annotations
@@ -116,6 +120,15 @@ class RefinementSchedule:
         for _ in range(self.num_refinements(step)):
             basis = basis.refine()
         return basis.num_basis, refined_num_steps(self.initial_num_steps, self.num_refinements(step))
+
+
+def coarse_num_steps(step: int, fraction: float, num_steps: int) -> int | None:
+    """N_T for optimiser step ``step`` (from 1) when it is one of the coarse steps: a
+    ``fraction`` of all steps, spread evenly (0.5: every second step), integrate with
+    ``num_steps // 2``. None for a step at the current ``num_steps`` (always while N_T is 1)."""
+    if num_steps < 2 or fraction <= 0 or math.floor(step * fraction) == math.floor((step - 1) * fraction):
+        return None
+    return num_steps // 2
 
 
 @dataclass(frozen=True)
