@@ -129,6 +129,7 @@ class OdeBlock(nn.Module):
         get_scheme(scheme)
         self.scheme = scheme
         self._num_steps = check_num_steps(num_basis if num_steps is None else num_steps)
+        self._read_basis: Basis | None = None  # see set_num_steps
         self.rate = _mirror(template)
         self._init_coefficients(template)
         # Kept outside the module tree, on the meta device: every tensor it uses comes
@@ -200,9 +201,20 @@ class OdeBlock(nn.Module):
     def num_steps(self) -> int:
         return self._num_steps
 
-    def set_num_steps(self, num_steps: int) -> None:
-        """Integrate with ``num_steps`` steps from now on (graph shortening or lengthening)."""
+    def set_num_steps(self, num_steps: int, read_num_basis: int | None = None) -> None:
+        """Integrate with ``num_steps`` steps from now on (graph shortening or lengthening).
+
+        ``read_num_basis`` (a K of the same basis family) reads the weights as their
+        projection onto that basis, the weights of the model compressed to that K, with
+        gradients flowing to every coefficient of this one (training a coarse step,
+        :mod:`cont_transformer.training.schedules`); the running statistics are read as
+        they are. None (the default) reads the coefficients themselves.
+        """
         self._num_steps = check_num_steps(num_steps)
+        self._read_basis = (
+            None if read_num_basis in (None, self.num_basis)
+            else get_basis(self.basis_name, read_num_basis, self.time_horizon)
+        )  # fmt: skip
         self._refresh_schedule()
 
     def _refresh_schedule(self) -> None:
@@ -220,12 +232,9 @@ class OdeBlock(nn.Module):
             for n in range(self._num_steps)
         ]
         self._step_keys = [tuple(dict.fromkeys(keys)) for keys in self._step_stages]
-        self._stage_terms = {(t, side): self._basis.terms(t, side) for t, side in stages}
-        self._state_terms = (
-            self._stage_terms
-            if self._state_basis is self._basis
-            else {(t, side): self._state_basis.terms(t, side) for t, side in stages}
-        )
+        self._stage_terms = {(t, side): self._weight_terms(t, side) for t, side in stages}
+        # The running statistics are read as they are, whatever the weights are read as.
+        self._state_terms = {(t, side): self._state_basis.terms(t, side) for t, side in stages}
         # Graph shortening (N_T < K) leaves coefficients unused; see _coefficient_views.
         used = sorted({k for terms in self._stage_terms.values() for k, _ in terms})
         self._used_index = None if len(used) == self.num_basis else torch.tensor(used, device="cpu")
@@ -238,6 +247,16 @@ class OdeBlock(nn.Module):
             times, sides = zip(*stages)
             self._fit_operators = point_fit_operators(times, sides, self._state_basis)  # float64
         self._place_schedule(self._device())
+
+    def _weight_terms(self, t: float, side: str) -> list[tuple[int, float]]:
+        """The ``(k, weight)`` whose sum over this block's coefficients is the weights at
+        ``t``: the basis functions there, or those of the read basis composed with the
+        projection onto it."""
+        if self._read_basis is None:
+            return self._basis.terms(t, side)
+        projection = change_of_basis_matrix(self._basis, self._read_basis).double()  # [K_read, K]
+        weights = sum(value * projection[j] for j, value in self._read_basis.terms(t, side))
+        return [(k, float(w)) for k, w in enumerate(weights.tolist()) if abs(w) > 1e-12]
 
     def _device(self) -> torch.device:
         """Where the coefficients live (the CPU while they are still on the meta device)."""
@@ -421,6 +440,7 @@ class OdeBlock(nn.Module):
                 new_state.clamp_(min=_MIN_VARIANCE)
             container.register_buffer(leaf, new_state)
         self._basis, self._state_basis = target, state_target
+        self._read_basis = None
         self._refresh_schedule()
 
     def refine(self) -> None:

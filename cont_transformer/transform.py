@@ -89,14 +89,19 @@ def set_num_steps(model: nn.Module, num_steps: int) -> nn.Module:
 
 
 @contextlib.contextmanager
-def integrated_with(model: nn.Module, num_steps: int | None) -> Iterator[nn.Module]:
-    """Integrate with ``num_steps`` steps inside the block, with the model's own N_T again
-    after it (None: unchanged). For a forward and backward pass at another N_T in training."""
+def integrated_with(model: nn.Module, num_steps: int | None, read_num_basis: int | None = None) -> Iterator[nn.Module]:
+    """Integrate with ``num_steps`` steps, reading the weights as their projection onto
+    ``read_num_basis`` functions (None: the coefficients themselves), inside the block;
+    the model's own N_T and weights after it (``num_steps`` None: unchanged). A forward
+    and backward pass through a compressed view of the model, in training."""
     if num_steps is None:
         yield model
         return
-    own = ode_blocks(model)[0].num_steps
-    set_num_steps(model, num_steps)
+    blocks = ode_blocks(model)
+    own = blocks[0].num_steps
+    for block in blocks:
+        block.set_num_steps(num_steps, read_num_basis)
+    _sync_config(model, blocks)
     try:
         yield model
     finally:

@@ -491,6 +491,26 @@ def test_change_basis_syncs_config():
     assert (model.config.basis, model.config.num_basis, model.config.num_steps) == ("piecewise_linear", 3, 2)
 
 
+@pytest.mark.parametrize("basis, num_basis, read", [("piecewise_constant", 4, 2), ("piecewise_linear", 5, 3)])
+def test_a_block_read_through_a_coarser_basis_is_the_compressed_block(basis, num_basis, read):
+    torch.manual_seed(0)
+    block = OdeBlock(nn.Sequential(nn.Linear(3, 3), nn.Tanh()), basis, num_basis, scheme="rk4")
+    with torch.no_grad():
+        for p in block.parameters():
+            p.normal_()
+    compressed = copy.deepcopy(block)
+    compressed.change_basis(num_basis=read)
+    compressed.set_num_steps(2)
+    block.set_num_steps(2, read_num_basis=read)
+    x = torch.randn(5, 3)
+    out = block(x)
+    torch.testing.assert_close(out, compressed(x))
+    out.square().sum().backward()  # the gradient reaches every coefficient of the fine block
+    assert all((p.grad.flatten(1).abs().sum(1) > 0).all() for p in block.parameters())
+    block.set_num_steps(num_basis)  # the coefficients themselves again
+    assert not torch.allclose(block(x), compressed(x))
+
+
 def test_block_survives_deepcopy_and_passes_extra_arguments():
     import copy
 

@@ -219,10 +219,11 @@ def test_gradient_accumulation_gives_the_whole_batch_gradient(tmp_path):
 
 
 class StepRecordingTrainer(ToyTrainer):
-    """Records the N_T each training forward pass integrates with."""
+    """Records the N_T and the K the weights are read as in each training forward pass."""
 
     def loss(self, model, batch):
-        self.seen = [*getattr(self, "seen", []), model.block.num_steps]
+        read = model.block._read_basis
+        self.seen = [*getattr(self, "seen", []), (model.block.num_steps, (read or model.block.basis).num_basis)]
         return super().loss(model, batch)
 
 
@@ -231,10 +232,11 @@ def test_coarse_steps_integrate_with_half_the_steps(tmp_path):
     assert [coarse_num_steps(s, 1.0, 1) for s in (1, 2)] == [None, None]  # N_T = 1 has no half
     trainer = StepRecordingTrainer(toy(tmp_path, coarse_step_fraction=0.5))
     result = trainer.run()
-    assert trainer.seen == [1, 1, 1, 1, 2, 1, 2, 1, 4, 2, 4, 2]
+    # A coarse step is the model compressed to K/2 and N_T/2.
+    assert trainer.seen == [(1, 1)] * 4 + [(2, 2), (1, 1)] * 2 + [(4, 4), (2, 2)] * 2
     # Evaluation, checkpoints and refinement see the level's own N_T.
     assert [(h["num_basis"], h["num_steps"]) for h in result["history"]] == [(1, 1), (2, 2), (4, 4)]
-    assert trainer.model.config.num_steps == 4
+    assert trainer.model.config.num_steps == 4 and trainer.model.block._read_basis is None
     with pytest.raises(ValueError, match="^coarse_step_fraction"):
         toy(tmp_path, coarse_step_fraction=1.5)
 

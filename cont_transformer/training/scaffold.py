@@ -50,7 +50,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ..compression import SECTION_HEADING, compression_section, score_variants
+from ..compression import SECTION_HEADING, coarser_num_basis, compression_section, score_variants
 from ..model_card import write_model_card
 from ..transform import integrated_with, refine
 from .accelerator import end_distributed, make_accelerator
@@ -405,9 +405,10 @@ class Trainer:
         learning_rate = self.learning_rate(state.step)
         for group in self.optimizer.param_groups:  # a group may scale the rate ("lr_scale")
             group["lr"] = learning_rate * group.get("lr_scale", 1.0)
-        # A coarse step (--coarse-step-fraction) integrates with half the current N_T.
+        # A coarse step (--coarse-step-fraction) trains the model as compressed to K/2 and N_T/2.
         coarse = coarse_num_steps(state.step, args.coarse_step_fraction, state.num_steps)
-        with integrated_with(accelerator.unwrap_model(self.model), coarse):
+        read_num_basis = coarser_num_basis(args.basis, state.num_basis)
+        with integrated_with(accelerator.unwrap_model(self.model), coarse, read_num_basis):
             total = self._accumulate(split_batch(batch, args.gradient_accumulation_steps))
         if args.max_grad_norm is not None:
             accelerator.clip_grad_norm_(self.model.parameters(), args.max_grad_norm)
