@@ -97,9 +97,9 @@ class RunArguments:
     time_horizon: float = field(default=1.0, **_help("T, the end of depth-time"))
     coarse_step_fraction: float = field(
         default=0.0,
-        **_help("share of optimiser steps, spread evenly, that integrate with half the current "
-                "N_T (0.5: every second step, once N_T >= 2): trains the model to be compressed "
-                "to N_T/2, and those steps cost less"),
+        **_help("share of optimiser steps, spread evenly, that train the model as compressed to "
+                "K/2 and N_T/2 (0.5: every second step, once N_T >= 2): the compressions cost "
+                "less, and so do those steps"),
     )  # fmt: skip
     max_steps: int = field(default=1000, **_help("optimiser steps to train for"))
     refine_steps: str | None = field(
