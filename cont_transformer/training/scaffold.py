@@ -407,7 +407,7 @@ class Trainer:
             group["lr"] = learning_rate * group.get("lr_scale", 1.0)
         # A coarse step (--coarse-step-fraction) trains the model as compressed to K/2 and N_T/2.
         coarse = coarse_num_steps(state.step, args.coarse_step_fraction, state.num_steps)
-        read_num_basis = coarser_num_basis(args.basis, state.num_basis)
+        read_num_basis = coarser_num_basis(args.basis, state.num_basis) if coarse else None
         with integrated_with(accelerator.unwrap_model(self.model), coarse, read_num_basis):
             total = self._accumulate(split_batch(batch, args.gradient_accumulation_steps))
         if args.max_grad_norm is not None:

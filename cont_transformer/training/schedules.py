@@ -23,8 +23,9 @@ the sizes at any step: each refinement refines the basis (K → 2K for piecewise
 constant, 2K − 1 for piecewise linear, ...) and doubles N_T.
 
 Coarse steps. :func:`coarse_num_steps` picks the optimiser steps (a share of them,
-spread evenly) that integrate with half the current N_T: the network learns to run at
-N_T/2, the compression a user is promised for free, and those steps cost less.
+spread evenly) that train the model as compressed to K/2 and N_T/2 (the scaffold reads
+the weights through the K/2 projection there): the network learns to run compressed,
+which a user is promised for free, and those steps cost less.
 """
 
 from __future__ import annotations
