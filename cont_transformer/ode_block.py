@@ -39,6 +39,10 @@ from .basis import (
 )
 from .integrators import check_num_steps, get_scheme, odeint_stepwise, stage_times, step_stage_times
 
+# What _refresh_schedule computes for one (N_T, K read, scheme), kept per key.
+_SCHEDULE_FIELDS = (
+    "_step_stages", "_step_keys", "_stage_terms", "_state_terms", "_used_index", "_param_terms", "_fit_operators",
+)
 # State buffers that must stay positive after a change of basis.
 POSITIVE_STATES = ("running_var",)
 _MIN_VARIANCE = 1e-8
@@ -130,6 +134,7 @@ class OdeBlock(nn.Module):
         self.scheme = scheme
         self._num_steps = check_num_steps(num_basis if num_steps is None else num_steps)
         self._read_basis: Basis | None = None  # see set_num_steps
+        self._schedules: dict[tuple[int, int | None, str], dict] = {}  # see _refresh_schedule
         self.rate = _mirror(template)
         self._init_coefficients(template)
         # Kept outside the module tree, on the meta device: every tensor it uses comes
@@ -222,8 +227,19 @@ class OdeBlock(nn.Module):
 
         The forward pass then only looks up Python constants (friendly to torch.compile:
         a compiled block is specialised to its K and N_T, and recompiles once when
-        they change).
+        they change). Schedules are kept per (N_T, K read, scheme), so switching back and forth
+        (coarse steps in training) computes each once per basis.
         """
+        key = (self._num_steps, None if self._read_basis is None else self._read_basis.num_basis, self.scheme)
+        if key in self._schedules:
+            for name, value in self._schedules[key].items():
+                setattr(self, name, value)
+        else:
+            self._compute_schedule()
+        self._place_schedule(self._device())
+        self._schedules[key] = {name: getattr(self, name) for name in _SCHEDULE_FIELDS}
+
+    def _compute_schedule(self) -> None:
         stages = stage_times(self._num_steps, self.time_horizon, self.scheme)
         # Per step: the (t, side) of each stage call, and the distinct ones (RK4 reads
         # its midpoint twice; the weights there are mixed once).
@@ -232,7 +248,7 @@ class OdeBlock(nn.Module):
             for n in range(self._num_steps)
         ]
         self._step_keys = [tuple(dict.fromkeys(keys)) for keys in self._step_stages]
-        self._stage_terms = {(t, side): self._weight_terms(t, side) for t, side in stages}
+        self._stage_terms = self._weight_terms(stages)
         # The running statistics are read as they are, whatever the weights are read as.
         self._state_terms = {(t, side): self._state_basis.terms(t, side) for t, side in stages}
         # Graph shortening (N_T < K) leaves coefficients unused; see _coefficient_views.
@@ -246,17 +262,19 @@ class OdeBlock(nn.Module):
         if self._has_states():
             times, sides = zip(*stages)
             self._fit_operators = point_fit_operators(times, sides, self._state_basis)  # float64
-        self._place_schedule(self._device())
 
-    def _weight_terms(self, t: float, side: str) -> list[tuple[int, float]]:
-        """The ``(k, weight)`` whose sum over this block's coefficients is the weights at
-        ``t``: the basis functions there, or those of the read basis composed with the
-        projection onto it."""
+    def _weight_terms(self, stages) -> dict[tuple[float, str], list[tuple[int, float]]]:
+        """Per stage ``(t, side)``, the ``(k, weight)`` whose sum over this block's
+        coefficients is the weights there: the basis functions at t, or those of the read
+        basis composed with the projection onto it."""
         if self._read_basis is None:
-            return self._basis.terms(t, side)
+            return {(t, side): self._basis.terms(t, side) for t, side in stages}
         projection = change_of_basis_matrix(self._basis, self._read_basis).double()  # [K_read, K]
-        weights = sum(value * projection[j] for j, value in self._read_basis.terms(t, side))
-        return [(k, float(w)) for k, w in enumerate(weights.tolist()) if abs(w) > 1e-12]
+        terms = {}
+        for t, side in stages:
+            weights = sum(value * projection[j] for j, value in self._read_basis.terms(t, side))
+            terms[(t, side)] = [(k, float(w)) for k, w in enumerate(weights.tolist()) if abs(w) > 1e-12]
+        return terms
 
     def _device(self) -> torch.device:
         """Where the coefficients live (the CPU while they are still on the meta device)."""
@@ -440,7 +458,7 @@ class OdeBlock(nn.Module):
                 new_state.clamp_(min=_MIN_VARIANCE)
             container.register_buffer(leaf, new_state)
         self._basis, self._state_basis = target, state_target
-        self._read_basis = None
+        self._read_basis, self._schedules = None, {}
         self._refresh_schedule()
 
     def refine(self) -> None:

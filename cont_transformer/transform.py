@@ -79,11 +79,13 @@ def refine(model: nn.Module) -> nn.Module:
     return model
 
 
-def set_num_steps(model: nn.Module, num_steps: int) -> nn.Module:
-    """Integrate every OdeBlock with ``num_steps`` steps (fewer: a shorter, faster graph)."""
+def set_num_steps(model: nn.Module, num_steps: int, read_num_basis: int | None = None) -> nn.Module:
+    """Integrate every OdeBlock with ``num_steps`` steps (fewer: a shorter, faster graph);
+    ``read_num_basis``: read the weights as their projection onto that K
+    (:meth:`OdeBlock.set_num_steps`)."""
     blocks = ode_blocks(model)
     for block in blocks:
-        block.set_num_steps(num_steps)
+        block.set_num_steps(num_steps, read_num_basis)
     _sync_config(model, blocks)
     return model
 
@@ -97,11 +99,8 @@ def integrated_with(model: nn.Module, num_steps: int | None, read_num_basis: int
     if num_steps is None:
         yield model
         return
-    blocks = ode_blocks(model)
-    own = blocks[0].num_steps
-    for block in blocks:
-        block.set_num_steps(num_steps, read_num_basis)
-    _sync_config(model, blocks)
+    own = ode_blocks(model)[0].num_steps
+    set_num_steps(model, num_steps, read_num_basis)
     try:
         yield model
     finally:
