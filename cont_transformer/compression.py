@@ -92,6 +92,33 @@ def check_choices(
 
 
 # --- the transformed copy --------------------------------------------------------------
+def statistics_num_basis(config) -> int | None:
+    """K of the running statistics of a model's ODE blocks; None if it has none (taggers)."""
+    if not hasattr(config, "state_num_basis"):
+        return None
+    return config.num_basis if config.state_num_basis is None else config.state_num_basis
+
+
+def kept_statistics_num_basis(
+    config, basis: str | None, num_basis: int | None, num_steps: int | None
+) -> int | None:
+    """The running statistics' K a compression keeps when none is asked for.
+
+    When only the weights' K shrinks (same basis, same N_T), the statistics keep theirs:
+    the integration still reads them at the points they were fitted at, along a
+    trajectory the compressed weights barely move, and they are buffers, not parameters.
+    Averaging them instead gives one mean and variance to depths whose states differ
+    (docs/experiments.md, "Compressible by default"). When the basis or N_T changes, the
+    stages sit elsewhere and the statistics follow the weights' K (``None``).
+    """
+    source = statistics_num_basis(config)
+    same_basis = basis is None or basis == config.basis
+    same_steps = num_steps is None or num_steps == config.num_steps
+    if source is None or num_basis is None or not (same_basis and same_steps) or num_basis >= source:
+        return None
+    return source
+
+
 def compressed_copy(
     model: nn.Module,
     basis: str | None = None,
@@ -102,10 +129,13 @@ def compressed_copy(
 ) -> nn.Module:
     """A transformed copy of ``model`` (left unchanged) in eval mode: change of basis, then N_T.
 
-    ``None`` keeps the current basis, K or N_T; the running statistics follow the new K
-    unless ``state_num_basis`` is given.
+    ``None`` keeps the current basis, K or N_T. The running statistics get
+    ``state_num_basis`` functions; by default they keep their K when only the weights'
+    K shrinks (:func:`kept_statistics_num_basis`) and follow the new K otherwise.
     """
     check_choices(model.config, basis, num_basis, num_steps, method, state_num_basis)
+    if state_num_basis is None:
+        state_num_basis = kept_statistics_num_basis(model.config, basis, num_basis, num_steps)
     model = copy.deepcopy(model)
     if basis is not None or num_basis is not None or state_num_basis is not None:
         change_basis(model, basis, num_basis, method, state_num_basis)
@@ -154,15 +184,22 @@ def score_variants(model, score, metrics: Sequence[str], selection: str) -> list
     source."""
     source = score(model)
     config = model.config
-    rows = [{"model": "trained", "num_basis": config.num_basis, "num_steps": config.num_steps,
-             **{m: source[m] for m in metrics}, "drop_points": 0.0}]  # fmt: skip
+    rows = [{"model": "trained", "num_basis": config.num_basis, **_statistics_column(config),
+             "num_steps": config.num_steps, **{m: source[m] for m in metrics}, "drop_points": 0.0}]  # fmt: skip
     for name, change in compression_variants(config):
         variant = compressed_copy(model, **change)
         values = score(variant)
         rows.append({"model": name, "num_basis": variant.config.num_basis,
-                     "num_steps": variant.config.num_steps, **{m: values[m] for m in metrics},
+                     **_statistics_column(variant.config), "num_steps": variant.config.num_steps,
+                     **{m: values[m] for m in metrics},
                      "drop_points": 100 * (source[selection] - values[selection])})  # fmt: skip
     return rows
+
+
+def _statistics_column(config) -> dict:
+    """``{"state_num_basis": K}`` for a model with running statistics, else nothing."""
+    k = statistics_num_basis(config)
+    return {} if k is None else {"state_num_basis": k}
 
 
 # --- the table and the card section ----------------------------------------------------
@@ -272,5 +309,7 @@ __all__ = [
     "compression_section",
     "compression_table",
     "compression_variants",
+    "kept_statistics_num_basis",
     "score_variants",
+    "statistics_num_basis",
 ]

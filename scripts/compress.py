@@ -40,7 +40,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--state-num-basis",
         type=int,
-        help="K of an image model's running statistics (default: the target K)",
+        help="K of an image model's running statistics (default: kept when only K shrinks, else the target K)",
     )
     parser.add_argument("--method", default="projection", choices=sorted(CHANGE_OF_BASIS_METHODS))
     parser.add_argument(

@@ -26,6 +26,7 @@ from cont_transformer import (
     build_tokenizer,
     write_model_card,
 )
+from cont_transformer.compression import score_variants
 from cont_transformer.tagging.evaluation import evaluate_saved_model
 from cont_transformer.tools.compression import (
     compress,
@@ -576,6 +577,37 @@ def test_image_model_compress_reload_and_same_space(image_model, tmp_path):
     pixels = torch.randn(5, 1, 8, 8)
     with torch.no_grad():
         torch.testing.assert_close(same(pixels).logits, source.model(pixels).logits)
+
+
+def test_halving_k_alone_keeps_the_running_statistics():
+    torch.manual_seed(0)
+    model = OdeResNetForImageClassification(tiny_ode_resnet_config(num_basis=4, num_steps=4))
+    model.train()
+    for _ in range(3):  # statistics that differ along the depth
+        model(torch.randn(8, 1, 8, 8) * 3)
+    model.eval()
+    pixels = torch.randn(5, 1, 8, 8)
+
+    def sizes(copy):
+        block = copy.ode_resnet.stages[0].ode
+        return block.num_basis, block.state_num_basis, block.num_steps
+
+    halved, averaged = compressed_copy(model, num_basis=2), compressed_copy(model, num_basis=2, state_num_basis=2)
+    assert (sizes(halved), sizes(averaged)) == ((2, 4, 4), (2, 2, 4))
+    source_var = model.ode_resnet.stages[0].ode.rate.bn1.running_var
+    assert torch.equal(halved.ode_resnet.stages[0].ode.rate.bn1.running_var, source_var)
+    with torch.no_grad():
+        assert not torch.allclose(halved(pixels).logits, averaged(pixels).logits)
+    # With N_T or the basis changed, the stages sit elsewhere: the statistics follow K.
+    assert sizes(compressed_copy(model, num_basis=2, num_steps=2)) == (2, 2, 2)
+    assert sizes(compressed_copy(model, basis="piecewise_linear", num_basis=2)) == (2, 2, 4)
+    assert sizes(compressed_copy(model, num_steps=2)) == (4, 4, 2)
+    # The training report scores the same copies and says which statistics each kept.
+    rows = score_variants(model, lambda m: {"accuracy": 0.5}, ["accuracy"], "accuracy")
+    assert [(r["model"], r["num_basis"], r["state_num_basis"], r["num_steps"]) for r in rows] == [
+        ("trained", 4, 4, 4), ("K/2", 2, 4, 4), ("K/4", 1, 4, 4), ("N_T/2", 4, 4, 2),
+        ("N_T/4", 4, 4, 1), ("K/2, N_T/2", 2, 2, 2),
+    ]  # fmt: skip
 
 
 def test_image_sweep_adds_the_statistics_kept_line(image_model, tmp_path):

@@ -43,6 +43,7 @@ from ..compression import (
     check_choices,
     compressed_copy,
     compression_section,
+    statistics_num_basis,
 )
 from ..families import EvalSet, ModelFamily, forward_batches, get_family
 from ..measuring import Workload, time_interleaved
@@ -177,15 +178,8 @@ def model_stats(
         accuracy=accuracy,
         scores=scores,
         inference_seconds=seconds,
-        state_num_basis=state_num_basis_of(config),
+        state_num_basis=statistics_num_basis(config),
     )
-
-
-def state_num_basis_of(config: PretrainedConfig) -> int | None:
-    """K of the running statistics of a model's ODE blocks; None if it has none (taggers)."""
-    if not hasattr(config, "state_num_basis"):
-        return None
-    return config.num_basis if config.state_num_basis is None else config.state_num_basis
 
 
 @dataclass
@@ -395,7 +389,8 @@ def compress(
 
     ``basis`` / ``num_basis`` / ``num_steps`` (``None``: keep the source's) choose the
     target; ``method`` is ``"projection"`` or ``"interpolation"``; ``state_num_basis``
-    gives the running statistics of an image model their own K (default: the new K);
+    gives the running statistics of an image model their own K (default: kept when only
+    the weights' K shrinks, else the new K);
     ``base_model``: the source's Hub id, for the card's ``base_model`` lineage.
     With ``eval_file`` both models are scored on it and timed on it, otherwise timed on
     random input; ``torch_compile`` times them compiled.

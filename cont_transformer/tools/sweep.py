@@ -23,7 +23,13 @@ from matplotlib.figure import Figure
 
 from ..basis import get_basis
 from ..choices import check_count
-from ..compression import check_arguments, check_choices, compressed_copy, compression_table
+from ..compression import (
+    check_arguments,
+    check_choices,
+    compressed_copy,
+    compression_table,
+    statistics_num_basis,
+)
 from ..training.outputs import staged_directory
 from .compression import (
     Comparison,
@@ -36,7 +42,6 @@ from .compression import (
     load_model,
     model_stats,
     save_compressed,
-    state_num_basis_of,
 )
 
 SWEEP_BASES = ("piecewise_constant", "piecewise_linear", "discontinuous_linear")
@@ -324,11 +329,14 @@ def sweep(
         bases,
         num_basis_values,
         num_steps_values,
-        source_states := state_num_basis_of(config),
+        source_states := statistics_num_basis(config),
     )
 
-    def states_for(grid: str) -> int | None:  # the statistics' K a grid asks for
-        return source_states if grid == STATES_KEPT else None
+    def states_for(grid: str, k: int) -> int | None:  # the statistics' K a grid asks for
+        if grid == STATES_KEPT:
+            return source_states
+        # Fig. 5a's lines: the statistics follow the weights (compressed_copy would keep them).
+        return k if grid == "num_basis" and source_states is not None else None
 
     for _, basis, k, n in points:
         check_choices(config, basis, k, n, method)
@@ -336,7 +344,7 @@ def sweep(
     source_stats = model_stats(source.model, eval_set.accuracy(source.model), None)
     comparisons = []
     for grid, basis, k, n in points:
-        model = compressed_copy(source.model, basis, k, n, method, states_for(grid))
+        model = compressed_copy(source.model, basis, k, n, method, states_for(grid, k))
         comparisons.append(compare(source.model, model, eval_set, repeats, torch_compile))
         if progress is not None:
             progress(SweepRow.from_stats(grid, method, comparisons[-1], source_stats))
@@ -354,7 +362,7 @@ def sweep(
             stats = comparison.stats
             model = compressed_copy(
                 source.model, stats.basis, stats.num_basis, stats.num_steps, method,
-                states_for(selected.grid),
+                states_for(selected.grid, stats.num_basis),
             )  # fmt: skip
             result = CompressionResult(
                 source.folder, output, method, source_stats, stats, comparison.speedup,
