@@ -108,8 +108,9 @@ def kept_statistics_num_basis(
     the integration still reads them at the points they were fitted at, along a
     trajectory the compressed weights barely move, and they are buffers, not parameters.
     Averaging them instead gives one mean and variance to depths whose states differ
-    (docs/experiments.md, "Compressible by default"). When the basis or N_T changes, the
-    stages sit elsewhere and the statistics follow the weights' K (``None``).
+    (docs/cifar.md, "Why the statistics keep their K"; docs/experiments.md, MNIST). When
+    the basis or N_T changes, the stages sit elsewhere and the statistics follow the
+    weights' K (``None``).
     """
     source = statistics_num_basis(config)
     same_basis = basis is None or basis == config.basis
