@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 from transformers import AutoImageProcessor
 
+from cont_transformer.compression import statistics_num_basis
 from cont_transformer.families import CardText, EvalSet, ModelFamily, register_family
 
 from .data import load_image_dataset, to_tensors
@@ -46,7 +47,7 @@ def synthetic_inputs(config, count: int, size: int) -> tuple[dict, str]:
 def card_facts(config) -> dict[str, object]:
     """An image classifier's rows of its model card's architecture table."""
     return {
-        "K of the running statistics": config.state_num_basis or config.num_basis,
+        "K of the running statistics": statistics_num_basis(config),
         "stages (channels / strides)": f"{list(config.stage_channels)} / {list(config.stage_strides)}",
         "input channels": config.num_channels,
         "classes (labels)": config.num_labels,
