@@ -39,13 +39,7 @@ from image_models.optimization import triangle_factor
 from image_models.training import ImageTrainingArguments, build_processor, load_split_tensors
 from image_models.tta import mean_logits, views_of
 
-DATASET = (
-    Path(__file__).resolve().parents[1].parent
-    / "shared"
-    / "data"
-    / "cifar10"
-    / "cifar10-jpg.tar.gz"
-)
+DATASET = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cifar10" / "cifar10-jpg.tar.gz"
 
 
 def import_airbench():
@@ -56,15 +50,11 @@ def import_airbench():
         except ImportError:
             stand_in = types.ModuleType("torchvision")
             stand_in.transforms = types.ModuleType("torchvision.transforms")
-            sys.modules.update(
-                {"torchvision": stand_in, "torchvision.transforms": stand_in.transforms}
-            )
+            sys.modules.update({"torchvision": stand_in, "torchvision.transforms": stand_in.transforms})
     try:
         from airbench import lib_airbench94, utils
     except ImportError as error:
-        raise SystemExit(
-            f"error: airbench: not installed ({error}); pip install airbench"
-        ) from None
+        raise SystemExit(f"error: airbench: not installed ({error}); pip install airbench") from None
     return lib_airbench94, utils
 
 
@@ -114,9 +104,7 @@ def run(args: argparse.Namespace) -> dict:
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.num_threads)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    autocast = torch.autocast(
-        device.type, dtype=torch.bfloat16, enabled=args.mixed_precision == "bf16"
-    )
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.mixed_precision == "bf16")
     data_args = ImageTrainingArguments(dataset=str(args.dataset), preset="cifar10-fast")
     (images, labels), validation, test, _ = load_split_tensors(data_args)
     processor = build_processor(data_args)
@@ -132,29 +120,25 @@ def run(args: argparse.Namespace) -> dict:
     step, step_seconds, started = 0, [], time.perf_counter()
     for epoch in range(math.ceil(epochs)):
         net[0].bias.requires_grad = epoch < hyp["opt"]["whiten_bias_epochs"]
-        order = torch.randperm(
-            len(labels), generator=torch.Generator().manual_seed(args.seed + epoch)
-        )
+        order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(args.seed + epoch))
         for index in range(steps_per_epoch):
             tick = time.perf_counter()
             chosen = order[index * batch_size : (index + 1) * batch_size]
             generator = torch.Generator().manual_seed(args.seed * 100_003 + step)
             batch = random_crop(images[chosen], generator, hyp["aug"]["translate"], "reflect")
             batch = alternating_flip(batch, parities[chosen], epoch)
-            pixels = (
-                processor.preprocess_tensor(batch)
-                .to(device)
-                .contiguous(memory_format=torch.channels_last)
-            )
+            pixels = processor.preprocess_tensor(batch).to(device).contiguous(memory_format=torch.channels_last)
             step += 1
             for group in optimizer.param_groups:
-                group["lr"] = group["initial_lr"] * triangle_factor(
-                    step, max_steps, 0.2, 0.23, 0.07
-                )
+                group["lr"] = group["initial_lr"] * triangle_factor(step, max_steps, 0.2, 0.23, 0.07)
             with autocast:
                 logits = net(pixels)
-            loss = F.cross_entropy(logits.float(), labels[chosen].to(device),
-                                   label_smoothing=hyp["opt"]["label_smoothing"], reduction="sum")  # fmt: skip
+            loss = F.cross_entropy(
+                logits.float(),
+                labels[chosen].to(device),
+                label_smoothing=hyp["opt"]["label_smoothing"],
+                reduction="sum",
+            )
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -164,8 +148,12 @@ def run(args: argparse.Namespace) -> dict:
                 lookahead.update(net, decay=1.0)
             step_seconds.append(time.perf_counter() - tick)
             if args.steps and step >= args.steps:
-                return {"steps": step, "batch_size": batch_size, "step_seconds": step_seconds,
-                        "projected_run_minutes": max_steps * min(step_seconds[1:] or step_seconds) / 60}  # fmt: skip
+                return {
+                    "steps": step,
+                    "batch_size": batch_size,
+                    "step_seconds": step_seconds,
+                    "projected_run_minutes": max_steps * min(step_seconds[1:] or step_seconds) / 60,
+                }
             if step >= max_steps:
                 break
     train_minutes = (time.perf_counter() - started) / 60
@@ -177,17 +165,18 @@ def run(args: argparse.Namespace) -> dict:
         with torch.no_grad(), autocast:
             for start in range(0, len(split[1]), 500):
                 pixels = processor.preprocess_tensor(split[0][start : start + 500]).to(device)
-                logits = mean_logits(
-                    model, pixels.contiguous(memory_format=torch.channels_last), views_of(views)
-                )
+                logits = mean_logits(model, pixels.contiguous(memory_format=torch.channels_last), views_of(views))
                 correct += (logits.argmax(-1).cpu() == split[1][start : start + 500]).sum().item()
         return correct / len(split[1])
 
     return {
-        "steps": step, "train_minutes": train_minutes, "mean_step_seconds": sum(step_seconds) / len(step_seconds),
-        "validation_accuracy": score(validation, "none"), "test_accuracy": score(test, "none"),
+        "steps": step,
+        "train_minutes": train_minutes,
+        "mean_step_seconds": sum(step_seconds) / len(step_seconds),
+        "validation_accuracy": score(validation, "none"),
+        "test_accuracy": score(test, "none"),
         "test_accuracy_tta": score(test, "flip-translate"),
-    }  # fmt: skip
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -199,9 +188,7 @@ def main(argv: list[str] | None = None) -> None:
         default=0,
         help="stop after N steps and report step times (0: full run)",
     )
-    parser.add_argument(
-        "--epochs", type=float, default=0, help="train this many epochs (0: airbench94's 9.9)"
-    )
+    parser.add_argument("--epochs", type=float, default=0, help="train this many epochs (0: airbench94's 9.9)")
     parser.add_argument("--mixed-precision", choices=("no", "bf16"), default="bf16")
     parser.add_argument("--num-threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)

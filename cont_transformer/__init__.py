@@ -47,21 +47,15 @@ from .transform import change_basis, refine, set_num_steps
 
 AutoConfig.register(ContTransformerConfig.model_type, ContTransformerConfig, exist_ok=True)
 AutoModel.register(ContTransformerConfig, ContTransformerModel, exist_ok=True)
-AutoModelForTokenClassification.register(
-    ContTransformerConfig, ContTransformerForTokenClassification, exist_ok=True
-)
+AutoModelForTokenClassification.register(ContTransformerConfig, ContTransformerForTokenClassification, exist_ok=True)
 ContTransformerConfig.register_for_auto_class()
 ContTransformerModel.register_for_auto_class("AutoModel")
 ContTransformerForTokenClassification.register_for_auto_class("AutoModelForTokenClassification")
 
 AutoConfig.register(OdeResNetConfig.model_type, OdeResNetConfig, exist_ok=True)
 AutoModel.register(OdeResNetConfig, OdeResNetModel, exist_ok=True)
-AutoModelForImageClassification.register(
-    OdeResNetConfig, OdeResNetForImageClassification, exist_ok=True
-)
-AutoImageProcessor.register(
-    OdeResNetConfig, slow_image_processor_class=OdeResNetImageProcessor, exist_ok=True
-)
+AutoModelForImageClassification.register(OdeResNetConfig, OdeResNetForImageClassification, exist_ok=True)
+AutoImageProcessor.register(OdeResNetConfig, slow_image_processor_class=OdeResNetImageProcessor, exist_ok=True)
 OdeResNetConfig.register_for_auto_class()
 OdeResNetModel.register_for_auto_class("AutoModel")
 OdeResNetForImageClassification.register_for_auto_class("AutoModelForImageClassification")

@@ -77,9 +77,7 @@ class Basis:
         if side not in SIDES:
             raise ValueError(f"side must be one of {SIDES}, got {side!r}")
         t = np.atleast_1d(np.asarray(t, dtype=np.float64))
-        if np.any(t < -_EDGE_TOLERANCE * self.time_horizon) or np.any(
-            t > self.time_horizon * (1 + _EDGE_TOLERANCE)
-        ):
+        if np.any(t < -_EDGE_TOLERANCE * self.time_horizon) or np.any(t > self.time_horizon * (1 + _EDGE_TOLERANCE)):
             raise ValueError(f"times must lie in [0, {self.time_horizon}], got {t.tolist()}")
         num_elements = self.num_elements
         position = t / self.time_horizon * num_elements
@@ -117,7 +115,9 @@ class Basis:
         index, value = self.local_functions(element, s)
         return [(int(k), float(w)) for k, w in zip(index[0], value[0]) if w != 0.0]
 
-    def evaluate(self, coefficients: torch.Tensor | Sequence[torch.Tensor], t: float, side: str = "right") -> torch.Tensor:
+    def evaluate(
+        self, coefficients: torch.Tensor | Sequence[torch.Tensor], t: float, side: str = "right"
+    ) -> torch.Tensor:
         """θ(t) from coefficients ``[K, *shape]`` (or a sequence of K tensors).
 
         Touches only the non-zero basis functions; a single term of weight one
@@ -273,9 +273,7 @@ class DiscontinuousLinear(Basis):
     def __init__(self, num_basis: int, time_horizon: float = 1.0):
         super().__init__(num_basis, time_horizon)
         if num_basis % 2:
-            raise ValueError(
-                f"num_basis must be even for {self.name!r} (two values per element), got {num_basis}"
-            )
+            raise ValueError(f"num_basis must be even for {self.name!r} (two values per element), got {num_basis}")
 
     @property
     def num_elements(self) -> int:
@@ -370,9 +368,7 @@ def initial_num_basis(basis: str, num_basis: int, num_refinements: int) -> int:
 
 def _check_same_horizon(src: Basis, dst: Basis) -> None:
     if not math.isclose(src.time_horizon, dst.time_horizon):
-        raise ValueError(
-            f"bases must share time_horizon, got {src.time_horizon} and {dst.time_horizon}"
-        )
+        raise ValueError(f"bases must share time_horizon, got {src.time_horizon} and {dst.time_horizon}")
 
 
 def interpolation_matrix(src: Basis, dst: Basis) -> torch.Tensor:
@@ -434,7 +430,9 @@ def apply_matrix(matrix: torch.Tensor, coefficients: torch.Tensor) -> torch.Tens
     return out.to(coefficients.dtype).reshape(matrix.shape[0], *coefficients.shape[1:])
 
 
-def point_fit_operators(times: Sequence[float], sides: Sequence[str], basis: Basis) -> tuple[torch.Tensor, torch.Tensor]:
+def point_fit_operators(
+    times: Sequence[float], sides: Sequence[str], basis: Basis
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Operators ``(A [K, n], B [K, K])`` with ``fit = A @ values + B @ previous``.
 
     ``fit`` is the least-squares fit of the points closest to ``previous``: among all

@@ -50,9 +50,7 @@ def check_continuous_choices(
     check_scheme_name("scheme", scheme)
     check_count("num_basis", num_basis)
     if basis == "discontinuous_linear" and num_basis % 2:
-        raise ValueError(
-            f"num_basis: must be even for 'discontinuous_linear' (two per element), got {num_basis}"
-        )
+        raise ValueError(f"num_basis: must be even for 'discontinuous_linear' (two per element), got {num_basis}")
     check_count("num_steps", num_steps)
     check_count("state_num_basis", state_num_basis, optional=True)
     if isinstance(time_horizon, bool) or not isinstance(time_horizon, (int, float)) or not time_horizon > 0:

@@ -45,9 +45,7 @@ def check_arguments(
 ) -> None:
     """The checks of :func:`check_choices` that need no source model (run before loading)."""
     if method not in CHANGE_OF_BASIS_METHODS:
-        raise ValueError(
-            f"method: unknown method {method!r}; choose one of {sorted(CHANGE_OF_BASIS_METHODS)}"
-        )
+        raise ValueError(f"method: unknown method {method!r}; choose one of {sorted(CHANGE_OF_BASIS_METHODS)}")
     check_basis_name("basis", basis, optional=True)
     check_count("num_basis", num_basis, optional=True)
     check_count("num_steps", num_steps, optional=True)
@@ -70,9 +68,7 @@ def check_choices(
     """
     check_arguments(basis, num_basis, num_steps, method, state_num_basis)
     if state_num_basis is not None and not hasattr(config, "state_num_basis"):
-        raise ValueError(
-            f"state_num_basis: a {config.model_type} model has no running statistics in its ODE blocks"
-        )
+        raise ValueError(f"state_num_basis: a {config.model_type} model has no running statistics in its ODE blocks")
     source = get_basis(config.basis, config.num_basis, config.time_horizon)
     try:
         target = get_basis(
@@ -99,9 +95,7 @@ def statistics_num_basis(config) -> int | None:
     return config.num_basis if config.state_num_basis is None else config.state_num_basis
 
 
-def kept_statistics_num_basis(
-    config, basis: str | None, num_basis: int | None, num_steps: int | None
-) -> int | None:
+def kept_statistics_num_basis(config, basis: str | None, num_basis: int | None, num_steps: int | None) -> int | None:
     """The running statistics' K a compression keeps when none is asked for.
 
     When only the weights' K shrinks (same basis, same N_T), the statistics keep theirs:
@@ -185,15 +179,29 @@ def score_variants(model, score, metrics: Sequence[str], selection: str) -> list
     source."""
     source = score(model)
     config = model.config
-    rows = [{"model": "trained", "num_basis": config.num_basis, **_statistics_column(config),
-             "num_steps": config.num_steps, **{m: source[m] for m in metrics}, "drop_points": 0.0}]  # fmt: skip
+    rows = [
+        {
+            "model": "trained",
+            "num_basis": config.num_basis,
+            **_statistics_column(config),
+            "num_steps": config.num_steps,
+            **{m: source[m] for m in metrics},
+            "drop_points": 0.0,
+        }
+    ]
     for name, change in compression_variants(config):
         variant = compressed_copy(model, **change)
         values = score(variant)
-        rows.append({"model": name, "num_basis": variant.config.num_basis,
-                     **_statistics_column(variant.config), "num_steps": variant.config.num_steps,
-                     **{m: values[m] for m in metrics},
-                     "drop_points": 100 * (source[selection] - values[selection])})  # fmt: skip
+        rows.append(
+            {
+                "model": name,
+                "num_basis": variant.config.num_basis,
+                **_statistics_column(variant.config),
+                "num_steps": variant.config.num_steps,
+                **{m: values[m] for m in metrics},
+                "drop_points": 100 * (source[selection] - values[selection]),
+            }
+        )
     return rows
 
 
@@ -229,9 +237,17 @@ _TRAILING = (
     ("time (s)", "inference_seconds", "{:.3f}".format),
     ("speed-up", "speedup", "{:.2f}x".format),
 )
-_RIGHT = {"num_basis", "state_num_basis", "num_steps", "embedding_parameters",
-          "non_embedding_parameters", "total_parameters", "compression_ratio",
-          "inference_seconds", "speedup"}  # fmt: skip
+_RIGHT = {
+    "num_basis",
+    "state_num_basis",
+    "num_steps",
+    "embedding_parameters",
+    "non_embedding_parameters",
+    "total_parameters",
+    "compression_ratio",
+    "inference_seconds",
+    "speedup",
+}
 
 
 def compression_table(
@@ -258,6 +274,7 @@ def compression_table(
             if row.get(metric) is None or reference.get(metric) is None:
                 return None
             return 100 * (reference[metric] - row[metric])
+
         return value
 
     spec = [(name if k == "model" else h, k, f, lambda row, k=k: row.get(k)) for h, k, f in _LEADING]
@@ -271,8 +288,7 @@ def compression_table(
     shown = [
         (heading, key, form, get)
         for heading, key, form, get in spec
-        if (columns is None or key in columns or key in metrics)
-        and any(get(row) is not None for row in rows)
+        if (columns is None or key in columns or key in metrics) and any(get(row) is not None for row in rows)
     ]
     lines = [
         "| " + " | ".join(heading for heading, *_ in shown) + " |",

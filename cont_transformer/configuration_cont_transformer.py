@@ -188,26 +188,26 @@ class ContTransformerConfig(PreTrainedConfig):
 
     def validate_continuous_choices(self):
         """Basis, K, N_T, scheme and T name registered choices with valid sizes."""
-        check_continuous_choices(
-            self.basis, self.num_basis, self.num_steps, self.scheme, self.time_horizon
-        )
+        check_continuous_choices(self.basis, self.num_basis, self.num_steps, self.scheme, self.time_horizon)
 
     def validate_encoder(self):
         """Sizes, dropouts and named options of the encoder are valid."""
-        for name in ("vocab_size", "hidden_size", "num_attention_heads", "intermediate_size",
-                     "max_position_embeddings"):
+        for name in (
+            "vocab_size",
+            "hidden_size",
+            "num_attention_heads",
+            "intermediate_size",
+            "max_position_embeddings",
+        ):
             check_count(name, getattr(self, name))
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(
-                f"hidden_size: {self.hidden_size} is not divisible by "
-                f"num_attention_heads={self.num_attention_heads}"
+                f"hidden_size: {self.hidden_size} is not divisible by num_attention_heads={self.num_attention_heads}"
             )
         if self.hidden_act not in ACTIVATIONS:
             raise ValueError(f"hidden_act: choose one of {ACTIVATIONS}, got {self.hidden_act!r}")
         if self.position_encoding not in POSITION_ENCODINGS:
-            raise ValueError(
-                f"position_encoding: choose one of {POSITION_ENCODINGS}, got {self.position_encoding!r}"
-            )
+            raise ValueError(f"position_encoding: choose one of {POSITION_ENCODINGS}, got {self.position_encoding!r}")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             if not 0 <= getattr(self, name) < 1:
                 raise ValueError(f"{name}: must lie in [0, 1), got {getattr(self, name)}")
@@ -227,8 +227,13 @@ class ContTransformerConfig(PreTrainedConfig):
             return
         if self.unk_token_id is None:
             raise ValueError(f"unk_token_id: needed by word_representation={self.word_representation!r}")
-        for name in ("char_vocab_size", "char_embedding_size", "char_hidden_size",
-                     "char_kernel_size", "max_word_length"):
+        for name in (
+            "char_vocab_size",
+            "char_embedding_size",
+            "char_hidden_size",
+            "char_kernel_size",
+            "max_word_length",
+        ):
             check_count(name, getattr(self, name))
         if self.char_kernel_size % 2 == 0:
             raise ValueError(f"char_kernel_size: must be odd, got {self.char_kernel_size}")
@@ -238,9 +243,7 @@ class ContTransformerConfig(PreTrainedConfig):
         if self.feats_mode not in FEATS_MODES:
             raise ValueError(f"feats_mode: choose one of {FEATS_MODES}, got {self.feats_mode!r}")
         if self.primary_column is not None and self.primary_column not in PREDICTED_COLUMNS:
-            raise ValueError(
-                f"primary_column: choose one of {PREDICTED_COLUMNS}, got {self.primary_column!r}"
-            )
+            raise ValueError(f"primary_column: choose one of {PREDICTED_COLUMNS}, got {self.primary_column!r}")
         if self.primary_column == "feats" and self.feats_mode == "factored":
             raise ValueError("primary_column: factored features have several heads; predict them beside a tag column")
         for column, labels in (self.column_labels or {}).items():

@@ -17,17 +17,31 @@ POOLINGS = ("average", "max")
 # The paper's image models (docs/design.md §7): channels and strides per stage, the final K.
 PRESETS: dict[str, dict] = {
     "mnist-small": {
-        "num_channels": 1, "stage_channels": [12], "stage_strides": [1], "num_labels": 10, "num_basis": 8,
+        "num_channels": 1,
+        "stage_channels": [12],
+        "stage_strides": [1],
+        "num_labels": 10,
+        "num_basis": 8,
     },
     "cifar10-small": {
-        "num_channels": 3, "stage_channels": [16, 32], "stage_strides": [1, 2], "num_labels": 10, "num_basis": 8,
+        "num_channels": 3,
+        "stage_channels": [16, 32],
+        "stage_strides": [1, 2],
+        "num_labels": 10,
+        "num_basis": 8,
     },
     "cifar10-deep": {
-        "num_channels": 3, "stage_channels": [16, 32, 64], "stage_strides": [1, 2, 2], "num_labels": 10,
+        "num_channels": 3,
+        "stage_channels": [16, 32, 64],
+        "stage_strides": [1, 2, 2],
+        "num_labels": 10,
         "num_basis": 16,
     },
     "cifar100-wide": {
-        "num_channels": 3, "stage_channels": [64, 128, 256], "stage_strides": [1, 2, 2], "num_labels": 100,
+        "num_channels": 3,
+        "stage_channels": [64, 128, 256],
+        "stage_strides": [1, 2, 2],
+        "num_labels": 100,
         "num_basis": 8,
     },
     # A fast CIFAR-10 network (docs/cifar.md): a 2x2 stem of 24 channels (patch whitening
@@ -35,9 +49,16 @@ PRESETS: dict[str, dict] = {
     # its input's resolution, then halving it by max pooling (the pool stitch), wider
     # stages than cifar10-small, GELU as airbench's network has.
     "cifar10-fast": {
-        "num_channels": 3, "stage_channels": [64, 128, 256], "stage_strides": [2, 2, 2], "num_labels": 10,
-        "num_basis": 4, "stem_channels": 24, "stem_kernel_size": 2,
-        "batch_norm_momentum": 0.4, "stitch": "pool", "activation": "gelu",
+        "num_channels": 3,
+        "stage_channels": [64, 128, 256],
+        "stage_strides": [2, 2, 2],
+        "num_labels": 10,
+        "num_basis": 4,
+        "stem_channels": 24,
+        "stem_kernel_size": 2,
+        "batch_norm_momentum": 0.4,
+        "stitch": "pool",
+        "activation": "gelu",
     },
 }
 
@@ -108,8 +129,7 @@ class OdeResNetConfig(PreTrainedConfig):
             raise ValueError("stage_channels: must name at least one stage")
         if len(stage_strides) != len(stage_channels):
             raise ValueError(
-                f"stage_strides: must have one stride per stage ({len(stage_channels)}), "
-                f"got {len(stage_strides)}"
+                f"stage_strides: must have one stride per stage ({len(stage_channels)}), got {len(stage_strides)}"
             )
         check_count("stem_channels", stem_channels, optional=True)
         check_count("stem_kernel_size", stem_kernel_size)

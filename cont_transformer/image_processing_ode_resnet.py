@@ -83,10 +83,7 @@ class OdeResNetImageProcessor(PilBackend):
         scale. Returns float32 `pixel_values` of the same shape and device.
         """
         if self.do_normalize and images.shape[1] != len(self.image_mean):
-            raise ValueError(
-                f"images have {images.shape[1]} channels, normalisation statistics "
-                f"{len(self.image_mean)}"
-            )
+            raise ValueError(f"images have {images.shape[1]} channels, normalisation statistics {len(self.image_mean)}")
         pixels = images.to(torch.float32)
         if self.do_rescale:
             pixels = pixels * self.rescale_factor

@@ -47,9 +47,7 @@ class ButcherTableau:
 EULER = ButcherTableau(a=((),), b=(1.0,), c=(0.0,), order=1)
 MIDPOINT = ButcherTableau(a=((), (0.5,)), b=(0.0, 1.0), c=(0.0, 0.5), order=2)
 HEUN = ButcherTableau(a=((), (1.0,)), b=(0.5, 0.5), c=(0.0, 1.0), order=2)
-RK3 = ButcherTableau(
-    a=((), (0.5,), (-1.0, 2.0)), b=(1 / 6, 2 / 3, 1 / 6), c=(0.0, 0.5, 1.0), order=3
-)
+RK3 = ButcherTableau(a=((), (0.5,), (-1.0, 2.0)), b=(1 / 6, 2 / 3, 1 / 6), c=(0.0, 0.5, 1.0), order=3)
 RK4 = ButcherTableau(
     a=((), (0.5,), (0.0, 0.5), (0.0, 0.0, 1.0)),
     b=(1 / 6, 1 / 3, 1 / 3, 1 / 6),

@@ -177,9 +177,7 @@ def write_model_card(
     if path.is_file() and not overwrite and not is_generated_card(path):
         return None
     if base_model_relation is not None and base_model_relation not in BASE_MODEL_RELATIONS:
-        raise ValueError(
-            f"base_model_relation: choose one of {BASE_MODEL_RELATIONS}, got {base_model_relation!r}"
-        )
+        raise ValueError(f"base_model_relation: choose one of {BASE_MODEL_RELATIONS}, got {base_model_relation!r}")
     config = model.config
     kind = card_text(config)
     card_data = ModelCardData(

@@ -180,9 +180,7 @@ class ContTransformerPreTrainedModel(ContinuousPreTrainedModel):
         unit LayerNorms. The ODE block's coefficient containers are initialised like
         the template module they mirror, every K slice with its own draw."""
         std = self.config.initializer_range
-        if isinstance(module, WordRepresentation) and not getattr(
-            module.word_dropout, "_is_hf_initialized", False
-        ):
+        if isinstance(module, WordRepresentation) and not getattr(module.word_dropout, "_is_hf_initialized", False):
             module.word_dropout.zero_()  # no word dropout unless training sets it
         kind = module.template_cls if isinstance(module, Coefficients) else type(module)
         if issubclass(kind, nn.Linear):

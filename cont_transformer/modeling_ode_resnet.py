@@ -49,9 +49,13 @@ class RateUnit(nn.Module):
     with ``num_convolutions=1`` only its first half, BN → ReLU → Conv3×3."""
 
     def __init__(
-        self, channels: int, use_normalization: bool = True, momentum: float = 0.1, activation: str = "relu",
+        self,
+        channels: int,
+        use_normalization: bool = True,
+        momentum: float = 0.1,
+        activation: str = "relu",
         num_convolutions: int = 2,
-    ):  # fmt: skip
+    ):
         super().__init__()
         self.act = ACTIVATION_FUNCTIONS[activation]
         self.bn1 = _norm(channels, use_normalization, momentum)
@@ -75,9 +79,14 @@ class StitchBlock(nn.Module):
     """
 
     def __init__(
-        self, in_channels: int, out_channels: int, stride: int = 1, use_normalization: bool = True,
-        momentum: float = 0.1, activation: str = "relu",
-    ):  # fmt: skip
+        self,
+        in_channels: int,
+        out_channels: int,
+        stride: int = 1,
+        use_normalization: bool = True,
+        momentum: float = 0.1,
+        activation: str = "relu",
+    ):
         super().__init__()
         self.act = ACTIVATION_FUNCTIONS[activation]
         self.bn1 = _norm(in_channels, use_normalization, momentum)
@@ -105,9 +114,14 @@ class PoolStitchBlock(nn.Module):
     """
 
     def __init__(
-        self, in_channels: int, out_channels: int, stride: int = 1, use_normalization: bool = True,
-        momentum: float = 0.1, activation: str = "relu",
-    ):  # fmt: skip
+        self,
+        in_channels: int,
+        out_channels: int,
+        stride: int = 1,
+        use_normalization: bool = True,
+        momentum: float = 0.1,
+        activation: str = "relu",
+    ):
         super().__init__()
         self.act = ACTIVATION_FUNCTIONS[activation]
         self.conv = _conv3x3(in_channels, out_channels)
@@ -126,9 +140,14 @@ class GroupStitchBlock(PoolStitchBlock):
     """
 
     def __init__(
-        self, in_channels: int, out_channels: int, stride: int = 1, use_normalization: bool = True,
-        momentum: float = 0.1, activation: str = "relu",
-    ):  # fmt: skip
+        self,
+        in_channels: int,
+        out_channels: int,
+        stride: int = 1,
+        use_normalization: bool = True,
+        momentum: float = 0.1,
+        activation: str = "relu",
+    ):
         super().__init__(in_channels, out_channels, stride, use_normalization, momentum, activation)
         self.conv2 = _conv3x3(out_channels, out_channels)
         self.bn2 = _norm(out_channels, use_normalization, momentum)
@@ -160,9 +179,7 @@ class Stage(nn.Module):
             state_num_basis=config.state_num_basis,
         )
 
-    def forward(
-        self, x: torch.Tensor, return_trajectory: bool = False
-    ) -> torch.Tensor | tuple[torch.Tensor, ...]:
+    def forward(self, x: torch.Tensor, return_trajectory: bool = False) -> torch.Tensor | tuple[torch.Tensor, ...]:
         """(batch, C_in, H, W) → (batch, C, H', W'), or with ``return_trajectory`` the ODE
         block's states at its step boundaries (N_T + 1 tensors, the stitch output first)."""
         return self.ode(self.stitch(x), return_trajectory=return_trajectory)

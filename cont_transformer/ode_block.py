@@ -41,7 +41,13 @@ from .integrators import check_num_steps, get_scheme, odeint_stepwise, stage_tim
 
 # What _refresh_schedule computes for one (N_T, K read, scheme), kept per key.
 _SCHEDULE_FIELDS = (
-    "_step_stages", "_step_keys", "_stage_terms", "_state_terms", "_used_index", "_param_terms", "_fit_operators",
+    "_step_stages",
+    "_step_keys",
+    "_stage_terms",
+    "_state_terms",
+    "_used_index",
+    "_param_terms",
+    "_fit_operators",
 )
 # State buffers that must stay positive after a change of basis.
 POSITIVE_STATES = ("running_var",)
@@ -151,8 +157,7 @@ class OdeBlock(nn.Module):
         params = dict(template.named_parameters())
         floats = {n: b for n, b in template.named_buffers() if b.is_floating_point()}
         coefficients = {
-            name: torch.empty(num_basis, *p.shape, dtype=p.dtype, device=p.device)
-            for name, p in params.items()
+            name: torch.empty(num_basis, *p.shape, dtype=p.dtype, device=p.device) for name, p in params.items()
         }
         for k in range(num_basis):
             if k > 0:
@@ -217,9 +222,10 @@ class OdeBlock(nn.Module):
         """
         self._num_steps = check_num_steps(num_steps)
         self._read_basis = (
-            None if read_num_basis in (None, self.num_basis)
+            None
+            if read_num_basis in (None, self.num_basis)
             else get_basis(self.basis_name, read_num_basis, self.time_horizon)
-        )  # fmt: skip
+        )
         self._refresh_schedule()
 
     def _refresh_schedule(self) -> None:
@@ -244,8 +250,7 @@ class OdeBlock(nn.Module):
         # Per step: the (t, side) of each stage call, and the distinct ones (RK4 reads
         # its midpoint twice; the weights there are mixed once).
         self._step_stages = [
-            tuple(step_stage_times(n, self._num_steps, self.time_horizon, self.scheme))
-            for n in range(self._num_steps)
+            tuple(step_stage_times(n, self._num_steps, self.time_horizon, self.scheme)) for n in range(self._num_steps)
         ]
         self._step_keys = [tuple(dict.fromkeys(keys)) for keys in self._step_stages]
         self._stage_terms = self._weight_terms(stages)
@@ -255,9 +260,7 @@ class OdeBlock(nn.Module):
         used = sorted({k for terms in self._stage_terms.values() for k, _ in terms})
         self._used_index = None if len(used) == self.num_basis else torch.tensor(used, device="cpu")
         position = {k: i for i, k in enumerate(used)}
-        self._param_terms = {
-            key: [(position[k], w) for k, w in terms] for key, terms in self._stage_terms.items()
-        }
+        self._param_terms = {key: [(position[k], w) for k, w in terms] for key, terms in self._stage_terms.items()}
         self._fit_operators = None
         if self._has_states():
             times, sides = zip(*stages)
@@ -352,9 +355,7 @@ class OdeBlock(nn.Module):
             tensors = dict(zip(keys, combine_stages(views, [param_terms[key] for key in keys])))
             # The template updates states in place in training: on copies, never on the coefficients.
             step_states = iter(
-                combine_stages(
-                    states, [self._state_terms[key] for key in self._step_stages[n]], copy=update_states
-                )
+                combine_stages(states, [self._state_terms[key] for key in self._step_stages[n]], copy=update_states)
             )
 
             def rate(t: float, x: torch.Tensor, side: str) -> torch.Tensor:
@@ -467,9 +468,7 @@ class OdeBlock(nn.Module):
         States finer than the weights are refined too.
         """
         refined = self._basis.refine()
-        self.change_basis(
-            refined.name, refined.num_basis, "projection", self._state_basis.refine().num_basis
-        )
+        self.change_basis(refined.name, refined.num_basis, "projection", self._state_basis.refine().num_basis)
         self.set_num_steps(refined_num_steps(self._num_steps))
 
     def extra_repr(self) -> str:

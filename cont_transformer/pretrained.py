@@ -84,8 +84,7 @@ def check_finite(model: torch.nn.Module, source: str | os.PathLike) -> None:
     for name, tensor in model.state_dict().items():
         if tensor.is_floating_point() and tensor.device.type != "meta" and not bool(tensor.isfinite().all()):
             raise ValueError(
-                f"{source}: tensor {name} holds NaN or infinite values (a diverged training "
-                "run?); refusing to load it"
+                f"{source}: tensor {name} holds NaN or infinite values (a diverged training run?); refusing to load it"
             )
 
 
@@ -153,9 +152,7 @@ class ContinuousPreTrainedModel(PreTrainedModel):
             )
         return super()._finalize_model_loading(model, load_config, loading_info)
 
-    def save_pretrained(
-        self, save_directory: str | Path, *args, regenerate_model_card: bool = False, **kwargs
-    ) -> None:
+    def save_pretrained(self, save_directory: str | Path, *args, regenerate_model_card: bool = False, **kwargs) -> None:
         """``PreTrainedModel.save_pretrained``, with the whole ``auto_map`` and a model card.
 
         ``README.md`` states the basis, K, N_T, scheme and parameter counts; a card the
@@ -173,5 +170,9 @@ class ContinuousPreTrainedModel(PreTrainedModel):
 
 
 __all__ = [
-    "ContinuousPreTrainedModel", "check_finite", "class_reference", "load_error", "unreadable_weights",
+    "ContinuousPreTrainedModel",
+    "check_finite",
+    "class_reference",
+    "load_error",
+    "unreadable_weights",
 ]

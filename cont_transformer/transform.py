@@ -32,9 +32,7 @@ def _sync_config(model: nn.Module, blocks: list[OdeBlock]) -> None:
         return
     # None: the states share the weights' basis (the default of a config).
     state_num_basis = None if first.state_num_basis == first.num_basis else first.state_num_basis
-    if any(
-        (b.basis_name, b.num_basis, b.num_steps) != tuple(choices.values()) for b in blocks[1:]
-    ):
+    if any((b.basis_name, b.num_basis, b.num_steps) != tuple(choices.values()) for b in blocks[1:]):
         return
     for module in model.modules():
         config = getattr(module, "config", None)

@@ -223,9 +223,7 @@ class WordRepresentation(nn.Module):
         self._spelling_cache: tuple | None = None
         if self.kind != "word":
             self.characters = CharacterCNN(config)
-            self.register_buffer(
-                "piece_characters", torch.zeros(vocab, config.max_word_length, dtype=torch.int32)
-            )
+            self.register_buffer("piece_characters", torch.zeros(vocab, config.max_word_length, dtype=torch.int32))
             self.register_buffer("piece_lengths", torch.zeros(vocab, dtype=torch.int32))
             self.register_buffer("continuation", torch.zeros(vocab, dtype=torch.bool))
             self.register_buffer("whole_word", torch.zeros(vocab, dtype=torch.bool))
@@ -263,8 +261,7 @@ class WordRepresentation(nn.Module):
         num_chars = self.characters.embedding.num_embeddings
         if int(piece_characters.max()) >= num_chars:
             raise ValueError(
-                f"piece_characters: character id {int(piece_characters.max())} is outside "
-                f"char_vocab_size={num_chars}"
+                f"piece_characters: character id {int(piece_characters.max())} is outside char_vocab_size={num_chars}"
             )
 
     @torch.no_grad()
@@ -297,9 +294,7 @@ class WordRepresentation(nn.Module):
         drop = torch.rand(ids.shape, device=ids.device) < self.word_dropout[ids]
         return ids.masked_fill(drop, self.unk_token_id)
 
-    def forward(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
-    ) -> WordVectors:
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> WordVectors:
         """``input_ids``, ``attention_mask`` ``(batch, seq)`` -> :class:`WordVectors`."""
         if self.kind == "word":
             ids = self._drop_words(input_ids)
@@ -314,8 +309,13 @@ class WordRepresentation(nn.Module):
         batch = input_ids.shape[0]
         mask = (torch.arange(num_words, device=input_ids.device) < counts[:, None]).long()
         characters = spell_words(
-            input_ids, token_mask, starts, token_words, num_words,
-            self.piece_characters, self.piece_lengths,
+            input_ids,
+            token_mask,
+            starts,
+            token_words,
+            num_words,
+            self.piece_characters,
+            self.piece_lengths,
         )  # (batch, words, C + 2)
         first, single = self._first_pieces(input_ids, token_mask, starts, token_words, num_words)
         # Padding slots are spelled like [PAD] (nothing): one key with it.
@@ -337,9 +337,7 @@ class WordRepresentation(nn.Module):
         pieces = torch.zeros_like(first).scatter_add_(1, token_words, token_mask.long())
         return first[:, :num_words], pieces[:, :num_words] == 1
 
-    def _spelling_vectors(
-        self, characters: torch.Tensor, first: torch.Tensor, keyed: torch.Tensor
-    ) -> torch.Tensor:
+    def _spelling_vectors(self, characters: torch.Tensor, first: torch.Tensor, keyed: torch.Tensor) -> torch.Tensor:
         """The character CNN of ``characters`` ``(n, C + 2)``, run once per distinct word.
 
         Words repeat within a batch (about half of a batch of English-GUM sentences is

@@ -28,9 +28,9 @@ def random_crop(
     """
     batch, channels, height, width = images.shape
     padded = F.pad(images, (padding, padding, padding, padding), mode=mode)
-    offsets = torch.randint(
-        0, 2 * padding + 1, (2, batch), generator=generator, device=generator.device
-    ).to(images.device)
+    offsets = torch.randint(0, 2 * padding + 1, (2, batch), generator=generator, device=generator.device).to(
+        images.device
+    )
     rows = offsets[0, :, None] + torch.arange(height, device=images.device)  # (batch, height)
     cols = offsets[1, :, None] + torch.arange(width, device=images.device)  # (batch, width)
     batch_index = torch.arange(batch, device=images.device)[:, None, None, None]
@@ -38,9 +38,7 @@ def random_crop(
     return padded[batch_index, channel_index, rows[:, None, :, None], cols[:, None, None, :]]
 
 
-def random_horizontal_flip(
-    images: torch.Tensor, generator: torch.Generator, probability: float = 0.5
-) -> torch.Tensor:
+def random_horizontal_flip(images: torch.Tensor, generator: torch.Generator, probability: float = 0.5) -> torch.Tensor:
     """Mirror each image left-right with `probability`. images: (batch, channels, height, width)."""
     flip = torch.rand(images.shape[0], generator=generator, device=generator.device) < probability
     flip = flip.to(images.device)[:, None, None, None]

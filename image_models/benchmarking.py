@@ -55,8 +55,11 @@ def resnet_training(
     forward = compiled(model, compile_mode)
     candidate = training_step(
         compiled_name(f"ODE-ResNet {config.scheme}/{config.basis} K=N_T={config.num_basis}", compile_mode),
-        model, lambda: forward(**batch).loss, _optimizer(model), batch,
-    )  # fmt: skip
+        model,
+        lambda: forward(**batch).loss,
+        _optimizer(model),
+        batch,
+    )
     torch.manual_seed(0)
     discrete = DiscreteResNet(config, config.num_steps).to(device)
     discrete_forward = compiled(discrete, compile_mode)
@@ -72,9 +75,7 @@ def resnet_training(
 
 def _config() -> OdeResNetConfig:
     # T = K makes Euler + piecewise constant exactly the discrete ResNet (docs/design.md §5).
-    return OdeResNetConfig.from_preset(
-        "cifar10-small", scheme="euler", num_basis=NUM_LAYERS, time_horizon=NUM_LAYERS
-    )
+    return OdeResNetConfig.from_preset("cifar10-small", scheme="euler", num_basis=NUM_LAYERS, time_horizon=NUM_LAYERS)
 
 
 DESCRIPTION = f"stateful ODE-ResNet (cifar10-small, Euler, K=N_T={NUM_LAYERS}) vs discrete ResNet"
@@ -86,12 +87,22 @@ def resnet_cases(mode: str, device: torch.device) -> list[Case]:
     config = _config()
     return [
         Case(
-            f"train_ode_resnet_K{NUM_LAYERS}", 6, f"training step, {DESCRIPTION}",
-            lambda: resnet_training(config, sizes, device), 1.15, "ratio <= 1.15", sizes=sizes,
+            f"train_ode_resnet_K{NUM_LAYERS}",
+            6,
+            f"training step, {DESCRIPTION}",
+            lambda: resnet_training(config, sizes, device),
+            1.15,
+            "ratio <= 1.15",
+            sizes=sizes,
         ),
         Case(
-            f"memory_train_ode_resnet_K{NUM_LAYERS}", 7, f"peak memory, training step (measure 6), {DESCRIPTION}",
-            lambda: resnet_training(config, sizes, device), 1.10, "ratio <= 1.10", metric="memory",
+            f"memory_train_ode_resnet_K{NUM_LAYERS}",
+            7,
+            f"peak memory, training step (measure 6), {DESCRIPTION}",
+            lambda: resnet_training(config, sizes, device),
+            1.10,
+            "ratio <= 1.10",
+            metric="memory",
             sizes=sizes,
         ),
     ]
@@ -104,12 +115,15 @@ def compiled_resnet_cases(mode: str, device: torch.device, compile_mode: str) ->
     config = _config()
     return [
         Case(
-            f"compiled_train_ode_resnet_K{NUM_LAYERS}", 6,
+            f"compiled_train_ode_resnet_K{NUM_LAYERS}",
+            6,
             f"training step, {DESCRIPTION}, both compiled ({compile_mode})",
-            lambda: warmed(resnet_training(config, sizes, device, compile_mode)), 1.15, "ratio <= 1.15",
+            lambda: warmed(resnet_training(config, sizes, device, compile_mode)),
+            1.15,
+            "ratio <= 1.15",
             sizes=sizes,
         )
-    ]  # fmt: skip
+    ]
 
 
 __all__ = ["compiled_resnet_cases", "resnet_cases", "resnet_training"]

@@ -135,14 +135,8 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
     shape = tuple(int(d) for d in np.frombuffer(raw, dtype=">u4", count=ndim, offset=4))
     expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if len(raw) - header != expected:
-        raise ValueError(
-            f"{path}: IDX shape {shape} needs {expected} data bytes, file has {len(raw) - header}"
-        )
-    return (
-        np.frombuffer(raw, dtype=dtype, offset=header)
-        .reshape(shape)
-        .astype(dtype.newbyteorder("="))
-    )
+        raise ValueError(f"{path}: IDX shape {shape} needs {expected} data bytes, file has {len(raw) - header}")
+    return np.frombuffer(raw, dtype=dtype, offset=header).reshape(shape).astype(dtype.newbyteorder("="))
 
 
 def load_mnist_idx(folder: str | os.PathLike) -> datasets.DatasetDict:
@@ -154,28 +148,20 @@ def load_mnist_idx(folder: str | os.PathLike) -> datasets.DatasetDict:
         labels_path = _find_idx(folder, prefix, "labels", 1)
         images, labels = read_idx(images_path), read_idx(labels_path)
         if images.ndim != 3 or images.dtype != np.uint8:
-            raise ValueError(
-                f"{images_path}: expected uint8 images (N, H, W), got {images.dtype} {images.shape}"
-            )
+            raise ValueError(f"{images_path}: expected uint8 images (N, H, W), got {images.dtype} {images.shape}")
         if labels.ndim != 1 or len(labels) != len(images):
             raise ValueError(
-                f"{labels_path}: expected {len(images)} labels for {images_path.name}, "
-                f"got shape {labels.shape}"
+                f"{labels_path}: expected {len(images)} labels for {images_path.name}, got shape {labels.shape}"
             )
         splits[split] = (images[..., None], labels.astype(np.int64))
     num_classes = int(max(labels.max() for _, labels in splits.values())) + 1
     class_names = [str(i) for i in range(num_classes)]
     return datasets.DatasetDict(
-        {
-            split: _arrays_to_dataset(images, labels, class_names)
-            for split, (images, labels) in splits.items()
-        }
+        {split: _arrays_to_dataset(images, labels, class_names) for split, (images, labels) in splits.items()}
     )
 
 
-def load_image_folder(
-    folder: str | os.PathLike, splits: Sequence[str] = SPLITS
-) -> datasets.DatasetDict:
+def load_image_folder(folder: str | os.PathLike, splits: Sequence[str] = SPLITS) -> datasets.DatasetDict:
     """Images from `folder/{train,test}/<class>/*`; classes are the sorted `train` subfolders.
 
     All images must share one size; they are decoded as grayscale (1 channel) when all of
@@ -210,9 +196,7 @@ def load_image_folder(
     mode = _common_mode([path for split in splits for path in files[split]])
     return datasets.DatasetDict(
         {
-            split: _arrays_to_dataset(
-                _decode_files(files[split], mode), np.array(labels[split]), class_names
-            )
+            split: _arrays_to_dataset(_decode_files(files[split], mode), np.array(labels[split]), class_names)
             for split in splits
         }
     )
@@ -238,9 +222,7 @@ def load_cifar_batches(folder: str | os.PathLike) -> datasets.DatasetDict:
             batch = _load_pickle(folder / name, (b"data", label_key))
             data = np.asarray(batch[b"data"], dtype=np.uint8)
             if data.ndim != 2 or data.shape[1] != 3 * 32 * 32 or len(batch[label_key]) != len(data):
-                raise ValueError(
-                    f"{folder / name}: expected (N, 3072) data and N labels, got {data.shape}"
-                )
+                raise ValueError(f"{folder / name}: expected (N, 3072) data and N labels, got {data.shape}")
             images.append(data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1))  # (N, 32, 32, 3)
             labels.append(np.asarray(batch[label_key], dtype=np.int64))
         splits[split] = (np.concatenate(images), np.concatenate(labels))
@@ -251,16 +233,11 @@ def load_cifar_batches(folder: str | os.PathLike) -> datasets.DatasetDict:
         num_classes = int(max(labels.max() for _, labels in splits.values())) + 1
         class_names = [str(i) for i in range(num_classes)]
     return datasets.DatasetDict(
-        {
-            split: _arrays_to_dataset(images, labels, class_names)
-            for split, (images, labels) in splits.items()
-        }
+        {split: _arrays_to_dataset(images, labels, class_names) for split, (images, labels) in splits.items()}
     )
 
 
-def load_hub_dataset(
-    name: str, *, cache_dir: str | os.PathLike | None = None
-) -> datasets.DatasetDict:
+def load_hub_dataset(name: str, *, cache_dir: str | os.PathLike | None = None) -> datasets.DatasetDict:
     """A Hub dataset by name (e.g. `ylecun/mnist`, `uoft-cs/cifar10`), columns normalised."""
     loaded = datasets.load_dataset(name, cache_dir=None if cache_dir is None else str(cache_dir))
     return normalize_columns(loaded)
@@ -277,13 +254,9 @@ def normalize_columns(dataset: datasets.DatasetDict) -> datasets.DatasetDict:
     if "train" not in dataset or test_name is None:
         raise ValueError(f"need splits train and test (or validation), got {list(dataset)}")
     features = dataset["train"].features
-    image_column = next(
-        (c for c, f in features.items() if isinstance(f, (datasets.Image, datasets.Array3D))), None
-    )
+    image_column = next((c for c, f in features.items() if isinstance(f, (datasets.Image, datasets.Array3D))), None)
     label_column = next((c for c in ("label", "labels", "fine_label") if c in features), None)
-    label_column = label_column or next(
-        (c for c, f in features.items() if isinstance(f, datasets.ClassLabel)), None
-    )
+    label_column = label_column or next((c for c, f in features.items() if isinstance(f, datasets.ClassLabel)), None)
     if image_column is None or label_column is None:
         raise ValueError(f"cannot find image and label columns among {list(features)}")
     result = {}
@@ -295,17 +268,13 @@ def normalize_columns(dataset: datasets.DatasetDict) -> datasets.DatasetDict:
         class_names = sorted({str(v) for v in result["train"]["label"]}, key=_natural_key)
         label_feature = datasets.ClassLabel(names=class_names)
         result = {
-            split: part.cast_column("label", datasets.Value("string")).cast_column(
-                "label", label_feature
-            )
+            split: part.cast_column("label", datasets.Value("string")).cast_column("label", label_feature)
             for split, part in result.items()
         }
     return datasets.DatasetDict(result)
 
 
-def extract_archive(
-    archive: str | os.PathLike, *, cache_dir: str | os.PathLike | None = None
-) -> Path:
+def extract_archive(archive: str | os.PathLike, *, cache_dir: str | os.PathLike | None = None) -> Path:
     """Extract `archive` once into `cache_dir` and return the folder; later calls reuse it.
 
     The folder name includes a digest of the archive's path, size and modification
@@ -339,29 +308,19 @@ def _find_dataset_root(folder: Path) -> tuple[Path, str]:
         names = {p.name for p in candidate.iterdir()}
         if any(n.startswith("train-images") for n in names):
             return candidate, "idx"
-        if "data_batch_1" in names or (
-            (candidate / "train").is_file() and (candidate / "test").is_file()
-        ):
+        if "data_batch_1" in names or ((candidate / "train").is_file() and (candidate / "test").is_file()):
             return candidate, "cifar"
         if (candidate / "train").is_dir() and (candidate / "test").is_dir():
             return candidate, "image_folder"
-    raise ValueError(
-        f"{folder}: no MNIST IDX files, CIFAR batches or train/ and test/ image folders found"
-    )
+    raise ValueError(f"{folder}: no MNIST IDX files, CIFAR batches or train/ and test/ image folders found")
 
 
 def _find_idx(folder: Path, prefix: str, kind: str, ndim: int) -> Path:
     """`{prefix}-{kind}-idx{ndim}-ubyte`, also with `.idx` instead of `-idx` and/or `.gz`."""
-    candidates = [
-        folder / f"{prefix}-{kind}{sep}idx{ndim}-ubyte{gz}"
-        for sep in ("-", ".")
-        for gz in ("", ".gz")
-    ]
+    candidates = [folder / f"{prefix}-{kind}{sep}idx{ndim}-ubyte{gz}" for sep in ("-", ".") for gz in ("", ".gz")]
     found = next((p for p in candidates if p.is_file()), None)
     if found is None:
-        raise FileNotFoundError(
-            f"{candidates[0]}: not found (nor .gz or .idx{ndim}-ubyte variants)"
-        )
+        raise FileNotFoundError(f"{candidates[0]}: not found (nor .gz or .idx{ndim}-ubyte variants)")
     return found
 
 
@@ -396,9 +355,7 @@ def _decode_files(files: Sequence[Path], mode: str) -> np.ndarray:
     def fill(index: int) -> None:
         pixels = decode(files[index])
         if pixels.shape[:2] != first.shape[:2]:
-            raise ValueError(
-                f"{files[index]}: size {pixels.shape[:2]} differs from {first.shape[:2]}"
-            )
+            raise ValueError(f"{files[index]}: size {pixels.shape[:2]} differs from {first.shape[:2]}")
         out[index] = pixels.reshape(out.shape[1:])
 
     # PIL releases the GIL while decoding, so threads overlap file reads and decodes.
@@ -417,9 +374,7 @@ def _decode_pil_column(split: datasets.Dataset) -> np.ndarray:
     for index, example in enumerate(images):
         pixels = np.asarray(example["image"].convert(mode))
         if pixels.shape[:2] != out.shape[1:3]:
-            raise ValueError(
-                f"image {index}: size {pixels.shape[:2]} differs from {out.shape[1:3]}"
-            )
+            raise ValueError(f"image {index}: size {pixels.shape[:2]} differs from {out.shape[1:3]}")
         out[index] = pixels.reshape(out.shape[1:])
     return out
 
@@ -429,9 +384,7 @@ def _pil_mode(image: Image.Image) -> str:
     return "L" if image.mode in ("1", "L", "LA") else "RGB"
 
 
-def _arrays_to_dataset(
-    images: np.ndarray, labels: np.ndarray, class_names: list[str]
-) -> datasets.Dataset:
+def _arrays_to_dataset(images: np.ndarray, labels: np.ndarray, class_names: list[str]) -> datasets.Dataset:
     """A `Dataset` over uint8 images (N, H, W, C) and int labels, built without a row-wise copy."""
     num, height, width, channels = images.shape
     if labels.min(initial=0) < 0 or labels.max(initial=0) >= len(class_names):
@@ -445,9 +398,7 @@ def _arrays_to_dataset(
     # Array3D's storage is list<list<list<uint8>>>: build it from offsets over one flat buffer.
     storage = pa.array(np.ascontiguousarray(images).reshape(-1))
     for size, count in ((channels, num * height * width), (width, num * height), (height, num)):
-        storage = pa.ListArray.from_arrays(
-            pa.array(np.arange(0, (count + 1) * size, size, dtype=np.int32)), storage
-        )
+        storage = pa.ListArray.from_arrays(pa.array(np.arange(0, (count + 1) * size, size, dtype=np.int32)), storage)
     image_array = pa.ExtensionArray.from_storage(features["image"](), storage)
     labels = labels.astype(np.int64)
     table = pa.table({"image": image_array, "label": pa.array(labels)})

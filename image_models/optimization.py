@@ -44,18 +44,23 @@ def decoupled_rate(learning_rate: float, batch_size: int, momentum: float) -> fl
 
 
 def build_sgd(
-    model: nn.Module, *, learning_rate: float, weight_decay: float, momentum: float,
-    nesterov: bool = False, bias_lr_scale: float = 1.0, decoupled: bool = False,
-) -> torch.optim.SGD:  # fmt: skip
+    model: nn.Module,
+    *,
+    learning_rate: float,
+    weight_decay: float,
+    momentum: float,
+    nesterov: bool = False,
+    bias_lr_scale: float = 1.0,
+    decoupled: bool = False,
+) -> torch.optim.SGD:
     """SGD over the trainable parameters of ``model`` in two groups (see the module
     docstring); ``learning_rate`` is the group rate's base, set per step by the scaffold."""
-    biases = {
-        id(m.bias) for m in model.modules() if is_norm(m) and getattr(m, "bias", None) is not None
-    }
+    biases = {id(m.bias) for m in model.modules() if is_norm(m) and getattr(m, "bias", None) is not None}
     trainable = [p for p in model.parameters() if p.requires_grad]
     if bias_lr_scale == 1 and not decoupled:  # plain SGD: one group
-        return torch.optim.SGD(trainable, lr=learning_rate, momentum=momentum, weight_decay=weight_decay,
-                               nesterov=nesterov)  # fmt: skip
+        return torch.optim.SGD(
+            trainable, lr=learning_rate, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov
+        )
     groups = []
     for params, scale in (
         ([p for p in trainable if id(p) in biases], bias_lr_scale),
@@ -67,9 +72,7 @@ def build_sgd(
     return torch.optim.SGD(groups, lr=learning_rate, momentum=momentum, nesterov=nesterov)
 
 
-def triangle_factor(
-    step: int, max_steps: int, start: float, warmup_fraction: float, end: float
-) -> float:
+def triangle_factor(step: int, max_steps: int, start: float, warmup_fraction: float, end: float) -> float:
     """The triangle schedule's factor at step ``step`` (from 1) of ``max_steps``."""
     peak = warmup_fraction * max_steps
     if step <= peak:

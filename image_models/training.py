@@ -88,10 +88,12 @@ class ImageTrainingArguments(RunArguments):
     preset: str = field(default="mnist-small", **_help(f"model preset: {', '.join(PRESETS)}"))
     config_overrides: str | None = field(
         default=None,
-        **_help("network fields that replace the preset's, a JSON object of OdeResNetConfig fields "
-                "(e.g. '{\"stage_channels\": [64, 256, 256], \"stitch\": \"residual\"}'; in a recipe too, "
-                "as a string)"),
-    )  # fmt: skip
+        **_help(
+            "network fields that replace the preset's, a JSON object of OdeResNetConfig fields "
+            '(e.g. \'{"stage_channels": [64, 256, 256], "stitch": "residual"}\'; in a recipe too, '
+            "as a string)"
+        ),
+    )
     epochs: int = field(default=90, **_help("passes over the training images"))
     batch_size: int = field(default=128, **_help("images per optimiser step, over all processes"))
     learning_rate: float = field(default=0.1, **_help("initial learning rate"))
@@ -120,15 +122,19 @@ class ImageTrainingArguments(RunArguments):
     )
     flip: str = field(
         default="random",
-        **_help("augmentation: 'random' (a coin per image and epoch), 'alternating' (each image "
-                "mirrored every other epoch) or 'none' (translation only: digits)"),
-    )  # fmt: skip
+        **_help(
+            "augmentation: 'random' (a coin per image and epoch), 'alternating' (each image "
+            "mirrored every other epoch) or 'none' (translation only: digits)"
+        ),
+    )
     nesterov: bool = field(default=False, **_help("Nesterov momentum"))
     decoupled_hyperparameters: bool = field(
         default=False,
-        **_help("--learning-rate and --weight-decay per 1024 images, independent of the momentum "
-                "and of each other (image_models/optimization.py)"),
-    )  # fmt: skip
+        **_help(
+            "--learning-rate and --weight-decay per 1024 images, independent of the momentum "
+            "and of each other (image_models/optimization.py)"
+        ),
+    )
     bias_lr_scale: float = field(default=1.0, **_help("learning rate of BatchNorm biases: this times the rest's"))
     lr_schedule: str = field(
         default="step", **_help("'step' (--lr-decay-epochs) or 'triangle' (warm-up, then linear decline)")
@@ -141,29 +147,26 @@ class ImageTrainingArguments(RunArguments):
         default=False, **_help(f"initialise the stem as patch whitening of {WHITENING_IMAGES} training images")
     )
     freeze_stem: bool = field(default=False, **_help("do not train the stem's filters"))
-    identity_init: bool = field(
-        default=False, **_help("Dirac stitch convolutions and zero ODE rates at the start")
-    )
+    identity_init: bool = field(default=False, **_help("Dirac stitch convolutions and zero ODE rates at the start"))
     lookahead_steps: int = field(default=0, **_help("Lookahead of the weights every N steps (0: off)"))
     lookahead_decay: float = field(default=0.95**5, **_help("Lookahead: the decay reached at the last step"))
     test_time_augmentation: str = field(
         default="none",
         **_help("views averaged to score the test split besides the plain score: none, flip, flip-translate"),
-    )  # fmt: skip
+    )
     mixed_precision: str = field(
         default="no", **_help("'bf16': bfloat16 autocast for training and evaluation (CPU or GPU)")
     )
     channels_last: bool = field(default=False, **_help("images and discrete convolutions in channels_last"))
     logit_scale: float | None = field(default=None, **_help("the logits' scale (default: the preset's)"))
-    validation_size: int = field(
-        default=5000, **_help("training images held out to select the best epoch")
-    )
+    validation_size: int = field(default=5000, **_help("training images held out to select the best epoch"))
     max_train_samples: int | None = field(default=None, **_help("use only this many training images"))
     samples_per_epoch: int | None = field(
         default=None, **_help("an epoch is a fresh random draw of this many training images")
     )
     max_eval_samples: int | None = field(
-        default=None, **_help("score only this many validation images each epoch (the test split is scored in full, once)")
+        default=None,
+        **_help("score only this many validation images each epoch (the test split is scored in full, once)"),
     )
     # Counted in epochs here (ImageTrainer.run_plan derives the steps): no flags.
     max_steps: int = field(default=1, init=False)
@@ -184,10 +187,11 @@ class ImageTrainingArguments(RunArguments):
         for name in ("max_train_samples", "samples_per_epoch", "max_eval_samples"):
             check_count(name, getattr(self, name), optional=True)
         for name, value, choices in (
-            ("flip", self.flip, FLIPS), ("lr_schedule", self.lr_schedule, LR_SCHEDULES),
+            ("flip", self.flip, FLIPS),
+            ("lr_schedule", self.lr_schedule, LR_SCHEDULES),
             ("translate_padding", self.translate_padding, PADDING_MODES),
             ("mixed_precision", self.mixed_precision, tuple(MIXED_PRECISION)),
-        ):  # fmt: skip
+        ):
             if value not in choices:
                 raise ValueError(f"{name}: choose one of {list(choices)}, got {value!r}")
         views_of(self.test_time_augmentation)
@@ -198,7 +202,7 @@ class ImageTrainingArguments(RunArguments):
             ("bias_lr_scale", self.bias_lr_scale > 0, "> 0"),
             ("lookahead_decay", 0 <= self.lookahead_decay < 1, "in [0, 1)"),
             ("warmup_fraction", 0 < self.warmup_fraction < 1, "in (0, 1)"),
-        ):  # fmt: skip
+        ):
             if not ok:
                 raise ValueError(f"{name}: must be {requirement}, got {getattr(self, name)!r}")
         if any(e < 1 for e in self.refine_epochs):
@@ -231,12 +235,25 @@ class ImageTrainingArguments(RunArguments):
 PRESET_SCHEDULES: dict[str, dict[str, object]] = {
     "mnist-small": {"epochs": 14, "refine_epochs": [3, 5, 12], "lr_decay_epochs": [8, 11]},
     "cifar10-fast": {
-        "epochs": 18, "refine_epochs": [9, 14], "scheme": "euler", "batch_size": 256,
-        "learning_rate": 0.4, "weight_decay": 5e-4, "momentum": 0.9, "nesterov": True,
+        "epochs": 18,
+        "refine_epochs": [9, 14],
+        "scheme": "euler",
+        "batch_size": 256,
+        "learning_rate": 0.4,
+        "weight_decay": 5e-4,
+        "momentum": 0.9,
+        "nesterov": True,
         "lr_schedule": "triangle",
-        "label_smoothing": 0.2, "flip": "alternating", "translate": 2, "translate_padding": "reflect",
-        "whiten_stem": True, "freeze_stem": True, "lookahead_steps": 20, "coarse_step_fraction": 0.5,
-        "test_time_augmentation": "flip-translate", "mixed_precision": "bf16",
+        "label_smoothing": 0.2,
+        "flip": "alternating",
+        "translate": 2,
+        "translate_padding": "reflect",
+        "whiten_stem": True,
+        "freeze_stem": True,
+        "lookahead_steps": 20,
+        "coarse_step_fraction": 0.5,
+        "test_time_augmentation": "flip-translate",
+        "mixed_precision": "bf16",
     },
 }
 
@@ -244,8 +261,16 @@ PRESET_SCHEDULES: dict[str, dict[str, object]] = {
 # Config fields with flags of their own (or set from the data): not overridable by
 # --config-overrides, so one value is never given twice.
 FLAGGED_CONFIG_FIELDS = (
-    "basis", "num_basis", "num_steps", "scheme", "time_horizon", "use_normalization", "logit_scale",
-    "num_labels", "id2label", "label2id",
+    "basis",
+    "num_basis",
+    "num_steps",
+    "scheme",
+    "time_horizon",
+    "use_normalization",
+    "logit_scale",
+    "num_labels",
+    "id2label",
+    "label2id",
 )
 
 
@@ -299,9 +324,17 @@ def hold_out(images: torch.Tensor, labels: torch.Tensor, size: int):
 
 @torch.no_grad()
 def evaluate(
-    model, images, labels, processor, batch_size: int = 256, accelerator=None, *,
-    views: str = "none", autocast_dtype: torch.dtype | None = None, channels_last: bool = False,
-) -> float:  # fmt: skip
+    model,
+    images,
+    labels,
+    processor,
+    batch_size: int = 256,
+    accelerator=None,
+    *,
+    views: str = "none",
+    autocast_dtype: torch.dtype | None = None,
+    channels_last: bool = False,
+) -> float:
     """Top-1 accuracy of ``model`` in eval mode on uint8 ``images`` (N, C, H, W), ``labels`` (N,).
 
     With an ``accelerator``, each process scores its shard and the counts are summed.
@@ -381,8 +414,7 @@ class ImageTrainer(Trainer):
         self.train_split, self.validation, self.test, self.class_names = load_split_tensors(args)
         if len(self.train_split[1]) < args.batch_size:
             raise ValueError(
-                f"batch_size: {args.batch_size} is more than the {len(self.train_split[1])} "
-                "training images"
+                f"batch_size: {args.batch_size} is more than the {len(self.train_split[1])} training images"
             )
         self.processor = build_processor(args)
         self.augment = self.train_split[0].shape[1] == 3 if args.augment is None else args.augment
@@ -459,10 +491,14 @@ class ImageTrainer(Trainer):
     def build_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
         args = self.args
         return build_sgd(
-            model, learning_rate=args.learning_rate, weight_decay=args.weight_decay,
-            momentum=args.momentum, nesterov=args.nesterov, bias_lr_scale=args.bias_lr_scale,
+            model,
+            learning_rate=args.learning_rate,
+            weight_decay=args.weight_decay,
+            momentum=args.momentum,
+            nesterov=args.nesterov,
+            bias_lr_scale=args.bias_lr_scale,
             decoupled=args.decoupled_hyperparameters,
-        )  # fmt: skip
+        )
 
     def learning_rate(self, step: int) -> float:
         """The rate of ``step`` (from 1) for the groups without an ``lr_scale``."""
@@ -533,11 +569,13 @@ class ImageTrainer(Trainer):
             tta = self.extra_metrics["test_tta"]
             results.append(Evaluation(name, f"test (test-time augmentation: {tta['views']})", tta["accuracy"]))
         return {
-            "extra": {"training data": f"{name}, {len(self.train_split[1]):,} images "
-                      f"({len(self.validation[1]):,} held out for validation)",
-                      "best epoch": entry["epoch"]},
+            "extra": {
+                "training data": f"{name}, {len(self.train_split[1]):,} images "
+                f"({len(self.validation[1]):,} held out for validation)",
+                "best epoch": entry["epoch"],
+            },
             "results": results,
-        }  # fmt: skip
+        }
 
     def load_best(self) -> nn.Module:
         model = OdeResNetForImageClassification.from_pretrained(self.output_dir / BEST_MODEL_DIR)
@@ -545,9 +583,15 @@ class ImageTrainer(Trainer):
 
     def _score(self, model: nn.Module, images, labels, views: str = "none") -> float:
         return evaluate(
-            model, images, labels, self.processor, accelerator=self.accelerator, views=views,
-            autocast_dtype=self.autocast_dtype, channels_last=self.args.channels_last,
-        )  # fmt: skip
+            model,
+            images,
+            labels,
+            self.processor,
+            accelerator=self.accelerator,
+            views=views,
+            autocast_dtype=self.autocast_dtype,
+            channels_last=self.args.channels_last,
+        )
 
     def finish(self) -> None:
         """Score the test split once, with the model selected on validation (and once more

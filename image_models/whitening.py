@@ -25,9 +25,7 @@ def image_patches(images: torch.Tensor, kernel_size: tuple[int, int]) -> torch.T
 
 
 @torch.no_grad()
-def whitening_filters(
-    images: torch.Tensor, kernel_size: tuple[int, int], eps: float = DEFAULT_EPS
-) -> torch.Tensor:
+def whitening_filters(images: torch.Tensor, kernel_size: tuple[int, int], eps: float = DEFAULT_EPS) -> torch.Tensor:
     """Whitening filters of the patches of ``images`` (N, C, H, W), largest variance first:
     (C·kh·kw, C, kh, kw). A convolution with them maps the patches to outputs whose
     covariance is ``diag(λ / (λ + eps))``, the identity up to ``eps``."""

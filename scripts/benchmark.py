@@ -66,7 +66,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--num-threads", type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run only cases whose name contains one of these")
     parser.add_argument(
-        "--training-steps", type=int, default=0,
+        "--training-steps",
+        type=int,
+        default=0,
         help="measure 9: train the GUM recipe's first N steps eager and compiled, float32 and "
         "--bf16 (UD data from "
         "--ud-dir or $UD_DIR, else the sample treebank); 0 skips it",
@@ -115,7 +117,11 @@ def main(argv: list[str] | None = None) -> None:
         except Exception as error:  # noqa: BLE001  one broken case (a compiler failing on a GPU) must not lose the rest
             results.append(failed_case(case, error))
         r = results[-1]
-        verdict = f"ERROR {r['error']}" if "error" in r else f"ratio {r['ratio']:.3f} ({r['target']}: {'pass' if r['pass'] else 'FAIL'})"
+        verdict = (
+            f"ERROR {r['error']}"
+            if "error" in r
+            else f"ratio {r['ratio']:.3f} ({r['target']}: {'pass' if r['pass'] else 'FAIL'})"
+        )
         print(f"{case.name}: {verdict}", flush=True)
         # Written after every case, so a run stopped by a time limit keeps what it measured.
         report.update(

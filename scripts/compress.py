@@ -26,15 +26,9 @@ from cont_transformer.training.outputs import push_folder_to_hub
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.error = lambda message: parser.exit(EXIT_USAGE, f"error: {message} (see --help)\n")
-    parser.add_argument(
-        "model_dir", help="a save_pretrained folder of a cont_transformer or ode_resnet model"
-    )
-    parser.add_argument(
-        "--output-dir", required=True, help="folder to write (atomically); never the source"
-    )
-    parser.add_argument(
-        "--basis", choices=sorted(BASES), help="target basis (default: the source's)"
-    )
+    parser.add_argument("model_dir", help="a save_pretrained folder of a cont_transformer or ode_resnet model")
+    parser.add_argument("--output-dir", required=True, help="folder to write (atomically); never the source")
+    parser.add_argument("--basis", choices=sorted(BASES), help="target basis (default: the source's)")
     parser.add_argument("--num-basis", type=int, help="target K (default: the source's)")
     parser.add_argument("--num-steps", type=int, help="target N_T (default: the source's)")
     parser.add_argument(
@@ -51,33 +45,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--num-threads", type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument("--overwrite", action="store_true", help="replace a non-empty --output-dir")
     parser.add_argument(
-        "--base-model", metavar="REPO_ID",
+        "--base-model",
+        metavar="REPO_ID",
         help="the source's Hub id, recorded as the card's base_model (default: its path)",
     )
     parser.add_argument(
-        "--torch-compile", action="store_true",
+        "--torch-compile",
+        action="store_true",
         help="time source and compressed model compiled with torch.compile (scores are the same)",
     )
     parser.add_argument(
-        "--push-to-hub", metavar="REPO_ID", nargs="?", const="",
+        "--push-to-hub",
+        metavar="REPO_ID",
+        nargs="?",
+        const="",
         help="upload the written folder to the Hub: a switch (to --hub-model-id, or the "
         "--output-dir's name) or a repository id",
     )
     parser.add_argument("--hub-model-id", metavar="REPO_ID", help="Hub repository of --push-to-hub")
     add_precision_flags(parser)
     sweep_group = parser.add_argument_group("sweep (paper Fig. 5)")
-    sweep_group.add_argument(
-        "--sweep", action="store_true", help="measure a grid instead of one model"
-    )
-    sweep_group.add_argument(
-        "--sweep-bases", nargs="+", default=list(SWEEP_BASES), choices=sorted(BASES)
-    )
-    sweep_group.add_argument(
-        "--sweep-num-basis", nargs="+", type=int, help="K grid (default: 1, 2, 4, … K)"
-    )
-    sweep_group.add_argument(
-        "--sweep-num-steps", nargs="+", type=int, help="N_T grid (default: 1, 2, 4, … N_T)"
-    )
+    sweep_group.add_argument("--sweep", action="store_true", help="measure a grid instead of one model")
+    sweep_group.add_argument("--sweep-bases", nargs="+", default=list(SWEEP_BASES), choices=sorted(BASES))
+    sweep_group.add_argument("--sweep-num-basis", nargs="+", type=int, help="K grid (default: 1, 2, 4, … K)")
+    sweep_group.add_argument("--sweep-num-steps", nargs="+", type=int, help="N_T grid (default: 1, 2, 4, … N_T)")
     sweep_group.add_argument(
         "--max-accuracy-drop",
         type=float,
@@ -97,9 +88,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                 "not --basis / --num-basis / --num-steps / --state-num-basis"
             )
     if args.push_to_hub and args.sweep and args.max_accuracy_drop is None:
-        parser.error(
-            "--push-to-hub needs a model: compress one, or --sweep with --max-accuracy-drop"
-        )
+        parser.error("--push-to-hub needs a model: compress one, or --sweep with --max-accuracy-drop")
     return args
 
 
@@ -132,11 +121,7 @@ def run(args: argparse.Namespace) -> None:
             torch_compile=args.torch_compile,
             progress=lambda r: print(
                 f"{r.grid:>9} {r.basis:>20} K={r.num_basis:<3} N_T={r.num_steps:<3} "
-                + (
-                    ""
-                    if r.state_num_basis in (None, r.num_basis)
-                    else f"(statistics K={r.state_num_basis}) "
-                )
+                + ("" if r.state_num_basis in (None, r.num_basis) else f"(statistics K={r.state_num_basis}) ")
                 + f"accuracy {100 * r.accuracy:6.2f}%  {r.inference_seconds:.3f} s "
                 f"({r.speedup:.2f}x)",
                 flush=True,
@@ -169,7 +154,9 @@ def run(args: argparse.Namespace) -> None:
             columns = {k: v for k, v in (stats.scores or {}).items() if k != "accuracy"}
             if columns:  # a tagger of several columns: accuracy is their mean
                 accuracy += " (" + ", ".join(f"{k} {100 * v:.2f}%" for k, v in columns.items()) + ")"
-            states = "" if stats.state_num_basis in (None, stats.num_basis) else f" (statistics K = {stats.state_num_basis})"
+            states = (
+                "" if stats.state_num_basis in (None, stats.num_basis) else f" (statistics K = {stats.state_num_basis})"
+            )
             print(
                 f"{name:>10}: {stats.basis}, K = {stats.num_basis}{states}, N_T = {stats.num_steps}, "
                 f"{stats.non_embedding_parameters:,} non-embedding parameters, accuracy {accuracy}, "

@@ -33,18 +33,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("model_dir", help="a save_pretrained folder of a tagger, or a training run's folder")
     parser.add_argument("--input", help="file to tag (default: stdin)")
-    parser.add_argument("--input-format", choices=INPUT_FORMATS, default="text",
-                        help="text: raw text; lines: a sentence per line; tokens: a sentence "
-                        "per line, words split by spaces; conllu: re-tag a CoNLL-U file")
+    parser.add_argument(
+        "--input-format",
+        choices=INPUT_FORMATS,
+        default="text",
+        help="text: raw text; lines: a sentence per line; tokens: a sentence "
+        "per line, words split by spaces; conllu: re-tag a CoNLL-U file",
+    )
     parser.add_argument("--output", help="file to write (default: stdout)")
-    parser.add_argument("--in-place", action="store_true",
-                        help="allow --output to be the --input file (replaced by the tagged output)")
-    parser.add_argument("--format", choices=OUTPUT_FORMATS, default="conllu",
-                        help="output: conllu, tsv (word, then each predicted column) or json (JSON Lines)")
-    parser.add_argument("--language", choices=LANGUAGES,
-                        help="language of raw text (default: the model's, else en)")
-    parser.add_argument("--batch-size", type=int, default=2048,
-                        help="tokens per forward pass, padding included")
+    parser.add_argument(
+        "--in-place", action="store_true", help="allow --output to be the --input file (replaced by the tagged output)"
+    )
+    parser.add_argument(
+        "--format",
+        choices=OUTPUT_FORMATS,
+        default="conllu",
+        help="output: conllu, tsv (word, then each predicted column) or json (JSON Lines)",
+    )
+    parser.add_argument("--language", choices=LANGUAGES, help="language of raw text (default: the model's, else en)")
+    parser.add_argument("--batch-size", type=int, default=2048, help="tokens per forward pass, padding included")
     parser.add_argument("--device", help="torch device (default: cuda when available)")
     parser.add_argument("--dtype", choices=DTYPES, help="model precision (default: as saved)")
     add_precision_flags(parser)
@@ -52,10 +59,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--torch-compile", action="store_true", help="compile the model (torch.compile)")
     parser.add_argument("--torch-compile-mode", help="torch.compile mode (default: reduce-overhead on a GPU)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("--evaluate", metavar="GOLD",
-                        help="score the output against this CoNLL-U file (needs --output, "
-                        "--format conllu); without --input, tag GOLD's own text (its "
-                        "'# text' lines as --input-format says: text, lines, or conllu)")
+    parser.add_argument(
+        "--evaluate",
+        metavar="GOLD",
+        help="score the output against this CoNLL-U file (needs --output, "
+        "--format conllu); without --input, tag GOLD's own text (its "
+        "'# text' lines as --input-format says: text, lines, or conllu)",
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = both_spellings(parser).parse_args(argv)
     if args.evaluate and (args.output is None or args.format != "conllu"):
@@ -70,21 +80,33 @@ def run(args: argparse.Namespace) -> None:
     if args.num_threads:
         torch.set_num_threads(args.num_threads)
     tagger = Tagger.from_pretrained(
-        args.model_dir, device=args.device, dtype=DTYPES.get(args.dtype),
-        language=args.language, batch_size=args.batch_size, torch_compile=args.torch_compile,
+        args.model_dir,
+        device=args.device,
+        dtype=DTYPES.get(args.dtype),
+        language=args.language,
+        batch_size=args.batch_size,
+        torch_compile=args.torch_compile,
         torch_compile_mode=args.torch_compile_mode,
     )
     gold = ConlluDocument.read(args.evaluate) if args.evaluate else None
     text, name = None, args.input
     if gold is not None and args.input is None:
         name = args.evaluate
-        text = "\n".join(gold.lines) if args.input_format == "conllu" else gold.text(
-            one_sentence_per_line=args.input_format == "lines"
+        text = (
+            "\n".join(gold.lines)
+            if args.input_format == "conllu"
+            else gold.text(one_sentence_per_line=args.input_format == "lines")
         )
     with inference_autocast(args.bf16, args.fp16, next(tagger.model.parameters()).device):
         stats = tag_file(
-            tagger, name, args.output, input_format=args.input_format, output_format=args.format,
-            progress=False if args.no_progress else None, text=text, in_place=args.in_place,
+            tagger,
+            name,
+            args.output,
+            input_format=args.input_format,
+            output_format=args.format,
+            progress=False if args.no_progress else None,
+            text=text,
+            in_place=args.in_place,
         )
     print(stats.summary(), file=sys.stderr)
     if gold is not None:

@@ -30,9 +30,11 @@ from image_models.training import ImageTrainingArguments, preset_defaults, train
 
 def main(argv: list[str]) -> None:
     args, _ = parse_arguments(
-        ImageTrainingArguments, argv, description=__doc__.split("\n")[0],
+        ImageTrainingArguments,
+        argv,
+        description=__doc__.split("\n")[0],
         preset_defaults=preset_defaults,
-    )  # fmt: skip
+    )
     if args.do_eval and not args.do_train:
         raise ValueError(
             "do_eval: the image trainer has no evaluate-only mode; score a saved model with "

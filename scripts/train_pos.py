@@ -35,22 +35,19 @@ SUMMARY_KEYS = (
 
 def _evaluation_flags(parser) -> None:
     parser.add_argument("--eval-only", metavar="MODEL_DIR", help="evaluate a saved model and exit")
-    parser.add_argument(
-        "--eval-split", default="validation", help="split for --eval-only (default: validation)"
-    )
-    parser.add_argument(
-        "--eval-file", nargs="+", help="CoNLL-U file(s) for --eval-only instead of a split"
-    )
+    parser.add_argument("--eval-split", default="validation", help="split for --eval-only (default: validation)")
+    parser.add_argument("--eval-file", nargs="+", help="CoNLL-U file(s) for --eval-only instead of a split")
 
 
 def main(argv: list[str]) -> None:
-    logging.basicConfig(
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO
-    )
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     args, extra = parse_arguments(
-        TrainingArguments, argv, description=__doc__.split("\n")[0],
-        preset_defaults=preset_defaults, extra=_evaluation_flags,
-    )  # fmt: skip
+        TrainingArguments,
+        argv,
+        description=__doc__.split("\n")[0],
+        preset_defaults=preset_defaults,
+        extra=_evaluation_flags,
+    )
     # --do-eval without --do-train (transformers' flags): evaluate the saved model only.
     eval_only = extra["eval_only"] or (
         (args.model_name_or_path or args.output_dir) if args.do_eval and not args.do_train else None

@@ -31,8 +31,21 @@ from image_models.baselines import DiscreteResNet
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTRY_KEYS = {
-    "name", "measure", "description", "metric", "unit", "candidate", "baseline", "candidate_value",
-    "baseline_value", "ratio", "ratio_quartiles", "target", "target_quantity", "target_limit", "pass",
+    "name",
+    "measure",
+    "description",
+    "metric",
+    "unit",
+    "candidate",
+    "baseline",
+    "candidate_value",
+    "baseline_value",
+    "ratio",
+    "ratio_quartiles",
+    "target",
+    "target_quantity",
+    "target_limit",
+    "pass",
 }
 MACHINE_KEYS = {"cpu", "cpu_count", "torch", "torch_threads", "device", "gpu"}
 
@@ -41,9 +54,21 @@ MACHINE_KEYS = {"cpu", "cpu_count", "torch", "torch_threads", "device", "gpu"}
 def test_quick_benchmark_writes_report(tmp_path):
     out = tmp_path / "tmp"
     subprocess.run(
-        [sys.executable, "scripts/benchmark.py", "--quick", "--num-threads", "1", "--output-dir", str(out),
-         "--compile-mode", "none"],  # compiling takes minutes
-        cwd=ROOT, check=True, timeout=300, capture_output=True,
+        [
+            sys.executable,
+            "scripts/benchmark.py",
+            "--quick",
+            "--num-threads",
+            "1",
+            "--output-dir",
+            str(out),
+            "--compile-mode",
+            "none",
+        ],  # compiling takes minutes
+        cwd=ROOT,
+        check=True,
+        timeout=300,
+        capture_output=True,
     )
     report = json.loads((out / "benchmark.json").read_text())
     assert {"mode", "settings", "machine", "results", "passed", "failed"} <= set(report)
@@ -128,7 +153,11 @@ def _continuous_to_layers(state: dict, num_layers: int) -> dict:
 def test_pre_layer_norm_tagger_is_the_continuous_tagger_with_euler():
     num_layers = 3
     config = tiny_tagger_config(
-        vocab_size=30, hidden_size=8, intermediate_size=12, num_basis=num_layers, time_horizon=num_layers,
+        vocab_size=30,
+        hidden_size=8,
+        intermediate_size=12,
+        num_basis=num_layers,
+        time_horizon=num_layers,
         **labels("ABC"),
     )
     continuous = ContTransformerForTokenClassification(config).eval()
@@ -166,8 +195,12 @@ def test_discrete_resnet_is_the_ode_resnet_with_euler():
 def test_only_matching_no_case_is_one_line_naming_the_flag():
     run = subprocess.run(
         [sys.executable, "scripts/benchmark.py", "--quick", "--only", "no_such_case", "--output-dir", "/nonexistent"],
-        check=False, cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode != 0 and run.stderr.strip().splitlines() == [
         "benchmark.py: --only no_such_case: no case's name contains any of these"
     ]
@@ -179,12 +212,19 @@ def test_the_gpu_check_script_needs_its_arguments_and_runs_only_the_chosen_steps
     assert missing.returncode != 0 and "usage: gpu_check.sh OUT DATA" in missing.stderr
     data = tmp_path / "data" / "UD_English-GUM"
     data.mkdir(parents=True)
-    (data / "en_gum-ud-dev.conllu.gz").write_bytes(gzip.compress(b"# text = Hi\n1\tHi\thi\tINTJ\tUH\t_\t0\troot\t_\t_\n\n"))
+    (data / "en_gum-ud-dev.conllu.gz").write_bytes(
+        gzip.compress(b"# text = Hi\n1\tHi\thi\tINTJ\tUH\t_\t0\troot\t_\t_\n\n")
+    )
     out = tmp_path / "out"
     run = subprocess.run(
-        ["bash", str(script), str(out), str(tmp_path / "data"), "60"], check=False, cwd=ROOT, capture_output=True,
-        text=True, timeout=120, env={**os.environ, "DEVICE": "cpu", "GPU_STEPS": "none", "PYTHON": sys.executable},
-    )  # fmt: skip
+        ["bash", str(script), str(out), str(tmp_path / "data"), "60"],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "DEVICE": "cpu", "GPU_STEPS": "none", "PYTHON": sys.executable},
+    )
     assert run.returncode == 0, run.stdout[-2000:]
     log = (out / "gpu_check.log").read_text()
     assert "environment" in log and "done" in log and "1. the CIFAR-10 recipe" not in log  # no step chosen

@@ -16,27 +16,42 @@ from cont_transformer.tagging.trainer import train
 from cont_transformer.training.outputs import BEST_MODEL_DIR
 
 TINY = {
-    "max_steps": 4, "warmup_steps": 1, "refine_steps": "none", "num_basis": 2, "eval_steps": 2,
-    "save_steps": 4, "batch_size": 4, "hidden_size": 16, "intermediate_size": 16,
-    "char_hidden_size": 8, "word_dropout": 0.0,
-}  # fmt: skip
+    "max_steps": 4,
+    "warmup_steps": 1,
+    "refine_steps": "none",
+    "num_basis": 2,
+    "eval_steps": 2,
+    "save_steps": 4,
+    "batch_size": 4,
+    "hidden_size": 16,
+    "intermediate_size": 16,
+    "char_hidden_size": 8,
+    "word_dropout": 0.0,
+}
 
 
 def _conllu(rows_per_sentence) -> str:
     """CoNLL-U of sentences given as ``(form, lemma, upos, xpos, feats)`` rows."""
     sentences = []
     for words in rows_per_sentence:
-        lines = [f"{i}\t{f}\t{l}\t{u}\t{x}\t{feats}\t0\troot\t_\t_"
-                 for i, (f, l, u, x, feats) in enumerate(words, start=1)]  # fmt: skip
+        lines = [
+            f"{i}\t{f}\t{l}\t{u}\t{x}\t{feats}\t0\troot\t_\t_" for i, (f, l, u, x, feats) in enumerate(words, start=1)
+        ]
         sentences.append("\n".join(lines) + "\n")
     return "\n".join(sentences) + "\n"
 
 
 def _no_lemma_treebank(folder):
-    words = [("Dogs", "_", "NOUN", "NNS", "Number=Plur"), ("bark", "_", "VERB", "VBP", "_"),
-             (".", "_", "PUNCT", ".", "_")]  # fmt: skip
-    other = [("A", "_", "DET", "DT", "_"), ("cat", "_", "NOUN", "NN", "Number=Sing"),
-             ("sleeps", "_", "VERB", "VBZ", "_")]  # fmt: skip
+    words = [
+        ("Dogs", "_", "NOUN", "NNS", "Number=Plur"),
+        ("bark", "_", "VERB", "VBP", "_"),
+        (".", "_", "PUNCT", ".", "_"),
+    ]
+    other = [
+        ("A", "_", "DET", "DT", "_"),
+        ("cat", "_", "NOUN", "NN", "Number=Sing"),
+        ("sleeps", "_", "VERB", "VBZ", "_"),
+    ]
     text = _conllu([words, other] * 6)
     paths = {}
     for split in ("train", "dev"):
@@ -57,8 +72,12 @@ def test_reported_rows_and_the_selection_score():
     assert reported_rows(["xpos", "upos", "feats", "lemma"]) == ["upos", "xpos", "ufeats", "alltags", "lemmas"]
     assert reported_rows(["upos", "feats"]) == ["upos", "ufeats"]  # AllTags needs XPOS too
     words = [["Dogs", "barked"]]
-    gold = {"upos": [["NOUN", "VERB"]], "xpos": [["NNS", "VBD"]], "feats": [["Number=Plur", "Foo=Bar"]],
-            "lemma": [["dog", "bark"]]}  # fmt: skip
+    gold = {
+        "upos": [["NOUN", "VERB"]],
+        "xpos": [["NNS", "VBD"]],
+        "feats": [["Number=Plur", "Foo=Bar"]],
+        "lemma": [["dog", "bark"]],
+    }
     scripts = [str(edit_script("Dogs", "dog")), str(edit_script("barked", "bark"))]
     labels = {"xpos": ["NNS", "VBD"], "feats": ["Number=Plur", "_"], "lemma": scripts}
     scores = GoldColumns(words, gold, labels, "xpos").scores(
@@ -72,19 +91,30 @@ def test_reported_rows_and_the_selection_score():
 @pytest.mark.slow
 def test_a_treebank_without_lemmas_trains_without_a_lemma_head(tmp_path):
     paths = _no_lemma_treebank(tmp_path)
-    args = resolve_arguments({**TINY, "treebank": "x", "train_file": [str(paths["train"])],
-                              "dev_file": [str(paths["dev"])], "output_dir": str(tmp_path / "run")})  # fmt: skip
+    args = resolve_arguments(
+        {
+            **TINY,
+            "treebank": "x",
+            "train_file": [str(paths["train"])],
+            "dev_file": [str(paths["dev"])],
+            "output_dir": str(tmp_path / "run"),
+        }
+    )
     metrics = train(args)
     assert metrics["columns"] == ["xpos", "upos", "feats"]
     assert set(reported_rows(metrics["columns"])) <= set(metrics["best"]) and "lemmas" not in metrics["best"]
     config = json.loads((tmp_path / "run" / BEST_MODEL_DIR / "config.json").read_text())
     assert config["primary_column"] == "xpos" and sorted(config["column_labels"]) == ["feats", "upos"]
     # The seen (UPOS, XPOS, FEATS) triples, each of known labels, for joint decoding.
-    labels = {"upos": config["column_labels"]["upos"], "xpos": list(config["id2label"].values()),
-              "feats": config["column_labels"]["feats"]}  # fmt: skip
+    labels = {
+        "upos": config["column_labels"]["upos"],
+        "xpos": list(config["id2label"].values()),
+        "feats": config["column_labels"]["feats"],
+    }
     assert config["tag_combinations"]
-    assert all(u in labels["upos"] and x in labels["xpos"] and f in labels["feats"]
-               for u, x, f in config["tag_combinations"])  # fmt: skip
+    assert all(
+        u in labels["upos"] and x in labels["xpos"] and f in labels["feats"] for u, x, f in config["tag_combinations"]
+    )
     # Asking for lemmas there is an error naming the column.
     with pytest.raises(ValueError, match="columns: the train split has no lemma"):
         train(resolve_arguments({**vars(args), "columns": "xpos,lemma", "output_dir": str(tmp_path / "r2")}))
@@ -93,8 +123,7 @@ def test_a_treebank_without_lemmas_trains_without_a_lemma_head(tmp_path):
 @pytest.mark.slow
 def test_one_column_model_is_the_papers_and_multi_column_eval_sets_score_every_column(tmp_path):
     files = write_sample_treebank(tmp_path / "data", num_train=40, num_dev=10)
-    common = {**TINY, "treebank": "sample", "train_file": [str(files["train"])],
-              "dev_file": [str(files["validation"])]}  # fmt: skip
+    common = {**TINY, "treebank": "sample", "train_file": [str(files["train"])], "dev_file": [str(files["validation"])]}
     single = train(resolve_arguments({**common, "columns": "xpos", "output_dir": str(tmp_path / "one")}))
     assert single["columns"] == ["xpos"] and single["best"]["accuracy"] == single["best"]["xpos"]
     assert {"upos", "ufeats", "lemmas"}.isdisjoint(single["best"])
@@ -114,8 +143,13 @@ def test_one_column_model_is_the_papers_and_multi_column_eval_sets_score_every_c
     from cont_transformer.tagging.tag import Tagger
     from cont_transformer.tagging.tag_files import tag_file
 
-    tag_file(Tagger.from_pretrained(folder, device="cpu"), files["validation"], tmp_path / "p.conllu",
-             input_format="conllu", progress=False)  # fmt: skip
+    tag_file(
+        Tagger.from_pretrained(folder, device="cpu"),
+        files["validation"],
+        tmp_path / "p.conllu",
+        input_format="conllu",
+        progress=False,
+    )
     official = load_conll18().compute(
         predictions=[(tmp_path / "p.conllu").read_text()], references=[files["validation"].read_text()]
     )

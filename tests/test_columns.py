@@ -41,16 +41,19 @@ def row(i, form, lemma, upos, xpos, feats="_"):
     return f"{i}\t{form}\t{lemma}\t{upos}\t{xpos}\t{feats}\t0\troot\t_\t_"
 
 
-TRAIN = "\n".join([
-    row(1, "The", "the", "DET", "DT", "Definite=Def|PronType=Art"),
-    row(2, "cats", "cat", "NOUN", "NNS", "Number=Plur"),
-    row(3, "walked", "walk", "VERB", "VBD", "Tense=Past|Mood=Ind"),
-    row(4, ".", ".", "PUNCT", "."),
-    "",
-    row(1, "Tom", "Tom", "PROPN", "NNP", "Number=Sing"),
-    row(2, "sat", "sit", "VERB", "VBD", "Mood=Ind|Tense=Past"),
-    "", "",
-])  # fmt: skip
+TRAIN = "\n".join(
+    [
+        row(1, "The", "the", "DET", "DT", "Definite=Def|PronType=Art"),
+        row(2, "cats", "cat", "NOUN", "NNS", "Number=Plur"),
+        row(3, "walked", "walk", "VERB", "VBD", "Tense=Past|Mood=Ind"),
+        row(4, ".", ".", "PUNCT", "."),
+        "",
+        row(1, "Tom", "Tom", "PROPN", "NNP", "Number=Sing"),
+        row(2, "sat", "sit", "VERB", "VBD", "Mood=Ind|Tense=Past"),
+        "",
+        "",
+    ]
+)
 DEV = "\n".join([row(1, "Dogs", "dog", "NOUN", "NNS", "Number=Plur|Case=Nom"), "", ""])
 
 
@@ -69,19 +72,37 @@ def test_annotated_columns_and_their_labels(treebank):
     assert labels["upos"] == ["DET", "NOUN", "PROPN", "PUNCT", "VERB"]
     assert labels["feats"] == ["Definite=Def|PronType=Art", "Mood=Ind|Tense=Past", "Number=Plur", "Number=Sing", "_"]
     assert labels["lemma"][0] == "lower|-0+|-0+"  # the, .: the most frequent script
-    assert set(labels["lemma"]) == {"lower|-0+|-0+", "lower|-0+|-1+", "lower|-0+|-2+", "keep|-0+|-0+", "lower|-0+|-2+it"}
+    assert set(labels["lemma"]) == {
+        "lower|-0+|-0+",
+        "lower|-0+|-1+",
+        "lower|-0+|-2+",
+        "keep|-0+|-0+",
+        "lower|-0+|-2+it",
+    }
     factored = column_labels(train, ["feats"], feats_mode="factored")["feats"]
     assert factored == [
-        "Definite=_", "Definite=Def", "Mood=_", "Mood=Ind", "Number=_", "Number=Plur", "Number=Sing",
-        "PronType=_", "PronType=Art", "Tense=_", "Tense=Past",
-    ]  # fmt: skip
+        "Definite=_",
+        "Definite=Def",
+        "Mood=_",
+        "Mood=Ind",
+        "Number=_",
+        "Number=Plur",
+        "Number=Sing",
+        "PronType=_",
+        "PronType=Art",
+        "Tense=_",
+        "Tense=Past",
+    ]
     assert column_labels(train, ["lemma"], lemma_min_count=2) == {"lemma": ["lower|-0+|-0+"]}
 
 
 def test_a_treebank_without_lemmas_or_features_gets_no_such_column(tmp_path):
     bare = TRAIN.replace("\tthe\t", "\t_\t").split("\n")
-    bare = "\n".join("\t".join(f[:2] + ["_"] + f[3:5] + ["_"] + f[6:]) if "\t" in line else line
-                     for line in bare for f in [line.split("\t")])  # fmt: skip
+    bare = "\n".join(
+        "\t".join(f[:2] + ["_"] + f[3:5] + ["_"] + f[6:]) if "\t" in line else line
+        for line in bare
+        for f in [line.split("\t")]
+    )
     (tmp_path / "train.conllu").write_text(bare)
     train = load_treebank({"train": tmp_path / "train.conllu"})["train"]
     assert annotated_columns(train) == ("upos", "xpos")
@@ -137,11 +158,19 @@ def test_collator_pads_every_label_column_like_labels(treebank):
 
 def multi_config(**overrides) -> ContTransformerConfig:
     options = {
-        "vocab_size": len(WORDS) + 3, "hidden_size": 16, "num_attention_heads": 2, "intermediate_size": 24,
-        "num_basis": 4, "pad_token_id": 0, "bos_token_id": 2, "id2label": dict(enumerate(TAGS)),
-        "label2id": {t: i for i, t in enumerate(TAGS)}, "primary_column": "xpos", "column_labels": COLUMNS,
+        "vocab_size": len(WORDS) + 3,
+        "hidden_size": 16,
+        "num_attention_heads": 2,
+        "intermediate_size": 24,
+        "num_basis": 4,
+        "pad_token_id": 0,
+        "bos_token_id": 2,
+        "id2label": dict(enumerate(TAGS)),
+        "label2id": {t: i for i, t in enumerate(TAGS)},
+        "primary_column": "xpos",
+        "column_labels": COLUMNS,
         "feats_mode": "factored",
-    }  # fmt: skip
+    }
     return ContTransformerConfig(**{**options, **overrides})
 
 
@@ -186,11 +215,18 @@ def test_each_head_has_its_logits_and_the_loss_sums_the_columns():
     feats = torch.tensor([[0, 2]]).expand(2, 6, 2).clone()
     feats[:, 0] = -100
     lemmas = labels.clamp(max=2)
-    single = [model(inputs(), mask, **{name: value}).loss for name, value in
-              (("labels", labels), ("upos_labels", labels.clamp(max=4)), ("feats_labels", feats),
-               ("lemma_labels", lemmas))]  # fmt: skip
-    joint = model(inputs(), mask, labels=labels, upos_labels=labels.clamp(max=4), feats_labels=feats,
-                  lemma_labels=lemmas).loss  # fmt: skip
+    single = [
+        model(inputs(), mask, **{name: value}).loss
+        for name, value in (
+            ("labels", labels),
+            ("upos_labels", labels.clamp(max=4)),
+            ("feats_labels", feats),
+            ("lemma_labels", lemmas),
+        )
+    ]
+    joint = model(
+        inputs(), mask, labels=labels, upos_labels=labels.clamp(max=4), feats_labels=feats, lemma_labels=lemmas
+    ).loss
     torch.testing.assert_close(joint, sum(single))
     # -1 (a label the model lacks) is masked like -100 in the loss.
     scored = labels.masked_fill(labels == -1, -100)
@@ -198,8 +234,10 @@ def test_each_head_has_its_logits_and_the_loss_sums_the_columns():
     torch.testing.assert_close(single[0], expected)
     # Factored features: the mean over the features of each one's cross-entropy.
     case, number = output.feats_logits[:, 1:].split([2, 3], dim=-1)
-    expected = (torch.nn.functional.cross_entropy(case.flatten(0, 1), feats[:, 1:, 0].flatten())
-                + torch.nn.functional.cross_entropy(number.flatten(0, 1), feats[:, 1:, 1].flatten())) / 2
+    expected = (
+        torch.nn.functional.cross_entropy(case.flatten(0, 1), feats[:, 1:, 0].flatten())
+        + torch.nn.functional.cross_entropy(number.flatten(0, 1), feats[:, 1:, 1].flatten())
+    ) / 2
     torch.testing.assert_close(single[2], expected)
     with pytest.raises(ValueError, match="xpos_labels"):
         model(inputs(), xpos_labels=labels)
@@ -269,8 +307,13 @@ def test_every_head_loads_as_remote_code_and_the_pipeline_reads_the_primary_colu
     env.pop("PYTHONPATH", None)
     result = subprocess.run(
         [sys.executable, "-I", "-c", REMOTE, str(tmp_path), json.dumps(inputs().tolist())],
-        check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     remote = json.loads(result.stdout.strip().splitlines()[-1])
     assert remote.pop("module").startswith("transformers_modules.")
@@ -278,4 +321,3 @@ def test_every_head_loads_as_remote_code_and_the_pipeline_reads_the_primary_colu
     with torch.no_grad():
         for name, value in all_logits(model(inputs())).items():
             torch.testing.assert_close(torch.tensor(remote[name]), value, atol=1e-6, rtol=0)
-

@@ -35,9 +35,13 @@ def fresh_dynamo():
 
 # The tiny tagger (conftest.py) narrowed to width 8, without dropout.
 TAGGER = {
-    "vocab_size": 20, "hidden_size": 8, "intermediate_size": 8, "hidden_dropout_prob": 0.0,
-    "attention_probs_dropout_prob": 0.0, **labels("ABC"),
-}  # fmt: skip
+    "vocab_size": 20,
+    "hidden_size": 8,
+    "intermediate_size": 8,
+    "hidden_dropout_prob": 0.0,
+    "attention_probs_dropout_prob": 0.0,
+    **labels("ABC"),
+}
 
 
 def tagger_batch(seq_len=6, seed=0):
@@ -73,9 +77,7 @@ def test_compiled_tagger_equals_eager_in_training_and_evaluation():
     assert_same_step(compiled.train(), model.train(), batch)
     inputs = {k: v for k, v in batch.items() if k != "labels"}
     with torch.no_grad():
-        torch.testing.assert_close(
-            compiled.eval()(**inputs).logits, model.eval()(**inputs).logits, atol=1e-5, rtol=0
-        )
+        torch.testing.assert_close(compiled.eval()(**inputs).logits, model.eval()(**inputs).logits, atol=1e-5, rtol=0)
 
 
 def test_compiled_ode_resnet_equals_eager_and_updates_the_same_running_statistics():
@@ -89,9 +91,7 @@ def test_compiled_ode_resnet_equals_eager_and_updates_the_same_running_statistic
         torch.testing.assert_close(actual, expected, atol=1e-5, rtol=0, msg=name)
     with torch.no_grad():
         pixels = batch["pixel_values"]
-        torch.testing.assert_close(
-            compiled.eval()(pixels).logits, model.eval()(pixels).logits, atol=1e-5, rtol=0
-        )
+        torch.testing.assert_close(compiled.eval()(pixels).logits, model.eval()(pixels).logits, atol=1e-5, rtol=0)
 
 
 def test_compiled_once_per_shape_and_schedule_not_per_batch():

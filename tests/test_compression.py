@@ -131,9 +131,7 @@ def train_tagger(model, tokenizer, steps=40):
 
 
 def save_tagger(folder: Path, seed=0, train_steps=40, **overrides) -> Path:
-    tokenizer = build_tokenizer(
-        dict.fromkeys(w for s in TRAIN for w, _, _ in s), model_max_length=32
-    )
+    tokenizer = build_tokenizer(dict.fromkeys(w for s in TRAIN for w, _, _ in s), model_max_length=32)
     options = {
         "vocab_size": len(tokenizer),
         "max_position_embeddings": 32,
@@ -182,9 +180,7 @@ def test_compressed_card_records_its_lineage_and_measured_accuracy(tagger, data,
     shutil.copytree(tagger, source)
     model = load_model(source).model
     write_model_card(model, source, language="en", license="cc-by-sa-4.0", datasets="universal_dependencies")
-    result = compress(
-        source, tmp_path / "out", num_basis=2, eval_file=data, repeats=1, base_model="me/gum-tagger"
-    )
+    result = compress(source, tmp_path / "out", num_basis=2, eval_file=data, repeats=1, base_model="me/gum-tagger")
     card = ModelCard.load(tmp_path / "out" / "README.md")
     data_ = card.data
     assert (data_.base_model, data_.base_model_relation) == ("me/gum-tagger", "quantized")
@@ -224,23 +220,17 @@ def test_compress_then_reload_gives_the_reported_accuracy(tagger, data, tmp_path
     assert facts["non_embedding_parameters_after"] == result.compressed.non_embedding_parameters
     assert str(tagger) in facts["source_model"]
     assert "## Compression" in card.text and "compression ratio" in card.text
-    assert {"tokenizer.json", "config.json", "model.safetensors"} <= set(
-        os.listdir(tmp_path / "out")
-    )
+    assert {"tokenizer.json", "config.json", "model.safetensors"} <= set(os.listdir(tmp_path / "out"))
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left
 
 
 @pytest.mark.parametrize("method", ["projection", "interpolation"])
 @pytest.mark.parametrize("basis", ["piecewise_constant", "piecewise_linear"])
 def test_same_space_leaves_outputs_unchanged(tmp_path, data, method, basis):
-    source_dir = save_tagger(
-        tmp_path / "source", train_steps=0, basis=basis, num_basis=3, num_steps=5
-    )
+    source_dir = save_tagger(tmp_path / "source", train_steps=0, basis=basis, num_basis=3, num_steps=5)
     source = load_model(source_dir)
     same = compressed_copy(source.model, basis, 3, 5, method)
-    torch.testing.assert_close(
-        logits(same, source.preprocessor), logits(source.model, source.preprocessor)
-    )
+    torch.testing.assert_close(logits(same, source.preprocessor), logits(source.model, source.preprocessor))
     compress(
         source_dir,
         tmp_path / "out",
@@ -251,9 +241,7 @@ def test_same_space_leaves_outputs_unchanged(tmp_path, data, method, basis):
         repeats=1,
     )
     out = load_model(tmp_path / "out")
-    torch.testing.assert_close(
-        logits(out.model, out.preprocessor), logits(source.model, source.preprocessor)
-    )
+    torch.testing.assert_close(logits(out.model, out.preprocessor), logits(source.model, source.preprocessor))
 
 
 def test_source_model_is_left_unchanged_in_memory(tagger):
@@ -268,9 +256,7 @@ def test_source_model_is_left_unchanged_in_memory(tagger):
 # --- bad input -------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def legendre_tagger(tmp_path_factory) -> Path:
-    return save_tagger(
-        tmp_path_factory.mktemp("models") / "legendre", train_steps=0, basis="legendre", num_basis=3
-    )
+    return save_tagger(tmp_path_factory.mktemp("models") / "legendre", train_steps=0, basis="legendre", num_basis=3)
 
 
 @pytest.mark.parametrize(
@@ -299,15 +285,11 @@ def test_bad_choices_raise_before_anything_is_written(tagger, tmp_path, kwargs, 
 def test_interpolation_from_a_basis_without_control_points(legendre_tagger, tmp_path):
     before = tree_hashes(legendre_tagger)
     with pytest.raises(ValueError, match=r"^method: .*source basis 'legendre'"):
-        compress(
-            legendre_tagger, tmp_path / "out", basis="piecewise_constant", method="interpolation"
-        )
+        compress(legendre_tagger, tmp_path / "out", basis="piecewise_constant", method="interpolation")
     assert os.listdir(tmp_path) == []
     assert tree_hashes(legendre_tagger) == before
     # Projection works from any basis.
-    result = compress(
-        legendre_tagger, tmp_path / "out", basis="piecewise_constant", num_basis=2, repeats=1
-    )
+    result = compress(legendre_tagger, tmp_path / "out", basis="piecewise_constant", num_basis=2, repeats=1)
     assert result.compressed.basis == "piecewise_constant"
 
 
@@ -375,9 +357,7 @@ def test_sweep_points_cover_both_figures():
     ]
 
 
-def row(
-    grid="num_basis", basis="piecewise_constant", k=4, n=4, params=100, accuracy=0.9, seconds=1.0
-):
+def row(grid="num_basis", basis="piecewise_constant", k=4, n=4, params=100, accuracy=0.9, seconds=1.0):
     return SweepRow(
         grid,
         "projection",
@@ -424,9 +404,7 @@ def test_sweep_writes_csv_plots_and_the_selected_model(tagger, data, tmp_path):
     )
     assert tree_hashes(tagger) == before
     rows = read_csv(tmp_path / "sweep" / CSV_NAME)
-    expected = [("source", "piecewise_constant", 4, 4)] + sweep_points(
-        "piecewise_constant", 4, 4, 1.0
-    )
+    expected = [("source", "piecewise_constant", 4, 4)] + sweep_points("piecewise_constant", 4, 4, 1.0)
     assert [(r.grid, r.basis, r.num_basis, r.num_steps) for r in rows] == expected
     assert rows[0].accuracy_drop == 0 and rows[0].compression_ratio == 1
     for name in (PARAMETERS_PLOT, NUM_STEPS_PLOT):
@@ -484,9 +462,7 @@ def test_cli_compress_and_sweep(tagger, data, tmp_path):
 @pytest.fixture(scope="module")
 def script():
     """scripts/compress.py as a module, to call its main() in this process."""
-    spec = importlib.util.spec_from_file_location(
-        "compress_script", REPO / "scripts" / "compress.py"
-    )
+    spec = importlib.util.spec_from_file_location("compress_script", REPO / "scripts" / "compress.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -516,9 +492,7 @@ def test_cli_bad_input(script, tagger, tmp_path, capsys, arguments, message):
 
 # --- image models ----------------------------------------------------------------------
 def write_idx(path: Path, array: np.ndarray) -> None:
-    header = bytes([0, 0, 0x08, array.ndim]) + b"".join(
-        int(d).to_bytes(4, "big") for d in array.shape
-    )
+    header = bytes([0, 0, 0x08, array.ndim]) + b"".join(int(d).to_bytes(4, "big") for d in array.shape)
     with gzip.open(path, "wb") as handle:
         handle.write(header + array.astype(np.uint8).tobytes())
 
@@ -536,7 +510,9 @@ def image_model(tmp_path_factory) -> tuple[Path, Path]:
         write_idx(root / f"{prefix}-images-idx3-ubyte.gz", images)
         write_idx(root / f"{prefix}-labels-idx1-ubyte.gz", labels)
     torch.manual_seed(0)
-    config = tiny_ode_resnet_config(stage_channels=[4], stage_strides=[1], num_basis=4, id2label={i: str(i) for i in range(3)})
+    config = tiny_ode_resnet_config(
+        stage_channels=[4], stage_strides=[1], num_basis=4, id2label={i: str(i) for i in range(3)}
+    )
     model = OdeResNetForImageClassification(config).eval()
     model.save_pretrained(root / "model")
     OdeResNetImageProcessor().save_pretrained(root / "model")
@@ -546,9 +522,7 @@ def image_model(tmp_path_factory) -> tuple[Path, Path]:
 def test_image_model_compress_reload_and_same_space(image_model, tmp_path):
     model_dir, idx_dir = image_model
     before = tree_hashes(model_dir)
-    result = compress(
-        model_dir, tmp_path / "out", num_basis=2, num_steps=2, eval_file=idx_dir, repeats=1
-    )
+    result = compress(model_dir, tmp_path / "out", num_basis=2, num_steps=2, eval_file=idx_dir, repeats=1)
     assert tree_hashes(model_dir) == before
     assert "24 images" in result.eval_description
     assert result.source.accuracy <= 20 / 24 and result.compressed.accuracy <= 20 / 24
@@ -558,9 +532,7 @@ def test_image_model_compress_reload_and_same_space(image_model, tmp_path):
     assert (tmp_path / "out" / "preprocessor_config.json").is_file()
     assert ModelCard.load(tmp_path / "out" / "README.md").data.compression["num_basis"] == 2
 
-    kept = compress(
-        model_dir, tmp_path / "kept", num_basis=2, state_num_basis=4, eval_file=idx_dir, repeats=1
-    )
+    kept = compress(model_dir, tmp_path / "kept", num_basis=2, state_num_basis=4, eval_file=idx_dir, repeats=1)
     assert (kept.compressed.num_basis, kept.compressed.state_num_basis) == (2, 4)
     reloaded = load_model(tmp_path / "kept")
     assert reloaded.model.ode_resnet.stages[0].ode.state_num_basis == 4
@@ -605,9 +577,13 @@ def test_halving_k_alone_keeps_the_running_statistics():
     # The training report scores the same copies and says which statistics each kept.
     rows = score_variants(model, lambda m: {"accuracy": 0.5}, ["accuracy"], "accuracy")
     assert [(r["model"], r["num_basis"], r["state_num_basis"], r["num_steps"]) for r in rows] == [
-        ("trained", 4, 4, 4), ("K/2", 2, 4, 4), ("K/4", 1, 4, 4), ("N_T/2", 4, 4, 2),
-        ("N_T/4", 4, 4, 1), ("K/2, N_T/2", 2, 2, 2),
-    ]  # fmt: skip
+        ("trained", 4, 4, 4),
+        ("K/2", 2, 4, 4),
+        ("K/4", 1, 4, 4),
+        ("N_T/2", 4, 4, 2),
+        ("N_T/4", 4, 4, 1),
+        ("K/2, N_T/2", 2, 2, 2),
+    ]
 
 
 def test_image_sweep_adds_the_statistics_kept_line(image_model, tmp_path):
@@ -647,8 +623,19 @@ def test_cli_pushes_the_written_folder(script, tagger, tmp_path, monkeypatch):
             return type("Commit", (), {"commit_url": f"https://hub/{repo_id}/commit"})()
 
     monkeypatch.setattr("cont_transformer.training.outputs.HfApi", FakeApi)
-    script.main([str(tagger), "--num-basis", "2", "--output-dir", str(tmp_path / "out"),
-                 "--repeats", "1", "--push-to-hub", "me/tagger-k2"])  # fmt: skip
+    script.main(
+        [
+            str(tagger),
+            "--num-basis",
+            "2",
+            "--output-dir",
+            str(tmp_path / "out"),
+            "--repeats",
+            "1",
+            "--push-to-hub",
+            "me/tagger-k2",
+        ]
+    )
     assert calls[0] == ("create_repo", "me/tagger-k2")
     assert calls[1][:2] == ("upload_folder", "me/tagger-k2")
     assert {"README.md", "config.json", "model.safetensors", "tokenizer.json"} <= set(calls[1][2])

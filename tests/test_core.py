@@ -92,7 +92,9 @@ NESTED = [
     (("legendre", 3), ("legendre", 5)),
     (("piecewise_linear", 2), ("legendre", 2)),
 ]
-SELF = [(b, b) for b in [("piecewise_constant", 5), ("piecewise_linear", 4), ("discontinuous_linear", 6), ("legendre", 4)]]
+SELF = [
+    (b, b) for b in [("piecewise_constant", 5), ("piecewise_linear", 4), ("discontinuous_linear", 6), ("legendre", 4)]
+]
 
 
 @pytest.mark.parametrize("src_spec,dst_spec", NESTED + SELF)
@@ -133,14 +135,25 @@ def test_projection_matches_brute_force_least_squares_and_is_idempotent(src_spec
     assert torch.allclose(projection_matrix(dst, dst) @ once, once, atol=1e-12)
 
 
-@pytest.mark.parametrize("name,num_basis", [("piecewise_constant", 3), ("piecewise_linear", 1), ("piecewise_linear", 4), ("discontinuous_linear", 4), ("legendre", 3)])
+@pytest.mark.parametrize(
+    "name,num_basis",
+    [
+        ("piecewise_constant", 3),
+        ("piecewise_linear", 1),
+        ("piecewise_linear", 4),
+        ("discontinuous_linear", 4),
+        ("legendre", 3),
+    ],
+)
 def test_refine_preserves_the_function(name, num_basis):
     basis = get_basis(name, num_basis, time_horizon=2.0)
     refined = refine_basis(basis)
     expected_k = {"piecewise_linear": 2 if num_basis == 1 else 2 * num_basis - 1}.get(name, 2 * num_basis)
     assert refined.num_basis == expected_k
     coefficients = _random(basis)
-    assert torch.allclose(_values(refined, projection_matrix(basis, refined) @ coefficients), _values(basis, coefficients), atol=1e-10)
+    assert torch.allclose(
+        _values(refined, projection_matrix(basis, refined) @ coefficients), _values(basis, coefficients), atol=1e-10
+    )
 
 
 def test_fit_points_recovers_a_function_in_the_space():
@@ -232,7 +245,13 @@ def test_checkpointed_steps_give_the_same_values_and_gradients():
 def test_combine_stages_is_combine_for_every_stage_and_tensor(copy):
     generator = torch.Generator().manual_seed(0)
     coefficients = {"a": torch.randn(5, 3, generator=generator), "b": torch.randn(5, 2, 2, generator=generator)}
-    stage_terms = [[(1, 1.0)], [(0, 0.25), (1, 0.75)], [(2, 0.5)], [(3, 0.25), (4, 0.75)], [(0, 0.2), (3, 0.3), (4, 0.5)]]
+    stage_terms = [
+        [(1, 1.0)],
+        [(0, 0.25), (1, 0.75)],
+        [(2, 0.5)],
+        [(3, 0.25), (4, 0.75)],
+        [(0, 0.2), (3, 0.3), (4, 0.5)],
+    ]
     mixed = combine_stages(coefficients, stage_terms, copy=copy)
     for terms, stage in zip(stage_terms, mixed):
         for name, value in coefficients.items():
@@ -442,7 +461,11 @@ def test_stateful_block_with_fewer_steps_than_basis_functions():
 
 @pytest.mark.parametrize(
     "src,dst",
-    [(("piecewise_constant", 4), ("piecewise_constant", 8)), (("piecewise_linear", 3), ("discontinuous_linear", 4)), (("piecewise_constant", 3), ("piecewise_constant", 3))],
+    [
+        (("piecewise_constant", 4), ("piecewise_constant", 8)),
+        (("piecewise_linear", 3), ("discontinuous_linear", 4)),
+        (("piecewise_constant", 3), ("piecewise_constant", 3)),
+    ],
 )
 def test_change_basis_of_a_model_keeps_the_output(src, dst):
     torch.manual_seed(0)
@@ -539,8 +562,14 @@ def test_block_survives_deepcopy_and_passes_extra_arguments():
         (lambda: get_basis("piecewise_linear", 3, time_horizon=0.0), ["time_horizon"]),
         (lambda: OdeBlock(Unit(), num_steps=0), ["num_steps"]),
         (lambda: OdeBlock(Unit(), scheme="rk45"), ["scheme", "rk4"]),
-        (lambda: interpolation_matrix(get_basis("legendre", 3), get_basis("piecewise_linear", 3)), ["control points", "legendre"]),
-        (lambda: interpolation_matrix(get_basis("piecewise_linear", 3), get_basis("legendre", 3)), ["control points", "legendre"]),
+        (
+            lambda: interpolation_matrix(get_basis("legendre", 3), get_basis("piecewise_linear", 3)),
+            ["control points", "legendre"],
+        ),
+        (
+            lambda: interpolation_matrix(get_basis("piecewise_linear", 3), get_basis("legendre", 3)),
+            ["control points", "legendre"],
+        ),
         (lambda: change_basis(OdeBlock(Unit()), method="spline"), ["method", "projection"]),
         (lambda: set_num_steps(nn.Linear(2, 2), 3), ["OdeBlock"]),
     ],

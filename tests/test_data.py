@@ -68,8 +68,11 @@ def test_read_skips_multiword_ranges_empty_nodes_and_comments(tmp_path):
             "lemma": ["cats", "do", "n't", "sleep", "."],
         },
         {
-            "tokens": ["Dogs", "bark"], "upos": ["NOUN", "VERB"], "xpos": ["NNS", "_"],
-            "feats": ["_", "_"], "lemma": ["dogs", "bark"],
+            "tokens": ["Dogs", "bark"],
+            "upos": ["NOUN", "VERB"],
+            "xpos": ["NNS", "_"],
+            "feats": ["_", "_"],
+            "lemma": ["dogs", "bark"],
         },
     ]
 
@@ -143,9 +146,7 @@ def test_missing_files_and_splits(tmp_path, monkeypatch):
 
 def test_known_treebanks_resolve_release_folders(tmp_path, monkeypatch):
     for index, part in enumerate(["a-1", "a-2", "b-1", "b-2"]):
-        write(
-            tmp_path, f"UD_German-HDT/de_hdt-ud-train-{part}.conllu", row("1", f"W{index}") + "\n"
-        )
+        write(tmp_path, f"UD_German-HDT/de_hdt-ud-train-{part}.conllu", row("1", f"W{index}") + "\n")
     for split in ("dev", "test"):
         write(tmp_path, f"UD_German-HDT/de_hdt-ud-{split}.conllu", SENTENCES)
     write(tmp_path, "UD_English-GUM/en_gum-ud-train.conllu", SENTENCES)
@@ -175,9 +176,7 @@ def test_sample_treebank_is_valid_and_ambiguous(tmp_path):
         baseline = most_frequent_tag_baseline(treebank["train"], treebank["validation"], column)
         assert 0.7 < baseline < 0.95
     assert (
-        write_sample_treebank(tmp_path / "again", num_train=300, num_dev=100)["train"].read_text(
-            encoding="utf-8"
-        )
+        write_sample_treebank(tmp_path / "again", num_train=300, num_dev=100)["train"].read_text(encoding="utf-8")
         == text
     )
 

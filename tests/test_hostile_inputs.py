@@ -66,8 +66,13 @@ def save_tagger(folder: Path, spelling: bool = False) -> Path:
     if spelling:
         tables, char_vocab_size = spelling_tables(tokenizer, set(WORDS), 6)
         model = tiny_tagger(
-            vocab_size=len(tokenizer), **TAGGER, word_representation="word+chars", char_vocab_size=char_vocab_size,
-            unk_token_id=tokenizer.unk_token_id, max_word_length=6, char_embedding_size=8,
+            vocab_size=len(tokenizer),
+            **TAGGER,
+            word_representation="word+chars",
+            char_vocab_size=char_vocab_size,
+            unk_token_id=tokenizer.unk_token_id,
+            max_word_length=6,
+            char_embedding_size=8,
             char_hidden_size=12,
         )
         model.cont_transformer.embeddings.set_spelling(**tables)
@@ -226,10 +231,17 @@ def test_tagging_time_is_linear_in_the_input(spelling_tagger, tmp_path):
 def test_one_run_per_output_folder_and_the_lock_goes_with_a_killed_run(tmp_path):
     folder = tmp_path / "run"
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         ("import sys, time; from cont_transformer.training.outputs import prepare_run_folder as p; "
-          f"p({str(folder)!r}, resuming=False, overwrite=False); print('locked', flush=True); time.sleep(60)")],
-        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys, time; from cont_transformer.training.outputs import prepare_run_folder as p; "
+                f"p({str(folder)!r}, resuming=False, overwrite=False); print('locked', flush=True); time.sleep(60)"
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     try:
         assert holder.stdout.readline().strip() == "locked"
@@ -289,8 +301,7 @@ def test_tag_refuses_output_equal_to_input_and_a_directory_input(saved, tmp_path
     line = run_tag([str(saved), "--input", str(text), "--output", str(link)], capsys)
     assert f"output: {link} is the input file" in line and "--in-place" in line
     assert text.read_text() == "the dog saw a bird.\n"
-    _script("tag").main([str(saved), "--input", str(text), "--output", str(text), "--in-place",
-                         "--no-progress"])
+    _script("tag").main([str(saved), "--input", str(text), "--output", str(text), "--in-place", "--no-progress"])
     assert text.read_text().startswith("# newdoc")
     line = run_tag([str(saved), "--input", str(tmp_path), "--output", str(tmp_path / "o")], capsys)
     assert line == f"error: input: {tmp_path} is a directory, not a file"
@@ -331,7 +342,10 @@ def test_a_diverging_run_stops_naming_the_step_and_saves_nothing_non_finite(tmp_
     ToyTrainer, toy = _toy()
     with pytest.raises(ValueError, match="learning_rate: must be a finite positive number, got inf"):
         parse_arguments(RunArguments, ["--learning-rate", "inf"])
-    with pytest.raises(TrainingDiverged, match=r"^step \d+: the (training loss is|weights are).*--learning-rate 10000 is likely too high"):
+    with pytest.raises(
+        TrainingDiverged,
+        match=r"^step \d+: the (training loss is|weights are).*--learning-rate 10000 is likely too high",
+    ):
         ToyTrainer(toy(tmp_path, learning_rate=1e4, refine_steps="none", eval_steps=1, max_steps=20)).run()
     best = tmp_path / "run" / "best" / "model.pt"
     if best.exists():
@@ -438,12 +452,13 @@ def test_the_pipeline_reads_raw_text_as_ud_words_one_entry_per_word(tmp_path):
     assert tokens[:4] == ["The", "dog", "b", " ##a"] and tokens.count(".") == 1 and "n't" in tokens
     grouped = pipeline("token-classification", model=str(folder), aggregation_strategy="first")
     assert len(grouped(text)) == 1  # transformers' entity grouping merges equal neighbours
-    tagger = pipeline("token-classification", model=str(folder), aggregation_strategy="first",
-                      pipeline_class=WordTaggingPipeline)  # fmt: skip
+    tagger = pipeline(
+        "token-classification", model=str(folder), aggregation_strategy="first", pipeline_class=WordTaggingPipeline
+    )
     entries = tagger(text)
     assert [entry["word"] for entry in entries] == words
     assert {entry["entity_group"] for entry in entries} == {"."}
-    assert [text[e["start"]:e["end"]] for e in entries] == words
+    assert [text[e["start"] : e["end"]] for e in entries] == words
     # Already-split words pass whole (treebank words are not cut again).
     tokenizer = AutoTokenizer.from_pretrained(folder)
     assert tokenizer(["U.S.", "n't", "3.5", "well-known"], is_split_into_words=True).word_ids()[1:5] == [0, 1, 2, 3]
@@ -468,21 +483,44 @@ def test_trainer_style_flags_in_both_spellings(tmp_path, capsys, monkeypatch):
 
     args, _ = parse_arguments(
         TrainingArguments,
-        ["--bf16", "--num_train_epochs", "2", "--do_train", "--do_eval", "--validation_file", "d.conllu",
-         "--train_file", "t.conllu", "--push_to_hub", "--hub_model_id", "me/pos", "--report_to", "tensorboard",
-         "--output_dir", str(tmp_path / "pos")],
+        [
+            "--bf16",
+            "--num_train_epochs",
+            "2",
+            "--do_train",
+            "--do_eval",
+            "--validation_file",
+            "d.conllu",
+            "--train_file",
+            "t.conllu",
+            "--push_to_hub",
+            "--hub_model_id",
+            "me/pos",
+            "--report_to",
+            "tensorboard",
+            "--output_dir",
+            str(tmp_path / "pos"),
+        ],
         preset_defaults=preset_defaults,
-    )  # fmt: skip
+    )
     assert (args.mixed_precision, args.num_train_epochs, args.do_train, args.do_eval) == ("bf16", 2.0, True, True)
     assert (args.dev_file, args.train_file, args.push_to_hub, args.report_to) == (
-        ["d.conllu"], ["t.conllu"], "me/pos", "tensorboard")
+        ["d.conllu"],
+        ["t.conllu"],
+        "me/pos",
+        "tensorboard",
+    )
     assert parse_arguments(RunArguments, ["--push-to-hub", "--output-dir", "runs/x"])[0].push_to_hub == "x"
     for argv, message in [
         (["--report_to", "wandb"], "report_to: wandb needs its package"),
         (["--report_to", "bogus"], "report_to: choose none, all or of"),
         (["--bf16", "--fp16"], "fp16: choose one of --bf16 and --fp16"),
     ]:
-        monkeypatch.setattr(importlib.util, "find_spec", lambda name, real=importlib.util.find_spec: None if name == "wandb" else real(name))
+        monkeypatch.setattr(
+            importlib.util,
+            "find_spec",
+            lambda name, real=importlib.util.find_spec: None if name == "wandb" else real(name),
+        )
         with pytest.raises(ValueError, match=message):
             parse_arguments(RunArguments, argv)
     if not torch.cuda.is_available():
@@ -509,8 +547,10 @@ def test_the_german_card_credits_its_dev_score_to_the_dev_treebank(tmp_path):
     from cont_transformer.tagging.data import treebank_facts
     from cont_transformer.tagging.trainer import PosTrainer
 
-    files = {"train": [tmp_path / "UD_German-LIT" / "de_lit-ud-test.conllu"],
-             "validation": [tmp_path / "UD_German-GSD" / "de_gsd-ud-dev.conllu"]}  # fmt: skip
+    files = {
+        "train": [tmp_path / "UD_German-LIT" / "de_lit-ud-test.conllu"],
+        "validation": [tmp_path / "UD_German-GSD" / "de_gsd-ud-dev.conllu"],
+    }
     trainer = object.__new__(PosTrainer)
     trainer.args = SimpleNamespace(treebank="de_lit", tag_column="xpos")
     trainer.files, trainer.facts, trainer.num_sentences = files, treebank_facts(files["train"]), (1922, 799)
@@ -526,9 +566,27 @@ def test_the_german_card_credits_its_dev_score_to_the_dev_treebank(tmp_path):
 @pytest.mark.slow
 def test_a_bf16_tagger_run_in_epochs_is_recorded_and_its_folder_loads(tmp_path, capsys):
     output = tmp_path / "pos"
-    _script("train_pos").main(["--bf16", "--num_train_epochs", "0.2", "--warmup_steps", "0", "--refine_steps", "none",
-                               "--num_basis", "2", "--output_dir", str(output), "--hidden_size", "32",
-                               "--intermediate_size", "32", "--char_hidden_size", "16"])  # fmt: skip
+    _script("train_pos").main(
+        [
+            "--bf16",
+            "--num_train_epochs",
+            "0.2",
+            "--warmup_steps",
+            "0",
+            "--refine_steps",
+            "none",
+            "--num_basis",
+            "2",
+            "--output_dir",
+            str(output),
+            "--hidden_size",
+            "32",
+            "--intermediate_size",
+            "32",
+            "--char_hidden_size",
+            "16",
+        ]
+    )
     metrics = json.loads((output / "metrics.json").read_text())
     steps_per_epoch = math.ceil(metrics["num_train_sentences"] / 64)
     assert metrics["step"] == math.ceil(0.2 * steps_per_epoch) and metrics["mixed_precision"] == "bf16"

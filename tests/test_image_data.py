@@ -31,9 +31,7 @@ from image_models.data import (
     to_tensors,
 )
 
-REAL_MNIST = Path(
-    os.environ.get("MNIST_DIR", Path(__file__).resolve().parents[2] / "shared" / "data" / "mnist")
-)
+REAL_MNIST = Path(os.environ.get("MNIST_DIR", Path(__file__).resolve().parents[2] / "shared" / "data" / "mnist"))
 
 
 def write_idx(path: Path, array: np.ndarray, compress: bool = False) -> None:
@@ -149,9 +147,7 @@ def test_image_folder_png_is_lossless_and_labelled_by_sorted_class(tmp_path):
     for split in ("train", "test"):
         images, labels = to_tensors(dataset[split])
         assert images.shape == (len(written[split]), 3, 8, 7)
-        np.testing.assert_array_equal(
-            images.permute(0, 2, 3, 1).numpy(), np.stack([p for p, _ in written[split]])
-        )
+        np.testing.assert_array_equal(images.permute(0, 2, 3, 1).numpy(), np.stack([p for p, _ in written[split]]))
         assert labels.tolist() == [label for _, label in written[split]]
 
 
@@ -323,9 +319,7 @@ def test_normalize_columns_encodes_plain_integer_labels():
         {
             split: datasets.Dataset.from_dict(
                 {"image": [Image.new("L", (3, 3))] * 3, "label": values},
-                features=datasets.Features(
-                    {"image": datasets.Image(), "label": datasets.Value("int64")}
-                ),
+                features=datasets.Features({"image": datasets.Image(), "label": datasets.Value("int64")}),
             )
             for split, values in (("train", [10, 2, 10]), ("test", [2, 2, 10]))
         }
@@ -396,10 +390,7 @@ def test_crop_is_a_shifted_window_of_the_zero_padded_image():
     offsets = set()
     for image, window in zip(padded, cropped):
         matches = [
-            (dy, dx)
-            for dy in range(5)
-            for dx in range(5)
-            if torch.equal(image[:, dy : dy + 6, dx : dx + 5], window)
+            (dy, dx) for dy in range(5) for dx in range(5) if torch.equal(image[:, dy : dy + 6, dx : dx + 5], window)
         ]
         assert matches
         offsets.add(matches[0])
@@ -445,9 +436,7 @@ def test_processor_round_trips_through_save_pretrained(tmp_path):
     OdeResNetConfig.from_preset("cifar10-small", num_labels=100).save_pretrained(tmp_path)
     auto = AutoImageProcessor.from_pretrained(tmp_path)
     batch = torch.randint(0, 256, (2, 3, 4, 4), dtype=torch.uint8)
-    torch.testing.assert_close(
-        auto(batch, return_tensors="pt")["pixel_values"], processor.preprocess_tensor(batch)
-    )
+    torch.testing.assert_close(auto(batch, return_tensors="pt")["pixel_values"], processor.preprocess_tensor(batch))
 
 
 def test_processor_converts_images_to_the_model_channels():

@@ -59,10 +59,7 @@ def test_alternating_flip_mirrors_each_image_every_other_epoch():
     images = torch.arange(6 * 2 * 4, dtype=torch.uint8).reshape(6, 1, 2, 4)
     parities = flip_parities(6, seed=3)
     flipped = torch.stack(
-        [
-            (alternating_flip(images, parities, epoch) != images).flatten(1).any(1)
-            for epoch in range(4)
-        ]
+        [(alternating_flip(images, parities, epoch) != images).flatten(1).any(1) for epoch in range(4)]
     )  # (epochs, images)
     for epoch in range(3):
         assert torch.equal(flipped[epoch + 1], ~flipped[epoch])
@@ -113,8 +110,9 @@ def test_tta_accuracy_scores_the_mean_of_the_views():
 
 def test_decoupled_groups_decay_alike_and_biases_learn_faster():
     model = tiny_rgb_model()
-    optimizer = build_sgd(model, learning_rate=2.0, weight_decay=0.01, momentum=0.85, nesterov=True,
-                          bias_lr_scale=64.0, decoupled=True)  # fmt: skip
+    optimizer = build_sgd(
+        model, learning_rate=2.0, weight_decay=0.01, momentum=0.85, nesterov=True, bias_lr_scale=64.0, decoupled=True
+    )
     biases, rest = optimizer.param_groups
     assert biases["lr_scale"] == 64.0 and rest["lr_scale"] == 1.0
     # decay per step = rate x group decay: the same for both groups
@@ -222,9 +220,22 @@ def make_tiny_cifar(folder: Path, per_class=(12, 4), size=12) -> None:
 
 def test_cifar10_fast_trains_end_to_end_and_the_pipeline_loads_it(tmp_path):
     make_tiny_cifar(tmp_path / "data")
-    flags = [str(RECIPES / "cifar10_fast.json"), "--dataset", str(tmp_path / "data"),
-             "--output-dir", str(tmp_path / "run"), "--batch-size", "8", "--epochs", "3",
-             "--refine-epochs", "1", "2", "--validation-size", "6"]  # fmt: skip
+    flags = [
+        str(RECIPES / "cifar10_fast.json"),
+        "--dataset",
+        str(tmp_path / "data"),
+        "--output-dir",
+        str(tmp_path / "run"),
+        "--batch-size",
+        "8",
+        "--epochs",
+        "3",
+        "--refine-epochs",
+        "1",
+        "2",
+        "--validation-size",
+        "6",
+    ]
     args, _ = parse_arguments(ImageTrainingArguments, flags, preset_defaults=preset_defaults)
     assert args.whiten_stem and args.flip == "alternating" and args.mixed_precision == "bf16"
     metrics = train(args)
@@ -244,10 +255,25 @@ def test_cifar10_fast_trains_end_to_end_and_the_pipeline_loads_it(tmp_path):
 
 def test_config_overrides_replace_the_preset_s_network_and_bad_ones_name_the_flag(tmp_path):
     make_tiny_cifar(tmp_path / "data")
-    flags = [str(RECIPES / "cifar10_fast.json"), "--dataset", str(tmp_path / "data"),
-             "--output-dir", str(tmp_path / "run"), "--batch-size", "8", "--epochs", "1",
-             "--refine-epochs", "1", "--validation-size", "6", "--compression-report", "false",
-             "--config-overrides", '{"stitch": "residual", "stage_channels": [8, 12, 16]}']  # fmt: skip
+    flags = [
+        str(RECIPES / "cifar10_fast.json"),
+        "--dataset",
+        str(tmp_path / "data"),
+        "--output-dir",
+        str(tmp_path / "run"),
+        "--batch-size",
+        "8",
+        "--epochs",
+        "1",
+        "--refine-epochs",
+        "1",
+        "--validation-size",
+        "6",
+        "--compression-report",
+        "false",
+        "--config-overrides",
+        '{"stitch": "residual", "stage_channels": [8, 12, 16]}',
+    ]
     args, _ = parse_arguments(ImageTrainingArguments, flags, preset_defaults=preset_defaults)
     train(args)
     config = OdeResNetForImageClassification.from_pretrained(tmp_path / "run" / "best").config
@@ -270,8 +296,14 @@ def test_config_overrides_replace_the_preset_s_network_and_bad_ones_name_the_fla
 def test_flip_none_translates_without_mirroring(tmp_path, flip, mirrored):
     make_tiny_cifar(tmp_path / "data")
     args = ImageTrainingArguments(
-        dataset=str(tmp_path / "data"), preset="cifar10-fast", output_dir=str(tmp_path / "run"),
-        batch_size=30, validation_size=6, augment=True, translate=0, flip=flip,
+        dataset=str(tmp_path / "data"),
+        preset="cifar10-fast",
+        output_dir=str(tmp_path / "run"),
+        batch_size=30,
+        validation_size=6,
+        augment=True,
+        translate=0,
+        flip=flip,
     )
     trainer = ImageTrainer(args)
     images, _ = trainer.train_split

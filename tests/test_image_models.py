@@ -79,7 +79,9 @@ def discrete_forward(model: OdeResNetForImageClassification, units: list[list[Ra
 def test_euler_piecewise_constant_is_a_resnet_with_batchnorm_per_layer():
     torch.manual_seed(0)
     K = 3
-    config = tiny_ode_resnet_config(scheme="euler", basis="piecewise_constant", num_basis=K, num_steps=K, time_horizon=K)
+    config = tiny_ode_resnet_config(
+        scheme="euler", basis="piecewise_constant", num_basis=K, num_steps=K, time_horizon=K
+    )
     model = OdeResNetForImageClassification(config).double()
     randomize(model)
     reference = copy.deepcopy(model)
@@ -105,7 +107,9 @@ def test_euler_piecewise_constant_is_a_resnet_with_batchnorm_per_layer():
     logits = model(pixels).logits
     reference_logits = discrete_forward(reference, units, pixels)
     torch.testing.assert_close(logits, reference_logits, atol=1e-5, rtol=0)
-    for loss, optimizer in zip((F.cross_entropy(logits, labels), F.cross_entropy(reference_logits, labels)), optimizers):
+    for loss, optimizer in zip(
+        (F.cross_entropy(logits, labels), F.cross_entropy(reference_logits, labels)), optimizers
+    ):
         loss.backward()
         optimizer.step()
     for stage, stage_units in zip(model.ode_resnet.stages, units):
@@ -259,7 +263,11 @@ def make_mnist_like(folder, num_train=96, num_test=48, size=10) -> None:
         images = rng.integers(0, 60, size=(count, size, size))
         half = size // 2
         for image, label in zip(images, labels):
-            rows, cols = [(slice(None), slice(0, half)), (slice(0, half), slice(None)), (slice(half, None), slice(half, None))][label]
+            rows, cols = [
+                (slice(None), slice(0, half)),
+                (slice(0, half), slice(None)),
+                (slice(half, None), slice(half, None)),
+            ][label]
             image[rows, cols] += 190
         write_idx(folder / f"{prefix}-images-idx3-ubyte.gz", images)
         write_idx(folder / f"{prefix}-labels-idx1-ubyte.gz", labels)
@@ -270,8 +278,15 @@ def test_training_end_to_end_refines_saves_and_resumes(tmp_path, monkeypatch):
     data.mkdir()
     make_mnist_like(data, num_train=160)
     args = {
-        "dataset": str(data), "output_dir": str(tmp_path / "run"), "preset": "mnist-small", "epochs": 2,
-        "batch_size": 16, "refine_epochs": [1], "lr_decay_epochs": [1], "scheme": "euler", "num_basis": 2,
+        "dataset": str(data),
+        "output_dir": str(tmp_path / "run"),
+        "preset": "mnist-small",
+        "epochs": 2,
+        "batch_size": 16,
+        "refine_epochs": [1],
+        "lr_decay_epochs": [1],
+        "scheme": "euler",
+        "num_basis": 2,
         "validation_size": 20,
     }
     metrics = train(ImageTrainingArguments(**args))
@@ -306,13 +321,38 @@ def test_two_process_training_splits_batches_and_counts_every_test_image(tmp_pat
     data.mkdir()
     make_mnist_like(data, num_train=97, num_test=45)  # odd sizes: uneven shards
     command = [
-        sys.executable, "-m", "accelerate.commands.launch", "--num_machines", "1",
-        "--mixed_precision", "no", "--dynamo_backend", "no", "--multi_gpu", "--num_processes", "2",
-        str(REPO / "scripts" / "train_image.py"), "--dataset", str(data),
-        "--output-dir", str(tmp_path / "run"), "--preset", "mnist-small", "--epochs", "2",
-        "--refine-epochs", "1", "--num-basis", "2", "--validation-size", "21", "--scheme", "euler",
-        "--batch-size", "16",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        str(REPO / "scripts" / "train_image.py"),
+        "--dataset",
+        str(data),
+        "--output-dir",
+        str(tmp_path / "run"),
+        "--preset",
+        "mnist-small",
+        "--epochs",
+        "2",
+        "--refine-epochs",
+        "1",
+        "--num-basis",
+        "2",
+        "--validation-size",
+        "21",
+        "--scheme",
+        "euler",
+        "--batch-size",
+        "16",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run(command, check=False, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -329,8 +369,15 @@ def test_two_process_training_splits_batches_and_counts_every_test_image(tmp_pat
     # The gathered test accuracy of the run is the accuracy over all 45 test images, once each.
     assert evaluate(model, test_images, test_labels, processor) == metrics["test"]["accuracy"]
 
-    odd = subprocess.run([*command[:-2], "--batch-size", "15", "--output-dir", str(tmp_path / "odd")],
-                         check=False, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)  # fmt: skip
+    odd = subprocess.run(
+        [*command[:-2], "--batch-size", "15", "--output-dir", str(tmp_path / "odd")],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
+    )
     # accelerate launch reports the failed process (exit 1); the process says why in one line.
     assert odd.returncode != 0 and "error: batch_size: 15 must be divisible" in odd.stderr
 
@@ -345,15 +392,37 @@ def test_killed_image_run_resumes_like_an_uninterrupted_one(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     make_mnist_like(data, num_train=200)
-    command = [sys.executable, str(REPO / "scripts" / "train_image.py"), "--dataset", str(data),
-               "--preset", "mnist-small", "--epochs", "3", "--refine-epochs", "1", "--num-basis", "2",
-               "--validation-size", "24", "--scheme", "euler", "--batch-size", "16"]  # fmt: skip
+    command = [
+        sys.executable,
+        str(REPO / "scripts" / "train_image.py"),
+        "--dataset",
+        str(data),
+        "--preset",
+        "mnist-small",
+        "--epochs",
+        "3",
+        "--refine-epochs",
+        "1",
+        "--num-basis",
+        "2",
+        "--validation-size",
+        "24",
+        "--scheme",
+        "euler",
+        "--batch-size",
+        "16",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     reference = tmp_path / "reference"
     subprocess.run([*command, "--output-dir", str(reference)], check=True, capture_output=True, env=env, timeout=300)
     output = tmp_path / "killed"
-    process = subprocess.Popen([*command, "--output-dir", str(output)], env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    process = subprocess.Popen(
+        [*command, "--output-dir", str(output)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     first = output / "checkpoints" / "step-11" / "trainer_state.json"
     deadline = time.monotonic() + 300
     while not first.exists() and process.poll() is None and time.monotonic() < deadline:
@@ -362,8 +431,14 @@ def test_killed_image_run_resumes_like_an_uninterrupted_one(tmp_path):
     os.killpg(process.pid, signal.SIGKILL)
     assert process.wait() != 0, "the run ended before it could be killed"
     AutoModelForImageClassification.from_pretrained(output / "best")
-    resumed = subprocess.run([*command, "--output-dir", str(output), "--resume-from-checkpoint", "latest"], check=False,
-                             capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+    resumed = subprocess.run(
+        [*command, "--output-dir", str(output), "--resume-from-checkpoint", "latest"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     expected = json.loads((reference / "metrics.json").read_text())
     got = json.loads((output / "metrics.json").read_text())

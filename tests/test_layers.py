@@ -79,10 +79,7 @@ def imported_modules(path: Path) -> list[tuple[int, str]]:
                 anchor = package[: len(package) - node.level + 1]
                 base = ".".join([*anchor, *([base] if base else [])])
             # ``from . import x`` may name a submodule: judge each name as one.
-            found += [
-                (node.lineno, f"{base}.{alias.name}" if not node.module else base)
-                for alias in node.names
-            ]
+            found += [(node.lineno, f"{base}.{alias.name}" if not node.module else base) for alias in node.names]
     return found
 
 
@@ -166,11 +163,7 @@ def test_the_top_level_conveniences_load_on_first_use():
 
     assert cont_transformer.tag is tag and cont_transformer.Tagger is Tagger
     assert cont_transformer.build_tokenizer is build_tokenizer
-    assert (
-        {"tag", "Tagger", "build_tokenizer"}
-        <= set(cont_transformer.__all__)
-        <= set(dir(cont_transformer))
-    )
+    assert {"tag", "Tagger", "build_tokenizer"} <= set(cont_transformer.__all__) <= set(dir(cont_transformer))
     assert isinstance(cont_transformer.__version__, str)
     with pytest.raises(AttributeError, match="no_such_name"):
         cont_transformer.no_such_name  # noqa: B018

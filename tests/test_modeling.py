@@ -159,9 +159,7 @@ def test_hidden_states_are_the_depth_trajectory():
     torch.testing.assert_close(hidden[0], base.embeddings(input_ids).vectors)
     # x(t_1) is the output of the first layer alone: a one-layer model with slice 0.
     one_layer = tiny_tagger(num_basis=1, num_steps=1, time_horizon=1.0)
-    one_layer.load_state_dict(
-        {k: v[:1] if ".encoder.rate." in k else v for k, v in model.state_dict().items()}
-    )
+    one_layer.load_state_dict({k: v[:1] if ".encoder.rate." in k else v for k, v in model.state_dict().items()})
     first = one_layer(input_ids, output_hidden_states=True).hidden_states
     torch.testing.assert_close(hidden[1], first[1], atol=1e-6, rtol=0)
     encoded = base(input_ids, output_hidden_states=True)
@@ -422,10 +420,15 @@ def test_saved_folder_is_complete_for_sharing(saved_tagger):
     assert card.data.pipeline_tag == "token-classification"
     assert "cont-transformer" in card.data.tags
     counts = model.num_parameters_split()
-    for fact in ("| basis | piecewise_constant |", "| K (num_basis) | 2 |", "| N_T (num_steps) | 1 |",
-                 "| word representation | word embeddings (unknown words: [UNK]) |",
-                 "| scheme | euler |", f"| parameters, non-embedding | {counts['non_embedding']:,} |",
-                 f"| parameters, embedding | {counts['embedding']:,} |"):
+    for fact in (
+        "| basis | piecewise_constant |",
+        "| K (num_basis) | 2 |",
+        "| N_T (num_steps) | 1 |",
+        "| word representation | word embeddings (unknown words: [UNK]) |",
+        "| scheme | euler |",
+        f"| parameters, non-embedding | {counts['non_embedding']:,} |",
+        f"| parameters, embedding | {counts['embedding']:,} |",
+    ):
         assert fact in card.text, fact
 
 
@@ -438,10 +441,14 @@ def spelling_tagger(seed=0, **overrides):
     max_word_length = overrides.pop("max_word_length", 6)
     tables, char_vocab_size = spelling_tables(tokenizer, set(WORDS), max_word_length)
     options = {
-        "vocab_size": len(tokenizer), "unk_token_id": tokenizer.unk_token_id,
-        "word_representation": "word+chars", "char_vocab_size": char_vocab_size,
-        "char_embedding_size": 8, "char_hidden_size": 12, "max_word_length": max_word_length,
-    }  # fmt: skip
+        "vocab_size": len(tokenizer),
+        "unk_token_id": tokenizer.unk_token_id,
+        "word_representation": "word+chars",
+        "char_vocab_size": char_vocab_size,
+        "char_embedding_size": 8,
+        "char_hidden_size": 12,
+        "max_word_length": max_word_length,
+    }
     model = tiny_tagger(seed, **{**options, **overrides})
     model.cont_transformer.embeddings.set_spelling(**tables)
     return model, tokenizer
@@ -469,17 +476,25 @@ def test_model_reads_each_words_spelling_from_input_ids():
     alphabet = sorted(set("".join(WORDS)))
     generator = torch.Generator().manual_seed(0)
     sentences = [
-        ["".join(alphabet[i] for i in torch.randint(len(alphabet), (n,), generator=generator).tolist())
-         for n in torch.randint(1, 12, (7,), generator=generator).tolist()] + ["the", "mat"]
+        [
+            "".join(alphabet[i] for i in torch.randint(len(alphabet), (n,), generator=generator).tolist())
+            for n in torch.randint(1, 12, (7,), generator=generator).tolist()
+        ]
+        + ["the", "mat"]
         for _ in range(4)
-    ]  # fmt: skip
+    ]
     encoding = encode_words(tokenizer, sentences, padding=True, return_tensors="pt")  # words whole
     embeddings = model.cont_transformer.embeddings
     starts, token_words = word_spans(encoding["input_ids"], encoding["attention_mask"], embeddings.continuation)
     characters = spell_words(
-        encoding["input_ids"], encoding["attention_mask"], starts, token_words, 10,
-        embeddings.piece_characters, embeddings.piece_lengths,
-    )  # fmt: skip
+        encoding["input_ids"],
+        encoding["attention_mask"],
+        starts,
+        token_words,
+        10,
+        embeddings.piece_characters,
+        embeddings.piece_lengths,
+    )
     for row, words in enumerate(sentences):
         for index, word in enumerate(words):
             expected = [CHAR_BOW] + [3 + alphabet.index(c) for c in clip_spelling(word, 6)] + [CHAR_EOW]
@@ -489,8 +504,11 @@ def test_model_reads_each_words_spelling_from_input_ids():
     # The representation: the CNN of each word's spelling (run once per distinct word)
     # plus the embedding of the word, or of [UNK] for words not in WORDS.
     vectors = WordRepresentation.forward(embeddings, encoding["input_ids"], encoding["attention_mask"])
-    ids = [[tokenizer.bos_token_id] + [tokenizer.convert_tokens_to_ids(w) if w in WORDS else
-            tokenizer.unk_token_id for w in words] for words in sentences]  # fmt: skip
+    ids = [
+        [tokenizer.bos_token_id]
+        + [tokenizer.convert_tokens_to_ids(w) if w in WORDS else tokenizer.unk_token_id for w in words]
+        for words in sentences
+    ]
     expected = embeddings.characters(characters.flatten(0, 1)).view(4, 10, -1)
     expected = expected + embeddings.word_embeddings(torch.tensor(ids))
     torch.testing.assert_close(vectors.vectors, expected, atol=1e-6, rtol=0)
@@ -578,9 +596,7 @@ def test_spelling_model_ignores_padding():
     for row, sentence in enumerate(sentences):
         alone = tokenizer(sentence, is_split_into_words=True, return_tensors="pt")
         length = alone["input_ids"].shape[1]
-        torch.testing.assert_close(
-            model(**batch).logits[row, :length], model(**alone).logits[0], atol=1e-5, rtol=0
-        )
+        torch.testing.assert_close(model(**batch).logits[row, :length], model(**alone).logits[0], atol=1e-5, rtol=0)
 
 
 def test_spelling_model_round_trips_and_compression_leaves_the_representation(tmp_path):
@@ -612,8 +628,9 @@ def test_spelling_model_tags_through_the_pipeline_and_tag(tmp_path):
     tokenizer.save_pretrained(tmp_path)
     assert "| word representation | word embeddings + character CNN" in (tmp_path / "README.md").read_text()
     sentence = ["the", "tacos", "sat", "on", "a", "mast", "."]
-    (tagged,) = tag([sentence], AutoModelForTokenClassification.from_pretrained(tmp_path),
-                    AutoTokenizer.from_pretrained(tmp_path))  # fmt: skip
+    (tagged,) = tag(
+        [sentence], AutoModelForTokenClassification.from_pretrained(tmp_path), AutoTokenizer.from_pretrained(tmp_path)
+    )
     tagged = list(tagged)
     encoding = tokenizer(sentence, is_split_into_words=True, return_tensors="pt")
     word_ids = encoding.word_ids()
@@ -642,11 +659,17 @@ def test_spelling_model_trains_with_the_hugging_face_trainer(tmp_path):
     before = model.cont_transformer.embeddings.characters.convolution.weight.clone()
     trainer = Trainer(
         model=model.train(),
-        args=TrainingArguments(output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=2,
-                               report_to=[], use_cpu=True, save_strategy="no"),
+        args=TrainingArguments(
+            output_dir=str(tmp_path),
+            max_steps=2,
+            per_device_train_batch_size=2,
+            report_to=[],
+            use_cpu=True,
+            save_strategy="no",
+        ),
         train_dataset=Dataset.from_list(rows),
         data_collator=DataCollatorForTokenClassification(tokenizer),
-    )  # fmt: skip
+    )
     result = trainer.train()
     assert math.isfinite(result.training_loss)
     assert not torch.equal(model.cont_transformer.embeddings.characters.convolution.weight, before)

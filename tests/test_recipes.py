@@ -55,15 +55,11 @@ def test_every_recipe_parses_into_valid_arguments(name):
     assert args.output_dir.startswith("runs/")
     for key, value in recipe.items():
         parsed = getattr(args, key)
-        assert parsed == (
-            tuple(int(s) for s in value.split(",")) if key == "refine_steps" else value
-        )
+        assert parsed == (tuple(int(s) for s in value.split(",")) if key == "refine_steps" else value)
 
 
 def test_a_flag_beats_the_recipe_file():
-    args, extra = _parse(
-        "en_gum", "--max-steps", "3500", "--word_dropout", "1", "--output-dir", "x"
-    )
+    args, extra = _parse("en_gum", "--max-steps", "3500", "--word_dropout", "1", "--output-dir", "x")
     assert (args.max_steps, args.word_dropout, args.output_dir) == (3500, 1.0, "x")
     assert (args.num_basis, args.refine_steps, args.cooldown_steps) == (
         16,
@@ -80,12 +76,13 @@ def test_the_sample_recipe_leaves_the_rest_to_the_sample_defaults():
 
 def test_recipe_keys_in_either_spelling_and_values_checked_like_flags(tmp_path):
     path = tmp_path / "r.json"
-    path.write_text(
-        '{"batch-size": "7", "learning_rate": 0.5, "refine-epochs": [1, 2], "augment": false}'
-    )
+    path.write_text('{"batch-size": "7", "learning_rate": 0.5, "refine-epochs": [1, 2], "augment": false}')
     assert read_recipe(path, imaging.ImageTrainingArguments) == {
-        "batch_size": 7, "learning_rate": 0.5, "refine_epochs": [1, 2], "augment": False,
-    }  # fmt: skip
+        "batch_size": 7,
+        "learning_rate": 0.5,
+        "refine_epochs": [1, 2],
+        "augment": False,
+    }
 
 
 @pytest.mark.parametrize(
@@ -120,16 +117,27 @@ def test_a_missing_recipe_names_the_file(capsys):
 def test_the_benchmark_trains_the_gum_recipe_file():
     recipe = read_recipe(RECIPES / "en_gum.json", tagging.TrainingArguments)
     assert gum_recipe() == {
-        key: value for key, value in recipe.items()
-        if key not in ("output_dir", "compression_report", "do_predict")
-    }  # fmt: skip
+        key: value for key, value in recipe.items() if key not in ("output_dir", "compression_report", "do_predict")
+    }
     assert gum_recipe()["treebank"] == "en_gum"
 
 
 def test_the_sample_recipe_trains_end_to_end(tmp_path, capsys):
     out = tmp_path / "pos"
-    flags = ["--output-dir", str(out), "--max-steps", "4", "--warmup-steps", "2",
-             "--refine-steps", "2", "--eval-steps", "4", "--save-steps", "4"]  # fmt: skip
+    flags = [
+        "--output-dir",
+        str(out),
+        "--max-steps",
+        "4",
+        "--warmup-steps",
+        "2",
+        "--refine-steps",
+        "2",
+        "--eval-steps",
+        "4",
+        "--save-steps",
+        "4",
+    ]
     run_cli(_script("train_pos").main, [str(RECIPES / "sample.json"), *flags])
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["step"] == 4

@@ -108,9 +108,17 @@ class ToyTrainer(Trainer):
 
 
 def toy(tmp_path, **overrides) -> ToyArguments:
-    values = {"output_dir": str(tmp_path / "run"), "max_steps": 12, "batch_size": 16, "eval_steps": 4,
-              "save_steps": 4, "num_basis": 4, "refine_steps": "4,8", "learning_rate": 0.05,
-              "save_total_limit": 3}  # fmt: skip
+    values = {
+        "output_dir": str(tmp_path / "run"),
+        "max_steps": 12,
+        "batch_size": 16,
+        "eval_steps": 4,
+        "save_steps": 4,
+        "num_basis": 4,
+        "refine_steps": "4,8",
+        "learning_rate": 0.05,
+        "save_total_limit": 3,
+    }
     return ToyArguments(**{**values, **overrides})
 
 
@@ -208,8 +216,9 @@ def test_latest_falls_back_past_a_damaged_checkpoint(tmp_path, caplog):
 
 def test_gradient_accumulation_gives_the_whole_batch_gradient(tmp_path):
     one = ToyTrainer(toy(tmp_path, output_dir=str(tmp_path / "a"), refine_steps="none", num_basis=2))
-    two = ToyTrainer(toy(tmp_path, output_dir=str(tmp_path / "b"), refine_steps="none", num_basis=2,
-                         gradient_accumulation_steps=4))  # fmt: skip
+    two = ToyTrainer(
+        toy(tmp_path, output_dir=str(tmp_path / "b"), refine_steps="none", num_basis=2, gradient_accumulation_steps=4)
+    )
     two.model.load_state_dict(one.model.state_dict())
     for trainer in (one, two):
         trainer._items = torch.zeros((), dtype=torch.long)
@@ -247,9 +256,12 @@ def test_split_batch_and_compression_variants():
     assert all(p["scale"] == 2 for p in parts)
     config = SimpleNamespace(basis="piecewise_linear", num_basis=9, num_steps=16)
     assert compression_variants(config) == [
-        ("K/2", {"num_basis": 5}), ("K/4", {"num_basis": 3}), ("N_T/2", {"num_steps": 8}),
-        ("N_T/4", {"num_steps": 4}), ("K/2, N_T/2", {"num_basis": 5, "num_steps": 8}),
-    ]  # fmt: skip
+        ("K/2", {"num_basis": 5}),
+        ("K/4", {"num_basis": 3}),
+        ("N_T/2", {"num_steps": 8}),
+        ("N_T/4", {"num_steps": 4}),
+        ("K/2, N_T/2", {"num_basis": 5, "num_steps": 8}),
+    ]
 
 
 def test_refinement_projects_sgd_momentum():
@@ -269,12 +281,14 @@ def test_refinement_projects_sgd_momentum():
 
 # --- arguments and the command line --------------------------------------------------------
 def test_arguments_take_both_spellings_and_presets():
-    args, extra = parse_arguments(ToyArguments, ["--learning_rate", "0.5", "--num-basis", "4",
-                                                 "--refine-steps", "none"])  # fmt: skip
+    args, extra = parse_arguments(
+        ToyArguments, ["--learning_rate", "0.5", "--num-basis", "4", "--refine-steps", "none"]
+    )
     assert args.learning_rate == 0.5 and args.num_basis == 4 and args.refine_steps == ()
     assert extra["given_fields"] == {"learning_rate", "num_basis", "refine_steps"}
-    args, _ = parse_arguments(ToyArguments, ["--max-steps", "1000"],
-                              preset_defaults=lambda given: {"max_steps": 5, "seed": 7})  # fmt: skip
+    args, _ = parse_arguments(
+        ToyArguments, ["--max-steps", "1000"], preset_defaults=lambda given: {"max_steps": 5, "seed": 7}
+    )
     assert (args.max_steps, args.seed) == (1000, 7)  # a flag given with the default still counts
     with pytest.raises(ValueError, match="^batch_size: must be an integer >= 1"):
         toy(Path("."), batch_size=0)
@@ -292,8 +306,11 @@ def _script(name):
     [
         ("train_pos.py", ["--max-steps", "0"], "error: max_steps: must be an integer >= 1"),
         ("train_pos.py", ["--learning-rate", "fast"], "error: argument --learning_rate/--learning-rate"),
-        ("train_pos.py", ["--train-file", "missing.conllu", "--dev-file", "missing.conllu"],
-         "error: split 'train': missing.conllu: no such CoNLL-U file"),
+        (
+            "train_pos.py",
+            ["--train-file", "missing.conllu", "--dev-file", "missing.conllu"],
+            "error: split 'train': missing.conllu: no such CoNLL-U file",
+        ),
         ("train_image.py", ["--dataset", "x", "--epochs", "0"], "error: epochs: must be an integer >= 1"),
         ("train_image.py", ["--dataset", "x", "--batch-size", "0"], "error: batch_size: must be an integer >= 1"),
         ("train_image.py", ["--dataset", "./missing"], "error: ./missing: no such file or folder"),

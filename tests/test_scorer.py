@@ -12,36 +12,42 @@ def line(token_id, form, lemma="_", upos="_", xpos="_", feats="_"):
     return f"{token_id}\t{form}\t{lemma}\t{upos}\t{xpos}\t{feats}\t0\troot\t_\t_"
 
 
-GOLD = "\n".join([
-    "# text = Cats don't sleep.",
-    line(1, "Cats", "cat", "NOUN", "NNS", "Number=Plur"),
-    line("2-3", "don't"),
-    line(2, "do", "do", "AUX", "VBP", "Mood=Ind|Tense=Pres|VerbForm=Fin|Foo=Bar"),
-    line(3, "n't", "not", "PART", "RB", "Polarity=Neg"),
-    line(4, "sleep", "sleep", "VERB", "VB", "VerbForm=Inf"),
-    line(5, ".", ".", "PUNCT", "."),
-    "",
-    "# text = New York rocks",
-    line(1, "New", "New", "PROPN", "NNP", "Number=Sing"),
-    line(2, "York", "_", "PROPN", "NNP", "Number=Sing"),
-    line(3, "rocks", "rock", "VERB", "VBZ", "Number=Sing|Person=3"),
-    "", "",
-])  # fmt: skip
+GOLD = "\n".join(
+    [
+        "# text = Cats don't sleep.",
+        line(1, "Cats", "cat", "NOUN", "NNS", "Number=Plur"),
+        line("2-3", "don't"),
+        line(2, "do", "do", "AUX", "VBP", "Mood=Ind|Tense=Pres|VerbForm=Fin|Foo=Bar"),
+        line(3, "n't", "not", "PART", "RB", "Polarity=Neg"),
+        line(4, "sleep", "sleep", "VERB", "VB", "VerbForm=Inf"),
+        line(5, ".", ".", "PUNCT", "."),
+        "",
+        "# text = New York rocks",
+        line(1, "New", "New", "PROPN", "NNP", "Number=Sing"),
+        line(2, "York", "_", "PROPN", "NNP", "Number=Sing"),
+        line(3, "rocks", "rock", "VERB", "VBZ", "Number=Sing|Person=3"),
+        "",
+        "",
+    ]
+)
 # One sentence; "don't" as two plain tokens; "sleep." and "rocks" as multiword tokens.
-SYSTEM = "\n".join([
-    line(1, "Cats", "cat", "NOUN", "NNS", "Number=Plur"),
-    line(2, "do", "do", "AUX", "VBP", "VerbForm=Fin|Tense=Pres|Mood=Ind"),  # Foo is no UFeat
-    line(3, "n't", "n't", "PART", "RB", "Polarity=Neg"),  # lemma wrong
-    line("4-5", "sleep."),
-    line(4, "sleep", "sleep", "NOUN", "VB", "VerbForm=Inf"),  # UPOS wrong
-    line(5, ".", ".", "PUNCT", "."),
-    line(6, "New", "New", "PROPN", "NNP"),  # UFeats wrong
-    line(7, "York", "Yorks", "PROPN", "NNPS", "Number=Sing"),  # XPOS wrong; gold lemma "_"
-    line("8-9", "rocks"),
-    line(8, "rock", "rock", "VERB", "VBZ", "Number=Sing|Person=3"),
-    line(9, "s", "s", "PART", "POS"),
-    "", "",
-])  # fmt: skip
+SYSTEM = "\n".join(
+    [
+        line(1, "Cats", "cat", "NOUN", "NNS", "Number=Plur"),
+        line(2, "do", "do", "AUX", "VBP", "VerbForm=Fin|Tense=Pres|Mood=Ind"),  # Foo is no UFeat
+        line(3, "n't", "n't", "PART", "RB", "Polarity=Neg"),  # lemma wrong
+        line("4-5", "sleep."),
+        line(4, "sleep", "sleep", "NOUN", "VB", "VerbForm=Inf"),  # UPOS wrong
+        line(5, ".", ".", "PUNCT", "."),
+        line(6, "New", "New", "PROPN", "NNP"),  # UFeats wrong
+        line(7, "York", "Yorks", "PROPN", "NNPS", "Number=Sing"),  # XPOS wrong; gold lemma "_"
+        line("8-9", "rocks"),
+        line(8, "rock", "rock", "VERB", "VBZ", "Number=Sing|Person=3"),
+        line(9, "s", "s", "PART", "POS"),
+        "",
+        "",
+    ]
+)
 
 
 def test_a_multiword_token_and_a_tokenization_mismatch_scored_by_hand():

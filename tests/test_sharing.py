@@ -36,9 +36,13 @@ SENTENCE = "the dog sat on a mat ."
 def image_classifier() -> OdeResNetForImageClassification:
     torch.manual_seed(0)
     config = OdeResNetConfig.from_preset(
-        "mnist-small", stage_channels=[4], num_basis=2, num_labels=3,
-        id2label={0: "zero", 1: "one", 2: "two"}, label2id={"zero": 0, "one": 1, "two": 2},
-    )  # fmt: skip
+        "mnist-small",
+        stage_channels=[4],
+        num_basis=2,
+        num_labels=3,
+        id2label={0: "zero", 1: "one", 2: "two"},
+        label2id={"zero": 0, "one": 1, "two": 2},
+    )
     return OdeResNetForImageClassification(config).eval()
 
 
@@ -52,9 +56,15 @@ def test_card_metadata_parses_and_its_results_are_what_was_passed(tmp_path):
         Evaluation("UD English-GUM (XPOS)", "test", 0.9311, "universal_dependencies", "en_gum"),
     ]
     path = write_model_card(
-        model, tmp_path, {"training steps": 7000}, language="en", license="cc-by-sa-4.0",
-        datasets="universal_dependencies", results=results, model_name="gum-k4",
-    )  # fmt: skip
+        model,
+        tmp_path,
+        {"training steps": 7000},
+        language="en",
+        license="cc-by-sa-4.0",
+        datasets="universal_dependencies",
+        results=results,
+        model_name="gum-k4",
+    )
     card = ModelCard.load(path)
     data = card.data
     assert (data.language, data.license, data.datasets) == ("en", "cc-by-sa-4.0", ["universal_dependencies"])
@@ -131,8 +141,16 @@ def test_image_classifier_folder_has_code_auto_map_and_card(tmp_path):
         "AutoModelForImageClassification": "modeling_ode_resnet.OdeResNetForImageClassification",
         "AutoImageProcessor": "image_processing_ode_resnet.OdeResNetImageProcessor",
     }
-    for name in ("modeling_ode_resnet.py", "configuration_ode_resnet.py", "image_processing_ode_resnet.py",
-                 "ode_block.py", "basis.py", "integrators.py", "pretrained.py", "model_card.py"):
+    for name in (
+        "modeling_ode_resnet.py",
+        "configuration_ode_resnet.py",
+        "image_processing_ode_resnet.py",
+        "ode_block.py",
+        "basis.py",
+        "integrators.py",
+        "pretrained.py",
+        "model_card.py",
+    ):
         assert (tmp_path / name).is_file(), name
     processor_config = json.loads((tmp_path / "preprocessor_config.json").read_text())
     assert "auto_map" not in processor_config and processor_config["num_channels"] == 1
@@ -241,8 +259,13 @@ def test_every_kind_loads_as_remote_code_without_the_package(saved_kinds, monkey
     env.pop("PYTHONPATH", None)
     result = subprocess.run(
         [sys.executable, "-I", "-c", REMOTE, str(root), SENTENCE],
-        check=False, cwd=root, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        check=False,
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     remote = json.loads(result.stdout.strip().splitlines()[-1])
     assert remote["pipelines"] == local

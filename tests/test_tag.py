@@ -66,7 +66,7 @@ def expected_tags(tagger, words):
 
 
 def test_raw_text_punctuation_contractions_and_offsets():
-    text = 'The dog, saw a bird. I don\'t know!  "Yes," he said.\n\nNo end here\n\nMr. Smith\'s car.'
+    text = "The dog, saw a bird. I don't know!  \"Yes,\" he said.\n\nNo end here\n\nMr. Smith's car."
     sentences = list(split_text(text))
     assert [s.words(text) for s in sentences] == [
         ["The", "dog", ",", "saw", "a", "bird", "."],
@@ -94,8 +94,9 @@ def rebuild_text(conllu: str) -> str:
     unescape = {"s": " ", "t": "\t", "r": "\r", "n": "\n", "p": "|", "\\": "\\"}
 
     def spaces(value):
-        return re.sub(r"\\(u[0-9a-f]{4}|.)", lambda m: chr(int(m[1][1:], 16)) if len(m[1]) > 1
-                      else unescape[m[1]], value)
+        return re.sub(
+            r"\\(u[0-9a-f]{4}|.)", lambda m: chr(int(m[1][1:], 16)) if len(m[1]) > 1 else unescape[m[1]], value
+        )
 
     text, inside = "", 0
     for line in conllu.split("\n"):
@@ -171,8 +172,9 @@ def test_order_is_kept_under_length_sorting(tagger):
 
 
 def test_compiled_tagger_tags_like_the_eager_one(tagger):
-    compiled = Tagger(tagger.model, tagger.tokenizer, batch_size=64, torch_compile=True,
-                      torch_compile_backend="aot_eager")  # fmt: skip
+    compiled = Tagger(
+        tagger.model, tagger.tokenizer, batch_size=64, torch_compile=True, torch_compile_backend="aot_eager"
+    )
     rng = random.Random(1)
     sentences = [[rng.choice(WORDS) for _ in range(rng.randint(1, 31))] for _ in range(20)]
     assert compiled.predict(sentences) == tagger.predict(sentences)
@@ -183,9 +185,7 @@ def test_words_of_several_tokens_are_tagged_by_their_first():
     vocab = {"[PAD]": 0, "[UNK]": 1, "[ROOT]": 2, "the": 3, "zeb": 4, "##ra": 5, "ran": 6}
     backend = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
     backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    backend.post_processor = processors.TemplateProcessing(
-        single="[ROOT] $A", special_tokens=[("[ROOT]", 2)]
-    )
+    backend.post_processor = processors.TemplateProcessing(single="[ROOT] $A", special_tokens=[("[ROOT]", 2)])
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=backend, pad_token="[PAD]", unk_token="[UNK]", bos_token="[ROOT]"
     )
@@ -283,9 +283,7 @@ def test_scoring_aligns_words_by_character_offsets():
     result = score(gold, gold)
     assert {unit: values["f1"] for unit, values in result.items()} == dict.fromkeys(result, 1.0)
     # The system splits don't into two plain tokens, joins the sentences, mistags "the".
-    system = format_sentence(
-        "1", ["I", "do", "n't", "go", "the"], ["PRP", "VBP", "RB", "VB", "NN"], "xpos"
-    )
+    system = format_sentence("1", ["I", "do", "n't", "go", "the"], ["PRP", "VBP", "RB", "VB", "NN"], "xpos")
     result = score(gold, ConlluDocument(system, "system"))
     assert result["tokens"]["f1"] == pytest.approx(2 * 3 / (4 + 5))  # I, go, the
     assert result["words"]["f1"] == 1.0  # do / n't align inside the multiword token
@@ -303,8 +301,7 @@ def test_gum_dev_text_tokenizes_to_its_gold_words():
     out = []
     for number, sentence in enumerate(split_text(text), start=1):
         words = sentence.words(text)
-        out.append(format_sentence(str(number), words, ["_"] * len(words), "xpos",
-                                   multiword=sentence.multiword))
+        out.append(format_sentence(str(number), words, ["_"] * len(words), "xpos", multiword=sentence.multiword))
     result = score(gold, ConlluDocument("".join(out), "system"))
     assert result["tokens"]["f1"] > 0.99 and result["words"]["f1"] > 0.99
     assert result["sentences"]["f1"] > 0.9
@@ -328,21 +325,38 @@ def _script():
     [
         ("bad.txt", b"fine\n\xff\xfe\n", "text", r"bad.txt:2: not valid UTF-8"),
         ("bad.conllu", b"# c\n1\tI\tI\tPRON\tPRP\t_\n", "conllu", r"bad.conllu:2: expected 10"),
-        ("empty_word.conllu", b"1\t\ti\tPRON\tPRP\t_\t0\troot\t_\t_\n", "conllu",
-         r"empty_word.conllu:1: column 2 is empty"),
-        ("blank_word.conllu", b"1\tI\ti\t_\t_\t_\t0\troot\t_\t_\n2\t \t_\t_\t_\t_\t1\tx\t_\t_\n",
-         "conllu", r"blank_word.conllu:2: blank word"),
+        (
+            "empty_word.conllu",
+            b"1\t\ti\tPRON\tPRP\t_\t0\troot\t_\t_\n",
+            "conllu",
+            r"empty_word.conllu:1: column 2 is empty",
+        ),
+        (
+            "blank_word.conllu",
+            b"1\tI\ti\t_\t_\t_\t0\troot\t_\t_\n2\t \t_\t_\t_\t_\t1\tx\t_\t_\n",
+            "conllu",
+            r"blank_word.conllu:2: blank word",
+        ),
     ],
 )
-def test_script_bad_input_is_one_line_and_exit_2(tmp_path, capsys, model_dir, name, content,
-                                                 input_format, message):
+def test_script_bad_input_is_one_line_and_exit_2(tmp_path, capsys, model_dir, name, content, input_format, message):
     source = tmp_path / name
     source.write_bytes(content)
     output = tmp_path / "out.conllu"
     output.write_text("kept")
     with pytest.raises(SystemExit) as exit_info:
-        _script().main([str(model_dir), "--input", str(source), "--input-format", input_format,
-                        "--output", str(output), "--no-progress"])
+        _script().main(
+            [
+                str(model_dir),
+                "--input",
+                str(source),
+                "--input-format",
+                input_format,
+                "--output",
+                str(output),
+                "--no-progress",
+            ]
+        )
     assert exit_info.value.code == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and re.search(message, error[0]), error
@@ -355,8 +369,18 @@ def test_script_empty_input_gives_empty_output(tmp_path, model_dir, input_format
     source = tmp_path / "empty"
     source.write_bytes(b"")
     output = tmp_path / "out.conllu"
-    _script().main([str(model_dir), "--input", str(source), "--input-format", input_format,
-                    "--output", str(output), "--no-progress"])
+    _script().main(
+        [
+            str(model_dir),
+            "--input",
+            str(source),
+            "--input-format",
+            input_format,
+            "--output",
+            str(output),
+            "--no-progress",
+        ]
+    )
     assert output.read_bytes() == b""
 
 
@@ -364,7 +388,11 @@ def test_script_stdin_to_stdout(model_dir):
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     result = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "tag.py"), str(model_dir), "--format", "tsv"],
-        input=b"I don't know. He left.", capture_output=True, env=env, timeout=300, check=False,
+        input=b"I don't know. He left.",
+        capture_output=True,
+        env=env,
+        timeout=300,
+        check=False,
     )
     assert result.returncode == 0, result.stderr.decode()
     rows = [line.split("\t")[0] for line in result.stdout.decode().splitlines()]

@@ -25,22 +25,25 @@ COLUMN_LABELS = {
     "feats": ["Number=_", "Number=Plur", "Number=Sing", "Tense=_", "Tense=Past"],
     "lemma": ["lower|-0+|-0+", "lower|-0+|-2+", "keep|-0+|-0+"],
 }
-CONLLU = "\n".join([  # noqa: FLY002
-    "# sent_id = 1",
-    "# text = The dog walked.",
-    "1\tThe\tthe\tDET\tDT\tDefinite=Def\t2\tdet\t_\t_",
-    "2\tdog\tdog\tNOUN\tNN\tNumber=Sing\t3\tnsubj\t_\t_",
-    "3\twalked\twalk\tVERB\tVBD\tTense=Past\t0\troot\t_\tSpaceAfter=No",
-    "4\t.\t.\tPUNCT\t.\t_\t3\tpunct\t_\t_",
-    "",
-    "# text = Blorped don't",
-    "1\tBlorped\tblorp\tVERB\tVBD\t_\t0\troot\t_\t_",
-    "2-3\tdon't\t_\t_\t_\t_\t_\t_\t_\t_",
-    "2\tdo\tdo\tAUX\tVBP\t_\t1\taux\t_\t_",
-    "3\tn't\tnot\tPART\tRB\t_\t1\tadvmod\t_\t_",
-    "3.1\tgone\tgo\tVERB\tVBN\t_\t_\t_\t0:root\t_",
-    "", "",
-])  # fmt: skip
+CONLLU = "\n".join(  # noqa: FLY002
+    [
+        "# sent_id = 1",
+        "# text = The dog walked.",
+        "1\tThe\tthe\tDET\tDT\tDefinite=Def\t2\tdet\t_\t_",
+        "2\tdog\tdog\tNOUN\tNN\tNumber=Sing\t3\tnsubj\t_\t_",
+        "3\twalked\twalk\tVERB\tVBD\tTense=Past\t0\troot\t_\tSpaceAfter=No",
+        "4\t.\t.\tPUNCT\t.\t_\t3\tpunct\t_\t_",
+        "",
+        "# text = Blorped don't",
+        "1\tBlorped\tblorp\tVERB\tVBD\t_\t0\troot\t_\t_",
+        "2-3\tdon't\t_\t_\t_\t_\t_\t_\t_\t_",
+        "2\tdo\tdo\tAUX\tVBP\t_\t1\taux\t_\t_",
+        "3\tn't\tnot\tPART\tRB\t_\t1\tadvmod\t_\t_",
+        "3.1\tgone\tgo\tVERB\tVBN\t_\t_\t_\t0:root\t_",
+        "",
+        "",
+    ]
+)
 
 
 def rigged_model(columns=COLUMN_LABELS, feats_mode="factored"):
@@ -48,10 +51,17 @@ def rigged_model(columns=COLUMN_LABELS, feats_mode="factored"):
     strip two characters (the lemma of walked, and of a made-up blorped)."""
     torch.manual_seed(0)
     config = ContTransformerConfig(
-        vocab_size=len(WORDS) + 3, hidden_size=16, num_attention_heads=2, intermediate_size=24, num_basis=2,
-        id2label=dict(enumerate(TAGS)), label2id={t: i for i, t in enumerate(TAGS)},
-        primary_column="xpos" if columns else None, column_labels=columns, feats_mode=feats_mode,
-    )  # fmt: skip
+        vocab_size=len(WORDS) + 3,
+        hidden_size=16,
+        num_attention_heads=2,
+        intermediate_size=24,
+        num_basis=2,
+        id2label=dict(enumerate(TAGS)),
+        label2id={t: i for i, t in enumerate(TAGS)},
+        primary_column="xpos" if columns else None,
+        column_labels=columns,
+        feats_mode=feats_mode,
+    )
     model = ContTransformerForTokenClassification(config).eval()
     chosen = {"classifier": [2], "upos": [2], "feats": [1, 4] if feats_mode == "factored" else [1], "lemma": [1]}
     heads = {"classifier": model.classifier, **getattr(model, "column_classifiers", {})}
@@ -134,8 +144,20 @@ def test_script_evaluates_every_predicted_column(tagger, tmp_path, capsys):
     spec = importlib.util.spec_from_file_location("tag_script", REPO / "scripts" / "tag.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    script.main([str(tmp_path / "model"), "--input-format", "conllu", "--evaluate", str(tmp_path / "gold.conllu"),
-                 "--output", str(tmp_path / "out.conllu"), "--no-progress", "--device", "cpu"])  # fmt: skip
+    script.main(
+        [
+            str(tmp_path / "model"),
+            "--input-format",
+            "conllu",
+            "--evaluate",
+            str(tmp_path / "gold.conllu"),
+            "--output",
+            str(tmp_path / "out.conllu"),
+            "--no-progress",
+            "--device",
+            "cpu",
+        ]
+    )
     lines = capsys.readouterr().err.splitlines()
     table = lines[next(i for i, line in enumerate(lines) if "precision" in line) + 1 :]
     rows = {line.split()[0]: line.split()[1:] for line in table}

@@ -18,23 +18,33 @@ WORDS = ["the", "dog", "walked"]
 XPOS = ["DT", "NN", "VBD"]
 LABELS = {"upos": ["DET", "NOUN", "VERB"], "feats": ["Number=Sing", "Tense=Past", "_"]}
 SEEN = [["DET", "DT", "_"], ["NOUN", "NN", "Number=Sing"], ["VERB", "VBD", "Tense=Past"]]
-TRAIN = "\n".join([  # noqa: FLY002
-    "1\tThe\tthe\tDET\tDT\t_\t2\tdet\t_\t_",
-    "2\tdog\tdog\tNOUN\tNN\tNumber=Sing\t3\tnsubj\t_\t_",
-    "3\twalked\twalk\tVERB\tVBD\tTense=Past\t0\troot\t_\t_",
-    "4\tran\trun\tVERB\tVBD\tMood=Ind\t3\tconj\t_\t_",  # a FEATS the model has no label for
-    "", "",
-])  # fmt: skip
+TRAIN = "\n".join(  # noqa: FLY002
+    [
+        "1\tThe\tthe\tDET\tDT\t_\t2\tdet\t_\t_",
+        "2\tdog\tdog\tNOUN\tNN\tNumber=Sing\t3\tnsubj\t_\t_",
+        "3\twalked\twalk\tVERB\tVBD\tTense=Past\t0\troot\t_\t_",
+        "4\tran\trun\tVERB\tVBD\tMood=Ind\t3\tconj\t_\t_",  # a FEATS the model has no label for
+        "",
+        "",
+    ]
+)
 
 
 def rigged_model(combinations=None):
     """Independent argmax: NOUN / VBD / Number=Sing, a triple never seen; of the seen ones
     NOUN / NN / Number=Sing scores best (only XPOS gives way)."""
     config = ContTransformerConfig(
-        vocab_size=len(WORDS) + 3, hidden_size=16, num_attention_heads=2, intermediate_size=24, num_basis=2,
-        id2label=dict(enumerate(XPOS)), label2id={t: i for i, t in enumerate(XPOS)},
-        primary_column="xpos", column_labels=LABELS, tag_combinations=combinations,
-    )  # fmt: skip
+        vocab_size=len(WORDS) + 3,
+        hidden_size=16,
+        num_attention_heads=2,
+        intermediate_size=24,
+        num_basis=2,
+        id2label=dict(enumerate(XPOS)),
+        label2id={t: i for i, t in enumerate(XPOS)},
+        primary_column="xpos",
+        column_labels=LABELS,
+        tag_combinations=combinations,
+    )
     model = ContTransformerForTokenClassification(config).eval()
     biases = {"classifier": [0.0, 1.0, 3.0], "upos": [0.0, 3.0, 1.0], "feats": [3.0, 0.0, 0.0]}
     heads = {"classifier": model.classifier, **model.column_classifiers}
@@ -80,9 +90,12 @@ def test_config_round_trips_and_rejects_bad_combinations(tmp_path):
     assert ContTransformerConfig.from_pretrained(tmp_path).tag_combinations == SEEN
     with pytest.raises(ValueError, match="tag_combinations"):
         ContTransformerConfig(
-            vocab_size=9, id2label={0: "DT"}, primary_column="xpos", column_labels={"upos": ["DET"]},
+            vocab_size=9,
+            id2label={0: "DT"},
+            primary_column="xpos",
+            column_labels={"upos": ["DET"]},
             tag_combinations=[["DET", "DT", "_"]],
-        )  # fmt: skip
+        )
 
 
 def test_adding_combinations_to_a_saved_model(tmp_path, capsys):

@@ -62,11 +62,29 @@ SCRIPT = str(ROOT / "scripts" / "train_pos.py")
 # Small but long enough to beat the most-frequent-tag baseline (88% on the sample dev set)
 # in XPOS, with every column predicted.
 RUN = [
-    "--treebank", "sample", "--max-steps", "120", "--warmup-steps", "30", "--learning-rate", "1e-2",
-    "--num-basis", "4", "--refine-steps", "30,60", "--word-dropout", "0",
-    "--eval-steps", "40", "--save-steps", "40", "--compression-report", "--do-predict",
-    "--report-to", "tensorboard",
-]  # fmt: skip
+    "--treebank",
+    "sample",
+    "--max-steps",
+    "120",
+    "--warmup-steps",
+    "30",
+    "--learning-rate",
+    "1e-2",
+    "--num-basis",
+    "4",
+    "--refine-steps",
+    "30,60",
+    "--word-dropout",
+    "0",
+    "--eval-steps",
+    "40",
+    "--save-steps",
+    "40",
+    "--compression-report",
+    "--do-predict",
+    "--report-to",
+    "tensorboard",
+]
 
 
 # --- schedules -----------------------------------------------------------------------
@@ -120,9 +138,7 @@ def test_unreachable_num_basis_is_an_error():
 
 
 def test_refinement_schedule_sizes():
-    schedule = RefinementSchedule(
-        "piecewise_constant", num_basis=16, num_steps=32, refine_steps=(10, 20, 30, 40)
-    )
+    schedule = RefinementSchedule("piecewise_constant", num_basis=16, num_steps=32, refine_steps=(10, 20, 30, 40))
     assert (schedule.initial_num_basis, schedule.initial_num_steps) == (1, 2)
     assert schedule.sizes(0) == schedule.sizes(9) == (1, 2)
     assert schedule.sizes(10) == (2, 4)  # refined right after step 10
@@ -162,9 +178,13 @@ def test_label_alignment_and_truncation(tokenizer):
     rows, cut = encode_for_training(tokenizer, sentences, tags, max_length=16)
     assert cut == 0
     unk, root = tokenizer.unk_token_id, tokenizer.bos_token_id
-    assert rows[0]["input_ids"] == [root, tokenizer.convert_tokens_to_ids("the"), unk,
-                                    tokenizer.convert_tokens_to_ids("barks"),
-                                    tokenizer.convert_tokens_to_ids(".")]  # fmt: skip
+    assert rows[0]["input_ids"] == [
+        root,
+        tokenizer.convert_tokens_to_ids("the"),
+        unk,
+        tokenizer.convert_tokens_to_ids("barks"),
+        tokenizer.convert_tokens_to_ids("."),
+    ]
     # The root gets no label; an unknown word keeps its tag; an unseen tag (-1) stays.
     assert rows[0]["labels"] == [IGNORE_INDEX, 0, 1, 2, -1]
     rows, cut = encode_for_training(tokenizer, sentences, tags, max_length=3)
@@ -179,9 +199,7 @@ def test_words_of_several_pieces_are_cut_and_windowed_whole():
     assert cut == 2
     assert rows[0]["input_ids"] == [tokenizer.bos_token_id, ids("the"), ids("dog"), ids(" ##s")]
     assert rows[0]["labels"] == [IGNORE_INDEX, 0, 1, IGNORE_INDEX]
-    rows = encode_for_evaluation(
-        tokenizer, [sentence * 3], [list(range(12))], max_length=4, known_words={"the", "."}
-    )
+    rows = encode_for_evaluation(tokenizer, [sentence * 3], [list(range(12))], max_length=4, known_words={"the", "."})
     scored = [label for row in rows for label in row["labels"] if label != IGNORE_INDEX]
     assert sorted(scored) == list(range(12))
     for row in rows:  # every window starts at a word: after the root comes no continuation
@@ -193,17 +211,13 @@ def test_words_of_several_pieces_are_cut_and_windowed_whole():
     assert first["unseen"][:4] == [0, 0, 1, 1]
 
 
-@pytest.mark.parametrize(
-    "length, capacity", [(5, 8), (8, 8), (9, 8), (20, 8), (101, 10), (7, 1), (30, 3)]
-)
+@pytest.mark.parametrize("length, capacity", [(5, 8), (8, 8), (9, 8), (20, 8), (101, 10), (7, 1), (30, 3)])
 def test_evaluation_windows_partition_the_sentence(length, capacity):
     windows = evaluation_windows(length, capacity)
     owned = [j for _, begin, end in windows for j in range(begin, end)]
     assert owned == list(range(length))  # every position scored exactly once, in order
     for start, begin, end in windows:
-        assert 0 <= start <= begin < end <= start + capacity and start + capacity <= max(
-            length, capacity
-        )
+        assert 0 <= start <= begin < end <= start + capacity and start + capacity <= max(length, capacity)
 
 
 def test_long_sentences_are_scored_in_full(tokenizer):
@@ -220,9 +234,11 @@ def test_long_sentences_are_scored_in_full(tokenizer):
 
 def test_padding_collator():
     batch = PaddingCollator(pad_token_id=0)(
-        [{"input_ids": [2, 5, 6], "labels": [IGNORE_INDEX, 1, 2], "sentence_start": 1},
-         {"input_ids": [2, 7], "labels": [IGNORE_INDEX, 3], "sentence_start": 0}]
-    )  # fmt: skip
+        [
+            {"input_ids": [2, 5, 6], "labels": [IGNORE_INDEX, 1, 2], "sentence_start": 1},
+            {"input_ids": [2, 7], "labels": [IGNORE_INDEX, 3], "sentence_start": 0},
+        ]
+    )
     assert batch["input_ids"].tolist() == [[2, 5, 6], [2, 7, 0]]
     assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 1, 0]]
     assert batch["labels"].tolist() == [[IGNORE_INDEX, 1, 2], [IGNORE_INDEX, 3, IGNORE_INDEX]]
@@ -246,10 +262,15 @@ def test_word_dropout_drops_rare_words_and_spares_special_tokens(word_representa
 
     # The model applies it to the word channel, in training mode only.
     config = ContTransformerConfig(
-        vocab_size=len(tokenizer), hidden_size=8, intermediate_size=8, num_basis=1,
-        unk_token_id=tokenizer.unk_token_id, word_representation=word_representation,
-        char_vocab_size=64, id2label={0: "A"},
-    )  # fmt: skip
+        vocab_size=len(tokenizer),
+        hidden_size=8,
+        intermediate_size=8,
+        num_basis=1,
+        unk_token_id=tokenizer.unk_token_id,
+        word_representation=word_representation,
+        char_vocab_size=64,
+        id2label={0: "A"},
+    )
     embeddings = ContTransformerForTokenClassification(config).cont_transformer.embeddings
     if spelling:
         embeddings.set_spelling(**spelling_tables(tokenizer, counts, config.max_word_length)[0])
@@ -280,9 +301,7 @@ def test_length_grouped_batches_are_a_function_of_seed_and_epoch():
     sampler.set_epoch(1)
     assert list(sampler) != first
     # Length grouping: a batch spans far less of the length range than a random batch would.
-    spread = sum(max(lengths[i] for i in b) - min(lengths[i] for i in b) for b in first) / len(
-        first
-    )
+    spread = sum(max(lengths[i] for i in b) - min(lengths[i] for i in b) for b in first) / len(first)
     assert spread < 20
     resumed = LengthGroupedBatchSampler(lengths, batch_size=64, seed=3, group_batches=4)
     resumed.set_epoch(0)
@@ -294,9 +313,14 @@ def test_length_grouped_batches_are_a_function_of_seed_and_epoch():
 
 # The tiny tagger (conftest.py) narrowed to width 8 and one head, without dropout.
 TAGGER = {
-    "vocab_size": 20, "hidden_size": 8, "intermediate_size": 8, "num_attention_heads": 1,
-    "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0, **labels("ABC"),
-}  # fmt: skip
+    "vocab_size": 20,
+    "hidden_size": 8,
+    "intermediate_size": 8,
+    "num_attention_heads": 1,
+    "hidden_dropout_prob": 0.0,
+    "attention_probs_dropout_prob": 0.0,
+    **labels("ABC"),
+}
 
 
 def test_no_weight_decay_on_biases_and_layer_norms():
@@ -309,11 +333,13 @@ def test_no_weight_decay_on_biases_and_layer_norms():
     assert "cont_transformer.encoder.rate.mlp.fc1.bias" in no_decay_names
     assert "cont_transformer.final_norm.weight" in no_decay_names
     assert {names[id(p)] for p in decay["params"]} == {
-        "cont_transformer.embeddings.word_embeddings.weight", "classifier.weight",
-        *(f"cont_transformer.encoder.rate.{m}.weight"
-          for m in ("attention.query", "attention.key", "attention.value", "attention.output",
-                    "mlp.fc1", "mlp.fc2")),
-    }  # fmt: skip
+        "cont_transformer.embeddings.word_embeddings.weight",
+        "classifier.weight",
+        *(
+            f"cont_transformer.encoder.rate.{m}.weight"
+            for m in ("attention.query", "attention.key", "attention.value", "attention.output", "mlp.fc1", "mlp.fc2")
+        ),
+    }
     assert len(decay["params"]) + len(no_decay["params"]) == len(list(model.parameters()))
 
 
@@ -327,17 +353,12 @@ def test_refinement_projects_the_optimizer_state():
         optimizer.step()
         optimizer.zero_grad()
     query = "cont_transformer.encoder.rate.attention.query.weight"
-    old = {
-        n: {k: v.clone() for k, v in optimizer.state[p].items()}
-        for n, p in model.named_parameters()
-    }
+    old = {n: {k: v.clone() for k, v in optimizer.state[p].items()} for n, p in model.named_parameters()}
     old_query = dict(model.named_parameters())[query].detach().clone()
     embedding = model.get_input_embeddings().weight
     optimizer = refine_with_optimizer(model, optimizer, lambda m: build_optimizer(m, 1e-2, 0.1))
     params = dict(model.named_parameters())
-    assert (
-        params[query].shape[0] == 4 and model.config.num_basis == 4 and model.config.num_steps == 4
-    )
+    assert params[query].shape[0] == 4 and model.config.num_basis == 4 and model.config.num_steps == 4
     # Piecewise constant K -> 2K: each new cell inherits its parent's moments.
     state = optimizer.state[params[query]]
     assert torch.allclose(state["exp_avg"], old[query]["exp_avg"].repeat_interleave(2, 0))
@@ -349,9 +370,7 @@ def test_refinement_projects_the_optimizer_state():
         optimizer.state[embedding]["exp_avg"],
         old["cont_transformer.embeddings.word_embeddings.weight"]["exp_avg"],
     )
-    assert {id(p) for g in optimizer.param_groups for p in g["params"]} == {
-        id(p) for p in model.parameters()
-    }
+    assert {id(p) for g in optimizer.param_groups for p in g["params"]} == {id(p) for p in model.parameters()}
     # The weight function is unchanged: each new cell holds its parent's value.
     assert torch.equal(params[query].detach(), old_query.repeat_interleave(2, 0))
 
@@ -365,10 +384,12 @@ def test_push_to_hub_uploads_the_model_folder_without_checkpoints(monkeypatch, t
 
         def upload_folder(self, repo_id, folder_path, ignore_patterns):
             calls["upload_folder"] = (repo_id, folder_path)
-            calls["uploaded"] = list(filter_repo_objects(
-                ["config.json", "model.safetensors", "checkpoints/step-40/optimizer.bin"],
-                ignore_patterns=ignore_patterns,
-            ))  # fmt: skip
+            calls["uploaded"] = list(
+                filter_repo_objects(
+                    ["config.json", "model.safetensors", "checkpoints/step-40/optimizer.bin"],
+                    ignore_patterns=ignore_patterns,
+                )
+            )
             return SimpleNamespace(commit_url="https://huggingface.co/me/tagger/commit/1")
 
     monkeypatch.setattr(outputs, "HfApi", FakeApi)
@@ -389,8 +410,17 @@ def _env():
 
 def _launch_command(*args, processes=1):
     """``accelerate launch scripts/train_pos.py *args`` on CPU processes."""
-    launch = [sys.executable, "-m", "accelerate.commands.launch", "--num_machines", "1",
-              "--mixed_precision", "no", "--dynamo_backend", "no"]  # fmt: skip
+    launch = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+    ]
     if processes > 1:
         launch += ["--multi_gpu", "--num_processes", str(processes)]
     else:
@@ -441,7 +471,9 @@ def test_sample_run_saves_a_model_that_beats_the_baseline(sample_run):
     model = AutoModelForTokenClassification.from_pretrained(sample_run)  # the run folder loads
     tokenizer = AutoTokenizer.from_pretrained(sample_run)
     assert model.config.num_basis == metrics["best"]["num_basis"]
-    assert (sample_run / "model.safetensors").read_bytes() == (sample_run / BEST_MODEL_DIR / "model.safetensors").read_bytes()
+    assert (sample_run / "model.safetensors").read_bytes() == (
+        sample_run / BEST_MODEL_DIR / "model.safetensors"
+    ).read_bytes()
     names = [model.config.id2label[i] for i in range(model.config.num_labels)]
     data = load_treebank("sample", label_names={"xpos": names})
     dev = data["validation"]
@@ -491,9 +523,13 @@ def test_sample_run_reports_compression_card_predictions_and_logs(sample_run):
     report = json.loads((sample_run / "compression.json").read_text())
     assert report == metrics["compression"]
     assert [(r["model"], r["num_basis"], r["num_steps"]) for r in report] == [
-        ("trained", 4, 4), ("K/2", 2, 4), ("K/4", 1, 4), ("N_T/2", 4, 2), ("N_T/4", 4, 1),
+        ("trained", 4, 4),
+        ("K/2", 2, 4),
+        ("K/4", 1, 4),
+        ("N_T/2", 4, 2),
+        ("N_T/4", 4, 1),
         ("K/2, N_T/2", 2, 2),
-    ]  # fmt: skip
+    ]
     rows = ["accuracy", "upos", "xpos", "ufeats", "alltags", "lemmas"]
     for row in rows:  # the report covers every column
         assert report[0][row] == pytest.approx(metrics["best"][row])
@@ -504,8 +540,12 @@ def test_sample_run_reports_compression_card_predictions_and_logs(sample_run):
     saved = json.loads((sample_run / BEST_MODEL_DIR / METRICS_FILE).read_text())
     results = card.data.eval_results
     assert [r.metric_name for r in results] == [
-        "UPOS accuracy", "XPOS accuracy", "UFeats accuracy", "AllTags accuracy", "Lemmas accuracy",
-    ]  # fmt: skip
+        "UPOS accuracy",
+        "XPOS accuracy",
+        "UFeats accuracy",
+        "AllTags accuracy",
+        "Lemmas accuracy",
+    ]
     assert {(r.metric_type, r.dataset_split) for r in results} == {("accuracy", "dev")}
     for result, row in zip(results, rows[1:]):
         assert result.metric_value == saved["best"][row] == metrics["best"][row]
@@ -518,13 +558,19 @@ def test_sample_run_reports_compression_card_predictions_and_logs(sample_run):
     gold_text = write_sample_treebank(sample_run / "gold")["validation"].read_text()
     lines, gold = text.splitlines(), gold_text.splitlines()
     assert len(lines) == len(gold)
-    changed = {i for a, b in zip(lines, gold) if a != b
-               for i, (x, y) in enumerate(zip(a.split("\t"), b.split("\t"))) if x != y}  # fmt: skip
+    changed = {
+        i for a, b in zip(lines, gold) if a != b for i, (x, y) in enumerate(zip(a.split("\t"), b.split("\t"))) if x != y
+    }
     assert changed == {2, 3, 4, 5}
     # ... and the CoNLL 2018 scorer on that file gives the trainer's dev figures.
     official = load_conll18().compute(predictions=[text], references=[gold_text])
-    for name, row in (("UPOS", "upos"), ("XPOS", "xpos"), ("UFeats", "ufeats"), ("AllTags", "alltags"),
-                      ("Lemmas", "lemmas")):  # fmt: skip
+    for name, row in (
+        ("UPOS", "upos"),
+        ("XPOS", "xpos"),
+        ("UFeats", "ufeats"),
+        ("AllTags", "alltags"),
+        ("Lemmas", "lemmas"),
+    ):
         assert official[name]["aligned_accuracy"] == pytest.approx(metrics["best"][row], abs=1e-12)
     assert list((sample_run / "logs").rglob("events.out.tfevents.*"))
 
@@ -534,9 +580,24 @@ def test_fine_tuning_keeps_the_saved_model_sizes_and_tokenizer(sample_run, tmp_p
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
     output = tmp_path / "tuned"
-    _check(_launch("--model-name-or-path", str(sample_run / BEST_MODEL_DIR), "--treebank", "sample",
-                   "--max-steps", "10", "--warmup-steps", "0", "--eval-steps", "10",
-                   "--save-steps", "10", "--output-dir", str(output)))  # fmt: skip
+    _check(
+        _launch(
+            "--model-name-or-path",
+            str(sample_run / BEST_MODEL_DIR),
+            "--treebank",
+            "sample",
+            "--max-steps",
+            "10",
+            "--warmup-steps",
+            "0",
+            "--eval-steps",
+            "10",
+            "--save-steps",
+            "10",
+            "--output-dir",
+            str(output),
+        )
+    )
     metrics = _metrics(output)
     assert [(h["num_basis"], h["num_steps"]) for h in metrics["history"]] == [(4, 4)]
     assert metrics["arguments"]["refine_steps"] == []
@@ -550,17 +611,23 @@ def test_fine_tuning_keeps_the_saved_model_sizes_and_tokenizer(sample_run, tmp_p
 def test_eval_only_scores_a_saved_model(sample_run):
     result = _check(
         subprocess.run(
-            [sys.executable, SCRIPT, "--eval-only", str(sample_run), "--treebank", "sample",
-             "--eval-split", "dev"],
-            check=False, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300,
+            [sys.executable, SCRIPT, "--eval-only", str(sample_run), "--treebank", "sample", "--eval-split", "dev"],
+            check=False,
+            cwd=ROOT,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
-    )  # fmt: skip
+    )
     scores = json.loads(result.stdout.strip().splitlines()[-1])
     best = _metrics(sample_run)["best"]
     assert scores["accuracy"] == pytest.approx(best["accuracy"])
     assert (scores["num_words"], scores["num_sentences"], scores["tag_column"]) == (
-        best["num_words"], best["num_sentences"], "xpos",
-    )  # fmt: skip
+        best["num_words"],
+        best["num_sentences"],
+        "xpos",
+    )
 
 
 @pytest.mark.slow
@@ -609,12 +676,25 @@ def test_two_cpu_processes_count_every_dev_sentence_once(tmp_path):
     output = tmp_path / "two_processes"
     result = _check(
         _launch(
-            "--treebank", "sample", "--max-steps", "20", "--num-basis", "2", "--refine-steps", "10",
-            "--warmup-steps", "10", "--eval-steps", "10", "--save-steps", "20",
-            "--output-dir", str(output),
+            "--treebank",
+            "sample",
+            "--max-steps",
+            "20",
+            "--num-basis",
+            "2",
+            "--refine-steps",
+            "10",
+            "--warmup-steps",
+            "10",
+            "--eval-steps",
+            "10",
+            "--save-steps",
+            "20",
+            "--output-dir",
+            str(output),
             processes=2,
         )
-    )  # fmt: skip
+    )
     dev = load_treebank("sample")["validation"]
     metrics = _metrics(output)
     assert metrics["num_processes"] == 2
@@ -624,8 +704,9 @@ def test_two_cpu_processes_count_every_dev_sentence_once(tmp_path):
     assert metrics["history"][-1]["num_basis"] == 2
     states = (output / CHECKPOINTS_DIR / "step-20").glob("random_states_*")
     assert sorted(p.name for p in states) == [
-        "random_states_0.pkl", "random_states_1.pkl",
-    ]  # fmt: skip
+        "random_states_0.pkl",
+        "random_states_1.pkl",
+    ]
     assert "Traceback" not in result.stderr and math.isfinite(metrics["best"]["train_loss"])
 
 
@@ -649,12 +730,29 @@ def test_compiled_training_equals_eager_with_a_bounded_number_of_graphs(tmp_path
     compiled graphs to a few per K and N_T, across refinements."""
     # No randomness in the step (compiled, a row has one word slot per token; eager, as
     # many as its words: the same draws would land elsewhere).
-    common = {"treebank": "sample", "max_steps": 8, "eval_steps": 4, "save_steps": 8,
-              "num_basis": 2, "refine_steps": "4", "length_buckets": 4, "word_dropout": 0.0,
-              "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}  # fmt: skip
+    common = {
+        "treebank": "sample",
+        "max_steps": 8,
+        "eval_steps": 4,
+        "save_steps": 8,
+        "num_basis": 2,
+        "refine_steps": "4",
+        "length_buckets": 4,
+        "word_dropout": 0.0,
+        "hidden_dropout_prob": 0.0,
+        "attention_probs_dropout_prob": 0.0,
+    }
     train(resolve_arguments({**common, "output_dir": str(tmp_path / "eager")}))
-    train(resolve_arguments({**common, "output_dir": str(tmp_path / "compiled"), "torch_compile": True,
-                             "torch_compile_backend": "aot_eager"}))  # fmt: skip
+    train(
+        resolve_arguments(
+            {
+                **common,
+                "output_dir": str(tmp_path / "compiled"),
+                "torch_compile": True,
+                "torch_compile_backend": "aot_eager",
+            }
+        )
+    )
     eager, compiled = _metrics(tmp_path / "eager"), _metrics(tmp_path / "compiled")
     for a, b in zip(eager["history"], compiled["history"], strict=True):
         assert a["accuracy"] == pytest.approx(b["accuracy"], abs=1e-5)

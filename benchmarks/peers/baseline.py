@@ -29,8 +29,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--train-file", required=True)
     parser.add_argument("--dev-file", required=True)
     parser.add_argument("--output-dir", required=True)
-    parser.add_argument("--unseen-lemma", choices=("form", "lower"), default="form",
-                        help="lemma of a form not seen in training (default: the form)")
+    parser.add_argument(
+        "--unseen-lemma",
+        choices=("form", "lower"),
+        default="form",
+        help="lemma of a form not seen in training (default: the form)",
+    )
     parser.add_argument("--name", default="baseline", help="file name stem (default baseline)")
     args = parser.parse_args(argv)
     train_file = existing_file(parser, args.train_file, "--train-file")
@@ -46,8 +50,7 @@ def main(argv: list[str] | None = None) -> None:
             for name, column in COLUMNS.items():
                 per_form[word[1]][name][word[column]] += 1
                 overall[name][word[column]] += 1
-    best = {form: {c: counts[c].most_common(1)[0][0] for c in COLUMNS}
-            for form, counts in per_form.items()}
+    best = {form: {c: counts[c].most_common(1)[0][0] for c in COLUMNS} for form, counts in per_form.items()}
     fallback = {c: overall[c].most_common(1)[0][0] for c in COLUMNS}
     train_seconds = time.perf_counter() - start
 

@@ -77,11 +77,18 @@ def make_docs(vocab, doc: Conllu, annotated: bool) -> list:
         if not annotated:
             docs.append(Doc(vocab, words=forms, spaces=spaces, sent_starts=starts))
             continue
-        docs.append(Doc(
-            vocab, words=forms, spaces=spaces, sent_starts=starts,
-            lemmas=[w[2] for w in words], pos=[w[3] for w in words],
-            tags=[w[4] for w in words], morphs=[w[5] if w[5] != "_" else "" for w in words],
-        ))
+        docs.append(
+            Doc(
+                vocab,
+                words=forms,
+                spaces=spaces,
+                sent_starts=starts,
+                lemmas=[w[2] for w in words],
+                pos=[w[3] for w in words],
+                tags=[w[4] for w in words],
+                morphs=[w[5] if w[5] != "_" else "" for w in words],
+            )
+        )
     return docs
 
 
@@ -97,10 +104,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dev-file", required=True)
     parser.add_argument("--output-dir", required=True)
     parser.add_argument("--config", default=str(CONFIG), help="spaCy config (default: %(default)s)")
-    parser.add_argument("--skip-train", action="store_true",
-                        help="reuse OUTPUT_DIR/model/model-best (times of that run are kept)")
-    parser.add_argument("overrides", nargs="*",
-                        help="spaCy config overrides, e.g. --training.max_steps=100 (after --)")
+    parser.add_argument(
+        "--skip-train", action="store_true", help="reuse OUTPUT_DIR/model/model-best (times of that run are kept)"
+    )
+    parser.add_argument("overrides", nargs="*", help="spaCy config overrides, e.g. --training.max_steps=100 (after --)")
     args = parser.parse_args(argv)
     train_file = existing_file(parser, args.train_file, "--train-file")
     dev_file = existing_file(parser, args.dev_file, "--dev-file")
@@ -120,26 +127,38 @@ def main(argv: list[str] | None = None) -> None:
             docs = make_docs(vocab, conllu, annotated=True)
             DocBin(docs=docs, store_user_data=False).to_disk(out / f"{name}.spacy")
             print(f"{name}: {len(docs)} sentences, {sum(map(len, docs))} words", file=sys.stderr)
-        command = [sys.executable, "-m", "spacy", "train", str(config),
-                   "--output", str(out / "model"), "--paths.train", str(out / "train.spacy"),
-                   "--paths.dev", str(out / "dev.spacy"), *args.overrides]
+        command = [
+            sys.executable,
+            "-m",
+            "spacy",
+            "train",
+            str(config),
+            "--output",
+            str(out / "model"),
+            "--paths.train",
+            str(out / "train.spacy"),
+            "--paths.dev",
+            str(out / "dev.spacy"),
+            *args.overrides,
+        ]
         print(" ".join(command), file=sys.stderr, flush=True)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(command, check=True, env=os.environ)
         train_seconds = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        record.update({
-            "peer": "spaCy " + spacy.__version__,
-            "train_file": str(train_file),
-            "dev_file": str(dev_file),
-            "config": str(config),
-            "overrides": args.overrides,
-            "train_command": " ".join(command),
-            "train_seconds": round(train_seconds, 1),
-            "train_cpu_seconds": round(after.ru_utime + after.ru_stime
-                                       - before.ru_utime - before.ru_stime, 1),
-        })
+        record.update(
+            {
+                "peer": "spaCy " + spacy.__version__,
+                "train_file": str(train_file),
+                "dev_file": str(dev_file),
+                "config": str(config),
+                "overrides": args.overrides,
+                "train_command": " ".join(command),
+                "train_seconds": round(train_seconds, 1),
+                "train_cpu_seconds": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
+            }
+        )
 
     model_dir = out / "model" / "model-best"
     nlp = spacy.load(model_dir)
@@ -153,20 +172,23 @@ def main(argv: list[str] | None = None) -> None:
     predictions.write_text(gold.with_tags(tags), encoding="utf-8")
     meta = json.loads((model_dir / "meta.json").read_text())
     words = gold.num_words()
-    record.update({
-        "model": str(model_dir),
-        "pipeline": nlp.pipe_names,
-        "spacy_dev_scores_of_model_best": {k: meta["performance"].get(k) for k in
-                                           ("tag_acc", "pos_acc", "morph_acc", "lemma_acc")},
-        "dev_words": words,
-        "tag_seconds": round(tag_seconds, 3),
-        "tag_cpu_seconds": round(tag_cpu_seconds, 3),
-        "words_per_second": round(words / tag_seconds),
-        "words_per_cpu_second": round(words / tag_cpu_seconds),
-        "tag_seconds_note": "nlp.pipe over Docs of the gold words (batch_size 256), one "
-                            "thread; building Docs and writing CoNLL-U not included",
-        "predictions": str(predictions),
-    })
+    record.update(
+        {
+            "model": str(model_dir),
+            "pipeline": nlp.pipe_names,
+            "spacy_dev_scores_of_model_best": {
+                k: meta["performance"].get(k) for k in ("tag_acc", "pos_acc", "morph_acc", "lemma_acc")
+            },
+            "dev_words": words,
+            "tag_seconds": round(tag_seconds, 3),
+            "tag_cpu_seconds": round(tag_cpu_seconds, 3),
+            "words_per_second": round(words / tag_seconds),
+            "words_per_cpu_second": round(words / tag_cpu_seconds),
+            "tag_seconds_note": "nlp.pipe over Docs of the gold words (batch_size 256), one "
+            "thread; building Docs and writing CoNLL-U not included",
+            "predictions": str(predictions),
+        }
+    )
     record_path.write_text(json.dumps(record, indent=2) + "\n")
     print(json.dumps(record, indent=2))
 

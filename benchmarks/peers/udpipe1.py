@@ -62,23 +62,28 @@ def main(argv: list[str] | None = None) -> None:
     error = udpipe.ProcessingError()
     start, start_cpu = time.perf_counter(), time.process_time()
     model_data = udpipe.Trainer.train(
-        "morphodita_parsito", train, udpipe.Sentences(),
-        options["tokenizer"], options["tagger"], options["parser"], error,
+        "morphodita_parsito",
+        train,
+        udpipe.Sentences(),
+        options["tokenizer"],
+        options["tagger"],
+        options["parser"],
+        error,
     )
     train_seconds = time.perf_counter() - start
     train_cpu_seconds = time.process_time() - start_cpu
     if error.occurred():
         sys.exit(f"udpipe1.py: error: training failed: {error.message}")
     model_path = out / "udpipe1.model"
-    model_path.write_bytes(model_data if isinstance(model_data, bytes)
-                           else model_data.encode("utf-8", "surrogateescape"))
+    model_path.write_bytes(
+        model_data if isinstance(model_data, bytes) else model_data.encode("utf-8", "surrogateescape")
+    )
 
     model = udpipe.Model.load(str(model_path))
     if model is None:
         sys.exit(f"udpipe1.py: error: cannot load {model_path}")
     gold = Conllu.read(dev_file)
-    pipeline = udpipe.Pipeline(model, "conllu", udpipe.Pipeline.DEFAULT, udpipe.Pipeline.NONE,
-                               "conllu")
+    pipeline = udpipe.Pipeline(model, "conllu", udpipe.Pipeline.DEFAULT, udpipe.Pipeline.NONE, "conllu")
     blanked = gold.blanked()
     start, start_cpu = time.perf_counter(), time.process_time()
     output = pipeline.process(blanked, error)
@@ -105,8 +110,7 @@ def main(argv: list[str] | None = None) -> None:
         "tag_cpu_seconds": round(tag_cpu_seconds, 3),
         "words_per_second": round(gold.num_words() / tag_seconds),
         "words_per_cpu_second": round(gold.num_words() / tag_cpu_seconds),
-        "tag_seconds_note": "Pipeline.process on the whole dev text, CoNLL-U parsing and "
-                            "writing included, one thread",
+        "tag_seconds_note": "Pipeline.process on the whole dev text, CoNLL-U parsing and writing included, one thread",
         "predictions": str(predictions),
         "model": str(model_path),
     }

@@ -50,58 +50,59 @@ class TrainingArguments(RunArguments):
         **_help("run folder: best/ (the best model), checkpoints/, metrics.json, run.json"),
     )
     max_steps: int = field(default=35000, **_help("optimiser steps to train for"))
-    learning_rate: float = field(
-        default=1e-3, **_help("peak learning rate, reached at the end of the warm-up")
-    )
-    weight_decay: float = field(
-        default=0.1, **_help("AdamW weight decay (not on biases and LayerNorms)")
-    )
+    learning_rate: float = field(default=1e-3, **_help("peak learning rate, reached at the end of the warm-up"))
+    weight_decay: float = field(default=0.1, **_help("AdamW weight decay (not on biases and LayerNorms)"))
     num_basis: int = field(default=64, **_help("final K, the number of basis functions"))
     refine_steps: str | None = field(
         default=DEFAULT_REFINE_STEPS,
-        **_help("comma-separated steps after which K and N_T are refined ('none': never); "
-                "the initial K is the one that reaches --num-basis after all of them"),
-    )  # fmt: skip
+        **_help(
+            "comma-separated steps after which K and N_T are refined ('none': never); "
+            "the initial K is the one that reaches --num-basis after all of them"
+        ),
+    )
     treebank: str = field(
         default="sample",
-        **_help("sample (generated, no data needed) | en_gum | de_hdt (under --data-dir or "
-                "$UD_DIR) | a UD release folder | a Hub dataset name"),
-    )  # fmt: skip
-    data_dir: str | None = field(default=None, **_help("folder of UD release folders ($UD_DIR)"))
-    train_file: list[str] = field(
-        default_factory=list, **_help("CoNLL-U file(s) or glob(s) replacing the train split")
+        **_help(
+            "sample (generated, no data needed) | en_gum | de_hdt (under --data-dir or "
+            "$UD_DIR) | a UD release folder | a Hub dataset name"
+        ),
     )
+    data_dir: str | None = field(default=None, **_help("folder of UD release folders ($UD_DIR)"))
+    train_file: list[str] = field(default_factory=list, **_help("CoNLL-U file(s) or glob(s) replacing the train split"))
     dev_file: list[str] = field(
         default_factory=list, **_help("CoNLL-U file(s) or glob(s) replacing the dev split (--validation-file)")
     )
     tag_column: str = field(
         default="xpos",
-        **_help("the primary column (the model's logits, what a token-classification pipeline "
-                "shows): xpos or upos; if --columns leaves it out, XPOS, else UPOS, else the first"),
-    )  # fmt: skip
+        **_help(
+            "the primary column (the model's logits, what a token-classification pipeline "
+            "shows): xpos or upos; if --columns leaves it out, XPOS, else UPOS, else the first"
+        ),
+    )
     columns: str | None = field(
         default=None,
-        **_help("comma-separated columns to predict, a head each: upos,xpos,feats,lemma "
-                "(default: every column the training treebank annotates; the paper's model: xpos)"),
-    )  # fmt: skip
+        **_help(
+            "comma-separated columns to predict, a head each: upos,xpos,feats,lemma "
+            "(default: every column the training treebank annotates; the paper's model: xpos)"
+        ),
+    )
     feats_mode: str = field(
         default="whole",
         **_help("features as whole FEATS strings (a class each) or factored (a head per feature)"),
-    )  # fmt: skip
-    lemma_min_count: int = field(
-        default=1, **_help("lemma edit scripts seen fewer times in train are no labels")
     )
+    lemma_min_count: int = field(default=1, **_help("lemma edit scripts seen fewer times in train are no labels"))
     model_name_or_path: str | None = field(
         default=None,
-        **_help("fine-tune a saved tagger of this package (folder or Hub id): its tokenizer, "
-                "K, N_T and tags are kept"),
-    )  # fmt: skip
+        **_help("fine-tune a saved tagger of this package (folder or Hub id): its tokenizer, K, N_T and tags are kept"),
+    )
     warmup_steps: int = field(default=8000, **_help("linear warm-up steps, then 1/sqrt decay"))
     cooldown_steps: int | None = field(
         default=None,
-        **_help("the learning rate falls linearly to (almost) 0 over the last N steps "
-                "(default: the last 20%% of --max-steps; 0: no cool-down)"),
-    )  # fmt: skip
+        **_help(
+            "the learning rate falls linearly to (almost) 0 over the last N steps "
+            "(default: the last 20%% of --max-steps; 0: no cool-down)"
+        ),
+    )
     hidden_size: int = field(default=128, **_help("embedding and ODE state width"))
     num_attention_heads: int = field(default=1, **_help("attention heads"))
     intermediate_size: int = field(default=128, **_help("MLP hidden width"))
@@ -109,47 +110,54 @@ class TrainingArguments(RunArguments):
     hidden_dropout_prob: float = field(
         default=0.1, **_help("dropout on embeddings, rate outputs and before the classifier")
     )
-    attention_probs_dropout_prob: float = field(
-        default=0.1, **_help("dropout on attention probabilities")
-    )
+    attention_probs_dropout_prob: float = field(default=0.1, **_help("dropout on attention probabilities"))
     position_encoding: str = field(default="sinusoidal", **_help("sinusoidal or learned"))
     word_representation: str = field(
         default="word+chars",
-        **_help("word+chars: word embeddings plus a character CNN over the spelling (unknown "
-                "words are read from their form); word: the paper's word-only model; chars: "
-                "the character CNN alone"),
-    )  # fmt: skip
+        **_help(
+            "word+chars: word embeddings plus a character CNN over the spelling (unknown "
+            "words are read from their form); word: the paper's word-only model; chars: "
+            "the character CNN alone"
+        ),
+    )
     char_embedding_size: int = field(default=32, **_help("character embedding width"))
     char_hidden_size: int = field(
         default=ContTransformerConfig.char_hidden_size,
-        **_help("filters of the character CNN (512: words never seen in training are tagged "
-                "best; docs/experiments.md, the screening)"),
-    )  # fmt: skip
+        **_help(
+            "filters of the character CNN (512: words never seen in training are tagged "
+            "best; docs/experiments.md, the screening)"
+        ),
+    )
     char_kernel_size: int = field(default=3, **_help("width (odd) of the character CNN"))
     max_word_length: int = field(
         default=20, **_help("characters of a word the CNN reads (a longer word: first and last)")
     )
     max_length: int = field(
         default=128,
-        **_help("longest training sentence in words, root included (longer: truncated; "
-                "evaluation scores long sentences in full, in windows)"),
-    )  # fmt: skip
+        **_help(
+            "longest training sentence in words, root included (longer: truncated; "
+            "evaluation scores long sentences in full, in windows)"
+        ),
+    )
     length_buckets: int | None = field(
         default=None,
-        **_help("pad every batch to one of N lengths chosen from the training data, so a "
-                "compiled model sees few shapes (default: 8 with --torch-compile, else 0: "
-                "each batch to its longest row)"),
-    )  # fmt: skip
+        **_help(
+            "pad every batch to one of N lengths chosen from the training data, so a "
+            "compiled model sees few shapes (default: 8 with --torch-compile, else 0: "
+            "each batch to its longest row)"
+        ),
+    )
     do_predict: bool = field(
         default=False,
-        **_help("after training, tag the dev (and test) CoNLL-U files with the best model into "
-                "OUTPUT_DIR/predictions/ (only the predicted column changes)"),
-    )  # fmt: skip
+        **_help(
+            "after training, tag the dev (and test) CoNLL-U files with the best model into "
+            "OUTPUT_DIR/predictions/ (only the predicted column changes)"
+        ),
+    )
     word_dropout: float = field(
         default=1.0,
-        **_help("alpha: a training word seen c times becomes [UNK] with probability "
-                "alpha/(alpha+c); 0: off"),
-    )  # fmt: skip
+        **_help("alpha: a training word seen c times becomes [UNK] with probability alpha/(alpha+c); 0: off"),
+    )
     eval_steps: int = field(default=1000, **_help("evaluate on dev every N steps"))
     save_steps: int = field(default=1000, **_help("checkpoint every N steps"))
 
@@ -183,8 +191,10 @@ class TrainingArguments(RunArguments):
             logger.warning(
                 "refine_steps %s reach past max_steps=%d: this run ends below num_basis=%d "
                 "(resume it with a larger --max-steps to go on)",
-                list(refine_steps), self.max_steps, self.num_basis,
-            )  # fmt: skip
+                list(refine_steps),
+                self.max_steps,
+                self.num_basis,
+            )
 
     def _adopt_saved_sizes(self) -> None:
         """Fine-tuning keeps the saved model's continuous choices; refinements (if any)
@@ -209,9 +219,7 @@ def parse_columns(text: str) -> tuple[str, ...]:
     columns = tuple(part.strip().lower() for part in text.split(",") if part.strip())
     unknown = [c for c in columns if c not in PREDICTED_COLUMNS]
     if unknown or not columns or len(set(columns)) != len(columns):
-        raise ValueError(
-            f"columns: give distinct columns among {','.join(PREDICTED_COLUMNS)}, got {text!r}"
-        )
+        raise ValueError(f"columns: give distinct columns among {','.join(PREDICTED_COLUMNS)}, got {text!r}")
     return columns
 
 

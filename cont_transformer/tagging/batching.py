@@ -86,7 +86,9 @@ class _Encoded:
 
 
 def _encoded(
-    tokenizer: PreTrainedTokenizerBase, sentences: Sequence[Sequence[str]], tags,
+    tokenizer: PreTrainedTokenizerBase,
+    sentences: Sequence[Sequence[str]],
+    tags,
     columns: Columns | None = None,
 ) -> Iterator[_Encoded]:
     """Each sentence's tokens grouped by word, in full (no truncation)."""
@@ -100,9 +102,7 @@ def _encoded(
         for token, word in zip(input_ids[1:], word_of[1:]):
             word_ids[word].append(token)
         if not all(word_ids):
-            raise ValueError(
-                f"sentence {index} has a word the tokenizer drops (an empty word?): {list(words)}"
-            )
+            raise ValueError(f"sentence {index} has a word the tokenizer drops (an empty word?): {list(words)}")
         labels = {name: list(values[index]) for name, values in fields.items()}
         yield _Encoded(input_ids[0], word_ids, labels)
 
@@ -142,9 +142,7 @@ def evaluation_windows(length: int, capacity: int) -> list[tuple[int, int, int]]
     stride = max(capacity // 2, 1)
     starts = list(range(0, length - capacity, stride)) + [length - capacity]
     owner = [
-        max(
-            range(len(starts)), key=lambda w: (min(j - starts[w], starts[w] + capacity - 1 - j), -w)
-        )
+        max(range(len(starts)), key=lambda w: (min(j - starts[w], starts[w] + capacity - 1 - j), -w))
         for j in range(length)
     ]
     windows = []
@@ -172,9 +170,7 @@ def encode_for_evaluation(
     ``"unseen"``: 1 at the tokens of words not in it, 0 elsewhere.
     """
     if max_length < 2:
-        raise ValueError(
-            f"max_length must leave room for the root token and a word, got {max_length}"
-        )
+        raise ValueError(f"max_length must leave room for the root token and a word, got {max_length}")
     rows = []
     for words, sentence in zip(sentences, _encoded(tokenizer, sentences, tags, columns)):
         windows = evaluation_windows(len(sentence.word_ids), max_length - 1)
@@ -184,9 +180,7 @@ def encode_for_evaluation(
             row["sentence_start"] = int(number == 0)
             if known_words is not None:
                 row["unseen"] = [0] + [
-                    int(words[w] not in known_words)
-                    for w in range(start, end)
-                    for _ in sentence.word_ids[w]
+                    int(words[w] not in known_words) for w in range(start, end) for _ in sentence.word_ids[w]
                 ]
             rows.append(row)
     return rows
@@ -253,8 +247,11 @@ def bucket_lengths(lengths: Sequence[int], num_buckets: int, multiple: int = 8) 
     best = {(0, j): (cost(0, j), [j]) for j in range(n)}  # (buckets used, last index)
     for used in range(1, min(num_buckets, n)):
         for j in range(used, n):
-            options = [(best[(used - 1, i)][0] + cost(i + 1, j), best[(used - 1, i)][1] + [j])
-                       for i in range(used - 1, j) if (used - 1, i) in best]  # fmt: skip
+            options = [
+                (best[(used - 1, i)][0] + cost(i + 1, j), best[(used - 1, i)][1] + [j])
+                for i in range(used - 1, j)
+                if (used - 1, i) in best
+            ]
             if options:
                 best[(used, j)] = min(options)
     _, chosen = min(best[(used, n - 1)] for used in range(min(num_buckets, n)) if (used, n - 1) in best)
@@ -294,9 +291,7 @@ class LengthGroupedBatchSampler:
 
     def __iter__(self) -> Iterator[list[int]]:
         generator = torch.Generator().manual_seed(epoch_seed(self.seed, self.epoch))
-        order = torch.randperm(len(self.lengths), generator=generator)[
-            : len(self) * self.batch_size
-        ]
+        order = torch.randperm(len(self.lengths), generator=generator)[: len(self) * self.batch_size]
         batches = []
         group = self.group_batches * self.batch_size
         for begin in range(0, len(order), group):

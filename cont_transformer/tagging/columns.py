@@ -143,9 +143,7 @@ def _factored_labels(feats: Iterable[str]) -> list[str]:
         for name, feature_value in _features(value).items():
             seen.setdefault(name, set()).add(feature_value)
     return [
-        f"{name}={value}"
-        for name in sorted(seen, key=str.lower)
-        for value in [ABSENT_FEATURE, *sorted(seen[name])]
+        f"{name}={value}" for name in sorted(seen, key=str.lower) for value in [ABSENT_FEATURE, *sorted(seen[name])]
     ]
 
 
@@ -193,8 +191,7 @@ def decode_column(
         result = []
         for word_ids in ids:
             pairs = [
-                f"{name}={values[i]}" for (name, values), i in zip(groups, word_ids)
-                if values[i] != ABSENT_FEATURE
+                f"{name}={values[i]}" for (name, values), i in zip(groups, word_ids) if values[i] != ABSENT_FEATURE
             ]
             result.append(canonical_feats("|".join(pairs)))
         return result

@@ -56,9 +56,7 @@ def add_tag_combinations(model_dir: str | os.PathLike, train_file: str | os.Path
     train = load_treebank({"train": [str(train_file)]})["train"]
     combinations = tag_combinations(train, labels, getattr(config, "feats_mode", "whole"))
     if combinations is None:
-        raise ValueError(
-            f"{model_dir}: the model does not predict {', '.join(JOINT_COLUMNS)} with whole FEATS"
-        )
+        raise ValueError(f"{model_dir}: the model does not predict {', '.join(JOINT_COLUMNS)} with whole FEATS")
     # A run folder may hold the model at its top besides best/: both get them.
     for path in {Path(model_dir) / "config.json", Path(folder) / "config.json"}:
         if path.is_file():

@@ -36,6 +36,8 @@ def by_column(tags: Sequence[T] | Mapping[str, Sequence[T]], column: str | None)
         if name not in COLUMNS[2:6]:
             raise ValueError(f"column: {name!r} is not one of {COLUMNS[2:6]}")
     return columns
+
+
 _ESCAPES = {" ": "\\s", "\t": "\\t", "\r": "\\r", "\n": "\\n", "|": "\\p", "\\": "\\\\"}
 
 
@@ -66,10 +68,7 @@ class ConlluDocument:
             elif not line.strip() and start is not None:
                 self.blocks.append(range(start, index))
                 start = None
-        self.sentences = [
-            [i for i in block if self.lines[i].partition("\t")[0].isdigit()]
-            for block in self.blocks
-        ]
+        self.sentences = [[i for i in block if self.lines[i].partition("\t")[0].isdigit()] for block in self.blocks]
 
     @classmethod
     def read(cls, path: PathLike) -> ConlluDocument:
@@ -114,7 +113,7 @@ class ConlluDocument:
         pieces = []
         for block in self.blocks:
             comments = [self.lines[i].rstrip("\r") for i in block if self.lines[i].startswith("#")]
-            text = next((c[len("# text = "):] for c in comments if c.startswith("# text = ")), None)
+            text = next((c[len("# text = ") :] for c in comments if c.startswith("# text = ")), None)
             if text is None:
                 raise ValueError(f"{self.name}:{block.start + 1}: sentence has no '# text = ' comment")
             if pieces:
@@ -126,9 +125,7 @@ class ConlluDocument:
 
 def escape_spaces(spaces: str) -> str:
     """Whitespace as a MISC value: ``"\\n  "`` -> ``"\\\\n\\\\s\\\\s"`` (see the module docstring)."""
-    return "".join(
-        _ESCAPES.get(c, f"\\u{ord(c):04x}" if c.isspace() else c) for c in spaces
-    )
+    return "".join(_ESCAPES.get(c, f"\\u{ord(c):04x}" if c.isspace() else c) for c in spaces)
 
 
 def _misc(spaces_after: str) -> str:

@@ -69,9 +69,7 @@ TREEBANKS: dict[str, dict[str, list[str]]] = {
         for split, ud_split in (("train", "train"), ("validation", "dev"), ("test", "test"))
     },
     "de_hdt": {
-        "train": [
-            f"UD_German-HDT/de_hdt-ud-train-{part}.conllu" for part in ("a-1", "a-2", "b-1", "b-2")
-        ],
+        "train": [f"UD_German-HDT/de_hdt-ud-train-{part}.conllu" for part in ("a-1", "a-2", "b-1", "b-2")],
         "validation": ["UD_German-HDT/de_hdt-ud-dev.conllu"],
         "test": ["UD_German-HDT/de_hdt-ud-test.conllu"],
     },
@@ -302,9 +300,7 @@ def _hub_sentences(name: str) -> dict[str, list[dict[str, list[str]]]]:
     for split, dataset in loaded.items():
         missing = {"tokens", *TAG_COLUMNS} - set(dataset.column_names)
         if missing:
-            raise ValueError(
-                f"Hub dataset {name!r} split {split!r} lacks columns {sorted(missing)}"
-            )
+            raise ValueError(f"Hub dataset {name!r} split {split!r} lacks columns {sorted(missing)}")
         columns = {"tokens": dataset["tokens"]}
         for column in TAG_COLUMNS:
             values = dataset[column]
@@ -314,12 +310,8 @@ def _hub_sentences(name: str) -> dict[str, list[dict[str, list[str]]]]:
             columns[column] = values
         for column in TEXT_COLUMNS:  # absent (or named "lemmas", as UD's Hub data set does)
             source = next((c for c in (column, column + "s") if c in dataset.column_names), None)
-            columns[column] = (
-                dataset[source] if source else [["_"] * len(tokens) for tokens in columns["tokens"]]
-            )
-        splits[SPLIT_ALIASES.get(split, split)] = [
-            dict(zip(columns, row)) for row in zip(*columns.values())
-        ]
+            columns[column] = dataset[source] if source else [["_"] * len(tokens) for tokens in columns["tokens"]]
+        splits[SPLIT_ALIASES.get(split, split)] = [dict(zip(columns, row)) for row in zip(*columns.values())]
     return splits
 
 
@@ -333,16 +325,11 @@ def _to_dataset_dict(
             names[column] = list(label_names[column])
         else:
             sources = [splits["train"]] if "train" in splits else list(splits.values())
-            names[column] = sorted(
-                {tag for source in sources for sentence in source for tag in sentence[column]}
-            )
+            names[column] = sorted({tag for source in sources for sentence in source for tag in sentence[column]})
     features = datasets.Features(
         {
             "tokens": datasets.Sequence(datasets.Value("string")),
-            **{
-                column: datasets.Sequence(datasets.ClassLabel(names=names[column]))
-                for column in TAG_COLUMNS
-            },
+            **{column: datasets.Sequence(datasets.ClassLabel(names=names[column])) for column in TAG_COLUMNS},
             **{column: datasets.Sequence(datasets.Value("string")) for column in TEXT_COLUMNS},
         }
     )
@@ -351,12 +338,8 @@ def _to_dataset_dict(
         columns: dict[str, list] = {"tokens": [sentence["tokens"] for sentence in sentences]}
         for column in TAG_COLUMNS:
             ids = {tag: index for index, tag in enumerate(names[column])}
-            encoded = [
-                [ids.get(tag, UNSEEN_TAG) for tag in sentence[column]] for sentence in sentences
-            ]
-            unseen = Counter(
-                tag for sentence in sentences for tag in sentence[column] if tag not in ids
-            )
+            encoded = [[ids.get(tag, UNSEEN_TAG) for tag in sentence[column]] for sentence in sentences]
+            unseen = Counter(tag for sentence in sentences for tag in sentence[column] if tag not in ids)
             if unseen:
                 logger.warning(
                     "%s %s: %d words have tags outside the label names (stored as %d): %s",
@@ -397,10 +380,7 @@ def load_treebank(
             files = {split: [path] for split, path in write_sample_treebank(directory).items()}
             return _to_dataset_dict(_read_splits(files), label_names)
     if isinstance(name_or_files, Mapping):
-        files = {
-            SPLIT_ALIASES.get(split, split): _expand(split, spec)
-            for split, spec in name_or_files.items()
-        }
+        files = {SPLIT_ALIASES.get(split, split): _expand(split, spec) for split, spec in name_or_files.items()}
     elif name_or_files in TREEBANKS:
         files = _known_treebank_files(str(name_or_files), data_dir)
     elif Path(name_or_files).is_dir():
@@ -411,10 +391,7 @@ def load_treebank(
 
 
 def _read_splits(files: dict[str, list[Path]]) -> dict[str, list[dict[str, list[str]]]]:
-    return {
-        split: [sentence for path in paths for sentence in read_conllu(path)]
-        for split, paths in files.items()
-    }
+    return {split: [sentence for path in paths for sentence in read_conllu(path)] for split, paths in files.items()}
 
 
 def build_vocab(dataset: datasets.Dataset | datasets.DatasetDict, min_freq: int = 1) -> list[str]:
@@ -451,13 +428,14 @@ def check_tag_column(train: datasets.Dataset, column: str) -> None:
     if empty:
         logger.warning(
             "train %s: %d of %d words (%.1f%%) have no tag ('_'); they are learnt as the tag '_'",
-            column, empty, total, 100 * empty / total,
-        )  # fmt: skip
+            column,
+            empty,
+            total,
+            100 * empty / total,
+        )
 
 
-def most_frequent_tag_baseline(
-    train: datasets.Dataset, eval: datasets.Dataset, column: str = "xpos"
-) -> float:
+def most_frequent_tag_baseline(train: datasets.Dataset, eval: datasets.Dataset, column: str = "xpos") -> float:
     """Accuracy on `eval` of tagging each word with its most frequent `column` tag
     in `train` (unknown words: the most frequent tag overall). Ties go to the
     lower tag id; `UNSEEN_TAG` references count as errors."""

@@ -53,9 +53,12 @@ from .tokenization import training_words
 # The result's name of each CoNLL 2018 row; the columns a row needs predicted.
 ROW_NAMES = {"UPOS": "upos", "XPOS": "xpos", "UFeats": "ufeats", "AllTags": "alltags", "Lemmas": "lemmas"}
 ROW_COLUMNS = {
-    "UPOS": {"upos"}, "XPOS": {"xpos"}, "UFeats": {"feats"}, "AllTags": {"upos", "xpos", "feats"},
+    "UPOS": {"upos"},
+    "XPOS": {"xpos"},
+    "UFeats": {"feats"},
+    "AllTags": {"upos", "xpos", "feats"},
     "Lemmas": {"lemma"},
-}  # fmt: skip
+}
 ROW_TITLES = {name: row for row, name in ROW_NAMES.items()}
 SELECTION_ROWS = ("upos", "xpos", "ufeats", "lemmas")  # averaged into ``accuracy``
 
@@ -95,12 +98,12 @@ class GoldColumns:
                 ids = predicted[column][offset : offset + len(words)].tolist()
                 system[column].extend(decode_column(column, words, ids, labels[column], self.feats_mode))
             offset += len(words)
-        gold = {c: [v for values in self.gold.get(c, [["_"] * len(w) for w in self.words]) for v in values]
-                for c in PREDICTED_COLUMNS}  # fmt: skip
+        gold = {
+            c: [v for values in self.gold.get(c, [["_"] * len(w) for w in self.words]) for v in values]
+            for c in PREDICTED_COLUMNS
+        }
         forms = [word for words in self.words for word in words]
-        pairs = [
-            (_word(forms[i], gold, i), _word(forms[i], {**gold, **system}, i)) for i in range(len(forms))
-        ]
+        pairs = [(_word(forms[i], gold, i), _word(forms[i], {**gold, **system}, i)) for i in range(len(forms))]
         counts = tag_counts(pairs)
         result = {ROW_NAMES[row]: counts[row] / len(pairs) if pairs else 0.0 for row in _rows(self.columns)}
         averaged = [result[row] for row in SELECTION_ROWS if row in result]
@@ -142,15 +145,11 @@ def scoring_rows(
         index.append(list(range(offsets, offsets + len(sentence))))
         offsets += len(sentence)
     tags = fields.pop("labels")
-    rows = encode_for_evaluation(
-        tokenizer, words, tags, max_length, known_words, columns={**fields, WORD_INDEX: index}
-    )
+    rows = encode_for_evaluation(tokenizer, words, tags, max_length, known_words, columns={**fields, WORD_INDEX: index})
     return rows, GoldColumns(words, gold, dict(labels), primary, feats_mode)
 
 
-def eval_loader(
-    rows: list[dict], batch_size: int, pad_token_id: int, lengths: Sequence[int] = ()
-) -> DataLoader:
+def eval_loader(rows: list[dict], batch_size: int, pad_token_id: int, lengths: Sequence[int] = ()) -> DataLoader:
     """Evaluation batches, longest first: similar lengths share a batch, and the largest
     batch comes first."""
     rows = sorted(rows, key=lambda row: -len(row["input_ids"]))
@@ -211,16 +210,13 @@ def evaluate(model, dataloader, accelerator, gold: GoldColumns) -> dict[str, flo
     return result
 
 
-def _seen_unseen_counts(
-    predictions: torch.Tensor, labels: torch.Tensor, unseen: torch.Tensor
-) -> torch.Tensor:
+def _seen_unseen_counts(predictions: torch.Tensor, labels: torch.Tensor, unseen: torch.Tensor) -> torch.Tensor:
     """``[correct seen, seen, correct unseen, unseen]`` scored words of a batch ``(batch, seq)``."""
     scored = labels != IGNORE_INDEX
     correct = scored & (predictions == labels)
     return torch.stack(
-        [(correct & ~unseen).sum(), (scored & ~unseen).sum(), (correct & unseen).sum(),
-         (scored & unseen).sum()]
-    ).cpu()  # fmt: skip
+        [(correct & ~unseen).sum(), (scored & ~unseen).sum(), (correct & unseen).sum(), (scored & unseen).sum()]
+    ).cpu()
 
 
 def load_tagger(model_dir: str | os.PathLike):
@@ -229,9 +225,7 @@ def load_tagger(model_dir: str | os.PathLike):
     folder = resolve_model_dir(model_dir)
     config = AutoConfig.from_pretrained(folder)
     if config.model_type != MODEL_TYPE:
-        raise ValueError(
-            f"{folder} holds a {config.model_type!r} model, not a {MODEL_TYPE!r} tagger"
-        )
+        raise ValueError(f"{folder} holds a {config.model_type!r} model, not a {MODEL_TYPE!r} tagger")
     return ContTransformerForTokenClassification.from_pretrained(folder), folder
 
 
@@ -265,14 +259,17 @@ def evaluate_saved_model(
         splits = load_treebank(treebank, data_dir)
         split = SPLIT_ALIASES.get(split, split)
         if split not in splits:
-            raise ValueError(
-                f"eval_split: treebank {treebank!r} has no split {split!r} (found {sorted(splits)})"
-            )
+            raise ValueError(f"eval_split: treebank {treebank!r} has no split {split!r} (found {sorted(splits)})")
         dataset = splits[split]
     rows, gold = scoring_rows(
-        tokenizer, dataset, labels, primary, config.max_position_embeddings,
-        training_words(tokenizer, model), config.feats_mode,
-    )  # fmt: skip
+        tokenizer,
+        dataset,
+        labels,
+        primary,
+        config.max_position_embeddings,
+        training_words(tokenizer, model),
+        config.feats_mode,
+    )
     batch_size = math.ceil(batch_size / accelerator.num_processes) * accelerator.num_processes
     model, loader = accelerator.prepare(model, eval_loader(rows, batch_size, tokenizer.pad_token_id))
     result = evaluate(model, loader, accelerator, gold)

@@ -33,9 +33,13 @@ def eval_set(model, tokenizer, folder: Path, path: Path, batch_size: int) -> Eva
     primary = next(iter(labels))
     dataset = load_treebank({"eval": [path]})["eval"]
     rows, gold = scoring_rows(
-        tokenizer, dataset, labels, primary, config.max_position_embeddings,
+        tokenizer,
+        dataset,
+        labels,
+        primary,
+        config.max_position_embeddings,
         feats_mode=config.feats_mode,
-    )  # fmt: skip
+    )
     rows.sort(key=lambda row: len(row["input_ids"]))  # little padding in a batch
     collate = PaddingCollator(tokenizer.pad_token_id)
     batches = [collate(rows[i : i + batch_size]) for i in range(0, len(rows), batch_size)]
@@ -50,9 +54,12 @@ def eval_set(model, tokenizer, folder: Path, path: Path, batch_size: int) -> Eva
     inputs = [{"input_ids": b["input_ids"], "attention_mask": b["attention_mask"]} for b in batches]
     description = f"{path.name} ({', '.join(c.upper() for c in gold.columns)}, {gold.num_words:,} words)"
     return EvalSet(
-        lambda model: scores(model)["accuracy"], partial(forward_batches, batches=inputs),
-        description, ud_split(path), scores=scores,
-    )  # fmt: skip
+        lambda model: scores(model)["accuracy"],
+        partial(forward_batches, batches=inputs),
+        description,
+        ud_split(path),
+        scores=scores,
+    )
 
 
 def ud_split(path: Path) -> str | None:
@@ -83,7 +90,10 @@ def card_facts(config) -> dict[str, object]:
             f"{config.hidden_size} / {config.num_attention_heads} / {config.intermediate_size}"
         ),
         "tags (labels)": len(getattr(config, "id2label", None) or {}),
-        **{f"{column} head (labels)": len(labels) for column, labels in (getattr(config, "column_labels", None) or {}).items()},
+        **{
+            f"{column} head (labels)": len(labels)
+            for column, labels in (getattr(config, "column_labels", None) or {}).items()
+        },
     }
 
 
@@ -125,7 +135,5 @@ CARD = CardText(
     facts=card_facts,
 )
 
-FAMILY = ModelFamily(
-    "cont_transformer", load_preprocessor, eval_set, synthetic_inputs, write_record, card=CARD
-)
+FAMILY = ModelFamily("cont_transformer", load_preprocessor, eval_set, synthetic_inputs, write_record, card=CARD)
 register_family(FAMILY)

@@ -61,10 +61,7 @@ class EditScript:
     def __str__(self) -> str:
         if self.absolute is not None:
             return f"={self.absolute}"
-        return (
-            f"{self.casing}|-{self.prefix_strip}+{self.prefix_add}"
-            f"|-{self.suffix_strip}+{self.suffix_add}"
-        )
+        return f"{self.casing}|-{self.prefix_strip}+{self.prefix_add}|-{self.suffix_strip}+{self.suffix_add}"
 
     @property
     def cost(self) -> int:

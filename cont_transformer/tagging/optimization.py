@@ -24,9 +24,7 @@ def _no_decay_parameters(model: nn.Module) -> set[str]:
     return names
 
 
-def build_optimizer(
-    model: nn.Module, learning_rate: float, weight_decay: float
-) -> torch.optim.AdamW:
+def build_optimizer(model: nn.Module, learning_rate: float, weight_decay: float) -> torch.optim.AdamW:
     """AdamW with the paper's β and ε; biases and LayerNorm parameters get no weight decay.
 
     The fused kernel: at K = 64 the coefficients are 64 copies of the rate's weights, and

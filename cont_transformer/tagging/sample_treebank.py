@@ -62,10 +62,14 @@ _THAT: Word = ("that", "that", "SCONJ", "IN")
 _AND: Word = ("and", "and", "CCONJ", "CC")
 # A small morphology, by XPOS: number on nouns, tense and verb form on verbs.
 SAMPLE_FEATS: dict[str, str] = {
-    "NN": "Number=Sing", "NNS": "Number=Plur", "NNP": "Number=Sing",
-    "VBZ": "Number=Sing|Person=3|Tense=Pres|VerbForm=Fin", "VBP": "Tense=Pres|VerbForm=Fin",
-    "VBD": "Tense=Past|VerbForm=Fin", "VB": "VerbForm=Inf",
-}  # fmt: skip
+    "NN": "Number=Sing",
+    "NNS": "Number=Plur",
+    "NNP": "Number=Sing",
+    "VBZ": "Number=Sing|Person=3|Tense=Pres|VerbForm=Fin",
+    "VBP": "Tense=Pres|VerbForm=Fin",
+    "VBD": "Tense=Past|VerbForm=Fin",
+    "VB": "VerbForm=Inf",
+}
 
 
 @dataclass
@@ -172,9 +176,7 @@ def _sample_conllu(units: list[_Unit], sent_id: str) -> str:
                 head, deprel = 0, "root"
             word_misc = "_" if unit.surface else misc
             feats = SAMPLE_FEATS.get(xpos, "_")
-            rows.append(
-                f"{word_id}\t{form}\t{lemma}\t{upos}\t{xpos}\t{feats}\t{head}\t{deprel}\t_\t{word_misc}"
-            )
+            rows.append(f"{word_id}\t{form}\t{lemma}\t{upos}\t{xpos}\t{feats}\t{head}\t{deprel}\t_\t{word_misc}")
         text += surface + ("" if no_space else " ")
     return "\n".join([f"# sent_id = {sent_id}", f"# text = {text.strip()}", *rows]) + "\n\n"
 
@@ -197,10 +199,7 @@ def write_sample_treebank(
     files = {}
     for split, ud_split, count in (("train", "train", num_train), ("validation", "dev", num_dev)):
         path = directory / f"sample-ud-{ud_split}.conllu"
-        body = "".join(
-            _sample_conllu(grammar.sentence(), f"sample-{ud_split}-{index + 1}")
-            for index in range(count)
-        )
+        body = "".join(_sample_conllu(grammar.sentence(), f"sample-{ud_split}-{index + 1}") for index in range(count))
         path.write_text(f"# newdoc id = sample-{ud_split}\n{body}", encoding="utf-8")
         files[split] = path
     return files

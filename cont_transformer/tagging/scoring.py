@@ -25,9 +25,15 @@ TAG_COLUMNS = ("upos", "xpos")
 UNITS = ("tokens", "sentences", "words")
 # The package's names of the CoNLL 2018 rows.
 ROWS = {
-    "tokens": "Tokens", "sentences": "Sentences", "words": "Words", "upos": "UPOS",
-    "xpos": "XPOS", "feats": "UFeats", "alltags": "AllTags", "lemma": "Lemmas",
-}  # fmt: skip
+    "tokens": "Tokens",
+    "sentences": "Sentences",
+    "words": "Words",
+    "upos": "UPOS",
+    "xpos": "XPOS",
+    "feats": "UFeats",
+    "alltags": "AllTags",
+    "lemma": "Lemmas",
+}
 
 
 def scored_columns(columns: Sequence[str]) -> tuple[str, ...]:

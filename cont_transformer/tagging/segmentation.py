@@ -105,8 +105,11 @@ def _sentences(doc, offset: int, split: bool = True) -> Iterator[Sentence]:
         """Punctuation written like an opening quote or bracket: whitespace before it, a
         visible character right after it."""
         return bool(
-            punct[i] and starts[i] > 0 and text[starts[i] - 1].isspace()
-            and ends[i] < len(text) and not text[ends[i]].isspace()
+            punct[i]
+            and starts[i] > 0
+            and text[starts[i] - 1].isspace()
+            and ends[i] < len(text)
+            and not text[ends[i]].isspace()
         )
 
     bounds = [0, *(i for i in range(1, len(starts)) if split and sent_start[i] == 1), len(starts)]

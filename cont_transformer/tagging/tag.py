@@ -127,7 +127,11 @@ def combination_index(config, labels: dict[str, list], device=None) -> torch.Ten
 
 
 def predicted_columns(
-    output, columns: Sequence[str], primary: str, labels: dict[str, list], feats_mode: str,
+    output,
+    columns: Sequence[str],
+    primary: str,
+    labels: dict[str, list],
+    feats_mode: str,
     combinations: torch.Tensor | None = None,
 ) -> dict[str, torch.Tensor]:
     """Each of ``columns`` -> its ``(batch, seq)`` label ids from a tagger's ``output``
@@ -164,9 +168,7 @@ def check_words(sentences: Sequence[Sequence[str]]) -> None:
     for number, words in enumerate(sentences):
         for position, word in enumerate(words):
             if not isinstance(word, str) or not word.strip():
-                raise ValueError(
-                    f"sentence {number + 1}, word {position + 1}: empty or non-string word {word!r}"
-                )
+                raise ValueError(f"sentence {number + 1}, word {position + 1}: empty or non-string word {word!r}")
 
 
 def token_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
@@ -203,9 +205,17 @@ class Tagger:
             vary in size) with ``torch_compile_backend`` and ``torch_compile_mode``.
     """
 
-    def __init__(self, model, tokenizer, column: str = "xpos", language: str | None = None,
-                 batch_size: int = 2048, torch_compile: bool = False,
-                 torch_compile_mode: str | None = None, torch_compile_backend: str = "inductor"):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        column: str = "xpos",
+        language: str | None = None,
+        batch_size: int = 2048,
+        torch_compile: bool = False,
+        torch_compile_mode: str | None = None,
+        torch_compile_backend: str = "inductor",
+    ):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1 token, got {batch_size}")
         self.model = model
@@ -219,9 +229,7 @@ class Tagger:
         self.column_labels = parsed_labels(model_column_labels(model.config, self.column))
         self.columns = tuple(c for c in COLUMNS if c in self.column_labels)  # in CoNLL-U order
         # The seen (UPOS, XPOS, FEATS) triples, decoded jointly; None: each column alone.
-        self.combinations = combination_index(
-            model.config, self.column_labels, next(model.parameters()).device
-        )
+        self.combinations = combination_index(model.config, self.column_labels, next(model.parameters()).device)
         # The length the model was trained on; longer sentences go in windows (see above),
         # even with sinusoidal positions: windows score better than whole long stretches
         # (docs/experiments.md, "Long sentences").
@@ -231,13 +239,17 @@ class Tagger:
         self.shorten = word_shortener(tokenizer, getattr(model.config, "max_word_length", 0) or 0)
         device = next(model.parameters()).device
         self.forward = (
-            compiled(model, device, torch_compile_backend, torch_compile_mode, dynamic=True)
-            if torch_compile else model
+            compiled(model, device, torch_compile_backend, torch_compile_mode, dynamic=True) if torch_compile else model
         )
 
     @classmethod
-    def from_pretrained(cls, folder: str | os.PathLike, device: str | torch.device | None = None,
-                        dtype: torch.dtype | None = None, **options) -> Tagger:
+    def from_pretrained(
+        cls,
+        folder: str | os.PathLike,
+        device: str | torch.device | None = None,
+        dtype: torch.dtype | None = None,
+        **options,
+    ) -> Tagger:
         """Load a ``save_pretrained`` folder (model, tokenizer, ``metrics.json``; or a training
         run's folder, its ``best/`` model) onto
         ``device`` (default: CUDA when available), in ``dtype`` (default as saved;
@@ -272,9 +284,7 @@ class Tagger:
         read = sentences  # what the model reads; lemmas are made from the words themselves
         if self.shorten is not None:
             read = [[self.shorten(word) for word in words] for words in sentences]
-        rows = encode_for_evaluation(
-            self.tokenizer, read, [[0] * len(words) for words in read], self.max_length
-        )
+        rows = encode_for_evaluation(self.tokenizer, read, [[0] * len(words) for words in read], self.max_length)
         owner = torch.tensor([row["sentence_start"] for row in rows]).cumsum(0) - 1  # (rows,)
         predicted: list[dict[str, list]] = [{} for _ in rows]
         device = next(self.model.parameters()).device
@@ -330,8 +340,7 @@ class Tagger:
             check_words(words)
         else:
             raise TypeError(
-                "tag() takes a string, a list of strings (sentences) or a list of lists of "
-                "strings (words), not a mix"
+                "tag() takes a string, a list of strings (sentences) or a list of lists of strings (words), not a mix"
             )
         return [TaggedSentence(w, c[self.column], None, c) for w, c in zip(words, self.predict_columns(words))]
 

@@ -151,9 +151,7 @@ class _Formatter:
                     ["# newpar"] if sentence.paragraph_start else []
                 )
         if self.format == "conllu":
-            return format_sentence(
-                sent_id, words, columns, None, spaces_after, spaces_before, comments, multiword
-            )
+            return format_sentence(sent_id, words, columns, None, spaces_after, spaces_before, comments, multiword)
         if self.format == "tsv":
             lines = zip(words, *columns.values())
             return "".join("\t".join(values) + "\n" for values in lines) + "\n"
@@ -181,8 +179,9 @@ def _output_stream(output: str | os.PathLike | None) -> Iterator[BinaryIO]:
         raise FileNotFoundError(f"output: folder {output.parent} does not exist")
     prefix = f".{output.name}"
     remove_stale(
-        path for path in output.parent.glob(f"{glob.escape(prefix)}.*.tmp")
-        if _STAGING_SUFFIX.fullmatch(path.name[len(prefix):])
+        path
+        for path in output.parent.glob(f"{glob.escape(prefix)}.*.tmp")
+        if _STAGING_SUFFIX.fullmatch(path.name[len(prefix) :])
     )
     staging = output.with_name(f"{prefix}.{uuid.uuid4().hex}.tmp")
     lock = hold_lock(staging)  # creates it; marks it as being written
@@ -196,15 +195,13 @@ def _output_stream(output: str | os.PathLike | None) -> Iterator[BinaryIO]:
             os.close(lock)
 
 
-def _check_in_place(input: str | os.PathLike | None, output: str | os.PathLike | None,
-                    in_place: bool) -> None:
+def _check_in_place(input: str | os.PathLike | None, output: str | os.PathLike | None, in_place: bool) -> None:
     """Refuse an output file that is the input file (after links), unless ``in_place``."""
     if in_place or None in (input, output) or "-" in (str(input), str(output)):
         return
     if Path(output).exists() and Path(input).exists() and os.path.samefile(input, output):
         raise ValueError(
-            f"output: {output} is the input file {input}; tagging would replace it "
-            "(pass --in-place to do that)"
+            f"output: {output} is the input file {input}; tagging would replace it (pass --in-place to do that)"
         )
 
 
@@ -275,11 +272,7 @@ def tag_file(
         else:
             if input_format != "tokens" and text.strip():
                 spacy_pipeline(tagger.language)  # load spaCy now, outside the tokenizer's time
-            units = (
-                (s.words(text), s)
-                for s in _raw_sentences(text, input_format, tagger.language)
-                if s.spans
-            )
+            units = ((s.words(text), s) for s in _raw_sentences(text, input_format, tagger.language) if s.spans)
             total = None
             formatter = _Formatter(output_format, text, input_format)
     retag = document is not None and output_format == "conllu"

@@ -128,9 +128,7 @@ def build_tokenizer(
                 vocab,
                 unk_token=UNK_TOKEN,
                 continuing_subword_prefix=CONTINUATION_PREFIX,
-                max_input_chars_per_word=max(
-                    MAX_INPUT_CHARS_PER_WORD, 2 + max(map(len, words), default=0)
-                ),
+                max_input_chars_per_word=max(MAX_INPUT_CHARS_PER_WORD, 2 + max(map(len, words), default=0)),
             )
         )
         backend.decoder = decoders.WordPiece(prefix=CONTINUATION_PREFIX, cleanup=False)
@@ -183,9 +181,7 @@ def load_tokenizer(folder: str | os.PathLike, **options) -> PreTrainedTokenizerF
         raise OSError(f"{folder / TOKENIZER_FILE}: the tokenizer does not load ({err})") from None
 
 
-def word_shortener(
-    tokenizer: PreTrainedTokenizerBase, max_word_length: int
-) -> Callable[[str], str] | None:
+def word_shortener(tokenizer: PreTrainedTokenizerBase, max_word_length: int) -> Callable[[str], str] | None:
     """A function that cuts a word too long to tokenize quickly, without changing what a
     spelling model computes for it; None for a tokenizer that is not WordPiece (a
     word-level vocabulary looks a word up in constant time).
@@ -232,9 +228,7 @@ def spelling_tables(
     """
     vocab = tokenizer.get_vocab()
     special = set(tokenizer.all_special_tokens)
-    texts = {
-        token: token.removeprefix(CONTINUATION_PREFIX) for token in vocab if token not in special
-    }
+    texts = {token: token.removeprefix(CONTINUATION_PREFIX) for token in vocab if token not in special}
     alphabet = {c: NUM_RESERVED_CHARS + i for i, c in enumerate(sorted(set("".join(texts.values()))))}
     size = len(tokenizer)
     tables = {

@@ -38,68 +38,260 @@ from .training_benchmark import gum_recipe
 # Label counts as English-GUM's; ``words``: the length of the text.
 COLUMN_TAGGING_SIZES = {
     "quick": {
-        "words": 300, "vocab_size": 200, "unseen_rate": 0.07, "upos": 17, "xpos": 46, "feats": 20,
-        "lemma": 30, "hidden_size": 16, "char_hidden_size": 16, "num_basis": 2,
+        "words": 300,
+        "vocab_size": 200,
+        "unseen_rate": 0.07,
+        "upos": 17,
+        "xpos": 46,
+        "feats": 20,
+        "lemma": 30,
+        "hidden_size": 16,
+        "char_hidden_size": 16,
+        "num_basis": 2,
     },
     "full": {
-        "words": 4000, "vocab_size": 3000, "unseen_rate": 0.07, "upos": 17, "xpos": 46,
-        "feats": 190, "lemma": 330,
+        "words": 4000,
+        "vocab_size": 3000,
+        "unseen_rate": 0.07,
+        "upos": 17,
+        "xpos": 46,
+        "feats": 190,
+        "lemma": 330,
     },
-}  # fmt: skip
+}
 
 UPOS = [
-    "ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN",
-    "PUNCT", "SCONJ", "SYM", "VERB", "X",
-]  # fmt: skip
+    "ADJ",
+    "ADP",
+    "ADV",
+    "AUX",
+    "CCONJ",
+    "DET",
+    "INTJ",
+    "NOUN",
+    "NUM",
+    "PART",
+    "PRON",
+    "PROPN",
+    "PUNCT",
+    "SCONJ",
+    "SYM",
+    "VERB",
+    "X",
+]
 XPOS = [
-    "CC", "CD", "DT", "EX", "FW", "IN", "JJ", "JJR", "JJS", "LS", "MD", "NN", "NNS", "NNP", "NNPS",
-    "PDT", "POS", "PRP", "PRP$", "RB", "RBR", "RBS", "RP", "SYM", "TO", "UH", "VB", "VBD", "VBG",
-    "VBN", "VBP", "VBZ", "WDT", "WP", "WP$", "WRB", ",", ".", ":", "``", "''", "-LRB-", "-RRB-",
-    "HYPH", "NFP", "ADD", "AFX", "GW", "XX", "$",
-]  # fmt: skip
+    "CC",
+    "CD",
+    "DT",
+    "EX",
+    "FW",
+    "IN",
+    "JJ",
+    "JJR",
+    "JJS",
+    "LS",
+    "MD",
+    "NN",
+    "NNS",
+    "NNP",
+    "NNPS",
+    "PDT",
+    "POS",
+    "PRP",
+    "PRP$",
+    "RB",
+    "RBR",
+    "RBS",
+    "RP",
+    "SYM",
+    "TO",
+    "UH",
+    "VB",
+    "VBD",
+    "VBG",
+    "VBN",
+    "VBP",
+    "VBZ",
+    "WDT",
+    "WP",
+    "WP$",
+    "WRB",
+    ",",
+    ".",
+    ":",
+    "``",
+    "''",
+    "-LRB-",
+    "-RRB-",
+    "HYPH",
+    "NFP",
+    "ADD",
+    "AFX",
+    "GW",
+    "XX",
+    "$",
+]
 FEATURES = {
-    "Abbr": ["Yes"], "Case": ["Acc", "Gen", "Nom"], "Definite": ["Def", "Ind"],
-    "Degree": ["Cmp", "Pos", "Sup"], "Gender": ["Fem", "Masc", "Neut"], "Mood": ["Imp", "Ind"],
-    "NumForm": ["Digit", "Word"], "NumType": ["Card", "Ord"], "Number": ["Plur", "Sing"],
-    "Person": ["1", "2", "3"], "Poss": ["Yes"], "PronType": ["Art", "Dem", "Int", "Prs", "Rel"],
-    "Reflex": ["Yes"], "Tense": ["Past", "Pres"], "VerbForm": ["Fin", "Ger", "Inf", "Part"],
+    "Abbr": ["Yes"],
+    "Case": ["Acc", "Gen", "Nom"],
+    "Definite": ["Def", "Ind"],
+    "Degree": ["Cmp", "Pos", "Sup"],
+    "Gender": ["Fem", "Masc", "Neut"],
+    "Mood": ["Imp", "Ind"],
+    "NumForm": ["Digit", "Word"],
+    "NumType": ["Card", "Ord"],
+    "Number": ["Plur", "Sing"],
+    "Person": ["1", "2", "3"],
+    "Poss": ["Yes"],
+    "PronType": ["Art", "Dem", "Int", "Prs", "Rel"],
+    "Reflex": ["Yes"],
+    "Tense": ["Past", "Pres"],
+    "VerbForm": ["Fin", "Ger", "Inf", "Part"],
     "Voice": ["Pass"],
-}  # fmt: skip
+}
 FUNCTION_WORDS = [
-    "the", "of", "and", "to", "a", "in", "is", "that", "it", "was", "for", "on", "as", "with", "he",
-    "she", "they", "by", "at", "from", "his", "her", "this", "be", "are", "not", "but", "or",
-    "have", "had", "were", "which", "their", "we", "you", "an", "one", "all", "there", "so", "what",
-    "would", "when", "if", "about", "who",
-]  # fmt: skip
+    "the",
+    "of",
+    "and",
+    "to",
+    "a",
+    "in",
+    "is",
+    "that",
+    "it",
+    "was",
+    "for",
+    "on",
+    "as",
+    "with",
+    "he",
+    "she",
+    "they",
+    "by",
+    "at",
+    "from",
+    "his",
+    "her",
+    "this",
+    "be",
+    "are",
+    "not",
+    "but",
+    "or",
+    "have",
+    "had",
+    "were",
+    "which",
+    "their",
+    "we",
+    "you",
+    "an",
+    "one",
+    "all",
+    "there",
+    "so",
+    "what",
+    "would",
+    "when",
+    "if",
+    "about",
+    "who",
+]
 # (form ending, lemma ending): English inflection, including spelling changes.
 INFLECTIONS = [
-    ("s", ""), ("es", ""), ("ies", "y"), ("ves", "f"), ("ves", "fe"), ("ed", ""), ("ed", "e"),
-    ("d", ""), ("ied", "y"), ("ing", ""), ("ing", "e"), ("ying", "ie"), ("er", ""), ("est", ""),
-    ("ier", "y"), ("iest", "y"), ("r", ""), ("st", ""), ("i", "us"), ("a", "um"), ("a", "on"),
-    ("ices", "ex"), ("en", ""), ("ren", ""), ("n", ""), ("ne", "ne"), ("", ""),
-]  # fmt: skip
+    ("s", ""),
+    ("es", ""),
+    ("ies", "y"),
+    ("ves", "f"),
+    ("ves", "fe"),
+    ("ed", ""),
+    ("ed", "e"),
+    ("d", ""),
+    ("ied", "y"),
+    ("ing", ""),
+    ("ing", "e"),
+    ("ying", "ie"),
+    ("er", ""),
+    ("est", ""),
+    ("ier", "y"),
+    ("iest", "y"),
+    ("r", ""),
+    ("st", ""),
+    ("i", "us"),
+    ("a", "um"),
+    ("a", "on"),
+    ("ices", "ex"),
+    ("en", ""),
+    ("ren", ""),
+    ("n", ""),
+    ("ne", "ne"),
+    ("", ""),
+]
 # (form, lemma) of irregular forms and clitics.
 IRREGULAR = [
-    ("was", "be"), ("were", "be"), ("is", "be"), ("are", "be"), ("am", "be"), ("went", "go"),
-    ("gone", "go"), ("did", "do"), ("done", "do"), ("had", "have"), ("has", "have"),
-    ("made", "make"), ("took", "take"), ("came", "come"), ("saw", "see"), ("seen", "see"),
-    ("got", "get"), ("gave", "give"), ("found", "find"), ("thought", "think"), ("told", "tell"),
-    ("became", "become"), ("left", "leave"), ("felt", "feel"), ("brought", "bring"),
-    ("began", "begin"), ("kept", "keep"), ("held", "hold"), ("wrote", "write"), ("stood", "stand"),
-    ("heard", "hear"), ("meant", "mean"), ("met", "meet"), ("ran", "run"), ("paid", "pay"),
-    ("sat", "sit"), ("spoke", "speak"), ("men", "man"), ("women", "woman"), ("children", "child"),
-    ("feet", "foot"), ("teeth", "tooth"), ("mice", "mouse"), ("people", "person"),
-    ("better", "good"), ("best", "good"), ("worse", "bad"), ("worst", "bad"), ("n't", "not"),
-    ("'re", "be"), ("'ve", "have"), ("'ll", "will"), ("'m", "be"), ("'d", "would"), ("wo", "will"),
+    ("was", "be"),
+    ("were", "be"),
+    ("is", "be"),
+    ("are", "be"),
+    ("am", "be"),
+    ("went", "go"),
+    ("gone", "go"),
+    ("did", "do"),
+    ("done", "do"),
+    ("had", "have"),
+    ("has", "have"),
+    ("made", "make"),
+    ("took", "take"),
+    ("came", "come"),
+    ("saw", "see"),
+    ("seen", "see"),
+    ("got", "get"),
+    ("gave", "give"),
+    ("found", "find"),
+    ("thought", "think"),
+    ("told", "tell"),
+    ("became", "become"),
+    ("left", "leave"),
+    ("felt", "feel"),
+    ("brought", "bring"),
+    ("began", "begin"),
+    ("kept", "keep"),
+    ("held", "hold"),
+    ("wrote", "write"),
+    ("stood", "stand"),
+    ("heard", "hear"),
+    ("meant", "mean"),
+    ("met", "meet"),
+    ("ran", "run"),
+    ("paid", "pay"),
+    ("sat", "sit"),
+    ("spoke", "speak"),
+    ("men", "man"),
+    ("women", "woman"),
+    ("children", "child"),
+    ("feet", "foot"),
+    ("teeth", "tooth"),
+    ("mice", "mouse"),
+    ("people", "person"),
+    ("better", "good"),
+    ("best", "good"),
+    ("worse", "bad"),
+    ("worst", "bad"),
+    ("n't", "not"),
+    ("'re", "be"),
+    ("'ve", "have"),
+    ("'ll", "will"),
+    ("'m", "be"),
+    ("'d", "would"),
+    ("wo", "will"),
     ("ca", "can"),
-]  # fmt: skip
+]
 CLITICS = ("don't", "didn't", "it's", "we're", "they've", "I'm", "can't", "won't", "city's")
+
 
 def _syllables(rng: random.Random, low: int, high: int) -> str:
     return "".join(
-        rng.choice("bcdfghjklmnprstvwz")
-        + rng.choice("aeiouy")
-        + rng.choice(["", "", "n", "r", "st", "ck"])
+        rng.choice("bcdfghjklmnprstvwz") + rng.choice("aeiouy") + rng.choice(["", "", "n", "r", "st", "ck"])
         for _ in range(rng.randint(low, high))
     )
 
@@ -116,18 +308,18 @@ def english_like_text(rng: random.Random, sizes: dict) -> tuple[str, list[str]]:
     """About ``sizes["words"]`` words of prose and the training vocabulary: Zipfian
     words of ``vocab_size`` types, ``unseen_rate`` of them new, sentences of 3 to 30
     words in paragraphs of up to 8 sentences."""
-    vocabulary = list(
-        dict.fromkeys(FUNCTION_WORDS + [_content_word(rng) for _ in range(sizes["vocab_size"])])
-    )
+    vocabulary = list(dict.fromkeys(FUNCTION_WORDS + [_content_word(rng) for _ in range(sizes["vocab_size"])]))
     zipf = [1 / rank for rank in range(1, len(vocabulary) + 1)]
     paragraphs, sentences, count = [], [], 0
     while count < sizes["words"]:
         words = [
-            _content_word(rng) if rng.random() < sizes["unseen_rate"] else
-            rng.choice(CLITICS) if rng.random() < 0.02 else
-            rng.choices(vocabulary, zipf)[0] + ("," if rng.random() < 0.08 else "")
+            _content_word(rng)
+            if rng.random() < sizes["unseen_rate"]
+            else rng.choice(CLITICS)
+            if rng.random() < 0.02
+            else rng.choices(vocabulary, zipf)[0] + ("," if rng.random() < 0.08 else "")
             for _ in range(rng.randint(3, 30))
-        ]  # fmt: skip
+        ]
         words[0] = words[0][:1].upper() + words[0][1:]
         sentences.append(" ".join(words).rstrip(",") + rng.choice(".....?!"))
         count += len(words)
@@ -146,9 +338,7 @@ def column_labels(rng: random.Random, sizes: dict) -> dict[str, list[str]]:
     feats = {"_"}
     while len(feats) < sizes["feats"]:
         names = rng.sample(sorted(FEATURES), rng.randint(1, 4))
-        feats.add(
-            canonical_feats("|".join(f"{name}={rng.choice(FEATURES[name])}" for name in names))
-        )
+        feats.add(canonical_feats("|".join(f"{name}={rng.choice(FEATURES[name])}" for name in names)))
     pairs = list(IRREGULAR)
     for _ in range(20 * sizes["lemma"]):
         stem, (form_end, lemma_end) = _syllables(rng, 1, 3), rng.choice(INFLECTIONS)
@@ -191,9 +381,7 @@ def column_taggers(sizes: dict, device: torch.device) -> tuple[Tagger, Tagger, s
     models = []
     for columns in (labels, {"xpos": labels["xpos"]}):
         torch.manual_seed(0)
-        model = ContTransformerForTokenClassification(
-            model_config(args, tokenizer, columns, "en", char_vocab_size)
-        )
+        model = ContTransformerForTokenClassification(model_config(args, tokenizer, columns, "en", char_vocab_size))
         model.cont_transformer.embeddings.set_spelling(**spelling)
         models.append(model.to(device))
     every, xpos_only = models
@@ -249,13 +437,16 @@ def column_tagging_cases(mode: str, device: torch.device) -> list[Case]:
     limit = 1 / 0.9
     return [
         Case(
-            "column_tagging_every_vs_xpos", 11,
+            "column_tagging_every_vs_xpos",
+            11,
             f"raw text -> CoNLL-U (tag_file), UPOS+XPOS+FEATS+LEMMA vs XPOS only, same weights, "
             f"{args.word_representation} {grid}",
-            build, limit, f"words/s >= 0.9 x XPOS only (ratio <= {limit:.3f})",
+            build,
+            limit,
+            f"words/s >= 0.9 x XPOS only (ratio <= {limit:.3f})",
             sizes={**sizes, **model_sizes},
         )
-    ]  # fmt: skip
+    ]
 
 
 __all__ = ["column_taggers", "column_tagging_cases", "english_like_text"]

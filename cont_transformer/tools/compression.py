@@ -139,9 +139,7 @@ def _head(config: PretrainedConfig) -> tuple[type, str | None]:
     """The Auto class for ``config``'s architecture and its pipeline tag (AutoModel, None
     for a model without a classification head)."""
     architecture = (config.architectures or [""])[0]
-    return next(
-        (head for suffix, head in HEADS.items() if architecture.endswith(suffix)), (AutoModel, None)
-    )
+    return next((head for suffix, head in HEADS.items() if architecture.endswith(suffix)), (AutoModel, None))
 
 
 # --- evaluation data -------------------------------------------------------------------
@@ -149,9 +147,7 @@ def load_eval_set(source: SourceModel, eval_file: PathLike, batch_size: int = 12
     """The evaluation pass of ``source`` on ``eval_file``, as its family reads it (taggers:
     a CoNLL-U file; image classifiers: an image or IDX folder's test split)."""
     if source.preprocessor is None:
-        raise ValueError(
-            f"model_dir: {source.folder} has no tokenizer or image processor to read eval_file"
-        )
+        raise ValueError(f"model_dir: {source.folder} has no tokenizer or image processor to read eval_file")
     return source.family.eval_set(source.model, source.preprocessor, source.folder, Path(eval_file), batch_size)
 
 
@@ -163,7 +159,9 @@ def synthetic_eval_set(source: SourceModel) -> EvalSet:
 
 # --- measuring -------------------------------------------------------------------------
 def model_stats(
-    model: torch.nn.Module, accuracy: float | None, seconds: float | None,
+    model: torch.nn.Module,
+    accuracy: float | None,
+    seconds: float | None,
     scores: dict[str, float] | None = None,
 ) -> ModelStats:
     """The :class:`ModelStats` of ``model`` (basis, K, N_T, parameter counts) with its scores."""
@@ -192,7 +190,10 @@ class Comparison:
 
 
 def compare(
-    source: torch.nn.Module, model: torch.nn.Module, eval_set: EvalSet, repeats: int = 3,
+    source: torch.nn.Module,
+    model: torch.nn.Module,
+    eval_set: EvalSet,
+    repeats: int = 3,
     torch_compile: bool = False,
 ) -> Comparison:
     """Score ``model`` on ``eval_set``, then time its inference pass against ``source``'s.
@@ -208,8 +209,9 @@ def compare(
     device = next(model.parameters()).device
     timed_model, timed_source = (
         (compiled(model, device, dynamic=True), compiled(source, device, dynamic=True))
-        if torch_compile else (model, source)
-    )  # fmt: skip
+        if torch_compile
+        else (model, source)
+    )
     times, source_times = time_interleaved(
         Workload("compressed", partial(eval_set.forward, timed_model)),
         Workload("source", partial(eval_set.forward, timed_source)),
@@ -243,9 +245,7 @@ def check_output_dir(output_dir: PathLike, source_dir: PathLike, overwrite: bool
         raise ValueError(f"output_dir: {output_dir} exists and is not a folder")
     if output.is_dir() and any(output.iterdir()):
         if not overwrite:
-            raise ValueError(
-                f"output_dir: {output_dir} exists and is not empty (pass overwrite to replace it)"
-            )
+            raise ValueError(f"output_dir: {output_dir} exists and is not empty (pass overwrite to replace it)")
         if not (output / "config.json").is_file():
             raise ValueError(
                 f"output_dir: {output_dir} is not a saved model folder (no config.json); "
@@ -279,9 +279,15 @@ def write_compression_card(
     ratio = before.non_embedding_parameters / after.non_embedding_parameters
     rows = [
         {"model": "source", **asdict(before), **(before.scores or {}), "total_parameters": before.total_parameters},
-        {"model": "compressed", **asdict(after), **(after.scores or {}), "total_parameters": after.total_parameters,
-         "compression_ratio": ratio, "speedup": result.speedup},
-    ]  # fmt: skip
+        {
+            "model": "compressed",
+            **asdict(after),
+            **(after.scores or {}),
+            "total_parameters": after.total_parameters,
+            "compression_ratio": ratio,
+            "speedup": result.speedup,
+        },
+    ]
     metrics = list(after.scores or ["accuracy"])
     notes = [
         f"source model: `{base_model or result.source_dir}`",
@@ -317,12 +323,14 @@ def write_compression_card(
     }
     named = {k: v for k, v in (after.scores or {}).items() if k != "accuracy"}
     results = (
-        [Evaluation(result.eval_description, result.eval_split, value, metric_name=f"{name} accuracy")
-         for name, value in named.items()]
+        [
+            Evaluation(result.eval_description, result.eval_split, value, metric_name=f"{name} accuracy")
+            for name, value in named.items()
+        ]
         or [Evaluation(result.eval_description, result.eval_split, after.accuracy)]
         if after.accuracy is not None
         else []
-    )  # fmt: skip
+    )
     path = write_model_card(
         model,
         folder,
@@ -364,9 +372,7 @@ def save_compressed(
     if source.preprocessor is not None:
         source.preprocessor.save_pretrained(folder)
     if source.family.write_record is not None:
-        source.family.write_record(
-            source.folder, folder, result.compressed.accuracy, result.eval_description
-        )
+        source.family.write_record(source.folder, folder, result.compressed.accuracy, result.eval_description)
     write_compression_card(folder, model, result, extra, base_model)
 
 
@@ -402,19 +408,21 @@ def compress(
     output = check_output_dir(output_dir, model_dir, overwrite)
     source = load_model(model_dir)
     check_choices(source.model.config, basis, num_basis, num_steps, method, state_num_basis)
-    eval_set = (
-        load_eval_set(source, eval_file) if eval_file is not None else synthetic_eval_set(source)
-    )
+    eval_set = load_eval_set(source, eval_file) if eval_file is not None else synthetic_eval_set(source)
     source_scores, source_accuracy = score(eval_set, source.model)
     model = compressed_copy(source.model, basis, num_basis, num_steps, method, state_num_basis)
     comparison = compare(source.model, model, eval_set, repeats, torch_compile)
-    before = model_stats(
-        source.model, source_accuracy, statistics.median(comparison.source_seconds), source_scores
-    )
+    before = model_stats(source.model, source_accuracy, statistics.median(comparison.source_seconds), source_scores)
     result = CompressionResult(
-        source.folder, output, method, before, comparison.stats, comparison.speedup,
-        eval_set.description, eval_set.split,
-    )  # fmt: skip
+        source.folder,
+        output,
+        method,
+        before,
+        comparison.stats,
+        comparison.speedup,
+        eval_set.description,
+        eval_set.split,
+    )
     with staged_directory(output) as staging:
         save_compressed(source, model, staging, result, base_model=base_model)
     return result

@@ -52,8 +52,17 @@ NUM_STEPS_PLOT = "accuracy_vs_num_steps.png"
 # Fig. 5a with the running statistics kept at the source's K (weights reduced only).
 STATES_KEPT = "num_basis_states_kept"
 # The columns of sweep.md (the rest of a row is in sweep.csv).
-SWEEP_COLUMNS = ("model", "basis", "num_basis", "state_num_basis", "num_steps",
-                 "non_embedding_parameters", "compression_ratio", "inference_seconds", "speedup")  # fmt: skip
+SWEEP_COLUMNS = (
+    "model",
+    "basis",
+    "num_basis",
+    "state_num_basis",
+    "num_steps",
+    "non_embedding_parameters",
+    "compression_ratio",
+    "inference_seconds",
+    "speedup",
+)
 
 
 @dataclass
@@ -77,9 +86,7 @@ class SweepRow:
     state_num_basis: int | None = None  # K of the running statistics (None: no statistics)
 
     @classmethod
-    def from_stats(
-        cls, grid: str, method: str, comparison: Comparison, source: ModelStats
-    ) -> SweepRow:
+    def from_stats(cls, grid: str, method: str, comparison: Comparison, source: ModelStats) -> SweepRow:
         """The row of a model measured against ``source`` (only its accuracy and size)."""
         stats = comparison.stats
         return cls(
@@ -175,9 +182,7 @@ def check_accuracy_drop(max_accuracy_drop: float) -> None:
         or not isinstance(max_accuracy_drop, (int, float))
         or not max_accuracy_drop >= 0
     ):
-        raise ValueError(
-            f"max_accuracy_drop: must be a number of points >= 0, got {max_accuracy_drop!r}"
-        )
+        raise ValueError(f"max_accuracy_drop: must be a number of points >= 0, got {max_accuracy_drop!r}")
 
 
 def select_smallest(rows: Sequence[SweepRow], max_accuracy_drop: float) -> SweepRow:
@@ -266,7 +271,10 @@ def plot_num_steps(rows: Sequence[SweepRow], path: Path) -> None:
     both = sorted((r for r in rows if r.grid == "num_basis_and_steps"), key=lambda r: r.num_steps)
     if both:
         axes.plot(
-            [r.num_steps for r in both], [100 * r.accuracy for r in both], "^-", color="tab:orange",
+            [r.num_steps for r in both],
+            [100 * r.accuracy for r in both],
+            "^-",
+            color="tab:orange",
             label="K projected to N_T",
         )
         axes.legend(loc="lower right")
@@ -361,16 +369,25 @@ def sweep(
             comparison = comparisons[next(i for i, row in enumerate(rows) if row is selected)]
             stats = comparison.stats
             model = compressed_copy(
-                source.model, stats.basis, stats.num_basis, stats.num_steps, method,
+                source.model,
+                stats.basis,
+                stats.num_basis,
+                stats.num_steps,
+                method,
                 states_for(selected.grid, stats.num_basis),
-            )  # fmt: skip
+            )
             result = CompressionResult(
-                source.folder, output, method, source_stats, stats, comparison.speedup,
-                eval_set.description, eval_set.split,
-            )  # fmt: skip
+                source.folder,
+                output,
+                method,
+                source_stats,
+                stats,
+                comparison.speedup,
+                eval_set.description,
+                eval_set.split,
+            )
             rule = (
-                f"the smallest model of the sweep ({CSV_NAME}) within {max_accuracy_drop} "
-                "accuracy points of the source"
+                f"the smallest model of the sweep ({CSV_NAME}) within {max_accuracy_drop} accuracy points of the source"
             )
             files = (
                 f"[table]({TABLE_NAME}), [CSV]({CSV_NAME}), ![accuracy against parameters]"

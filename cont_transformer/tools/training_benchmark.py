@@ -60,17 +60,24 @@ def training_throughput_cases(steps: int, data_dir: str | None, compile_mode: st
     candidate = {"torch_compile": True, "torch_compile_mode": compile_mode}
     sizes = {"steps": steps, "data": data_dir or "sample"}
     compiled = Case(
-        "training_throughput_compiled", 9,
+        "training_throughput_compiled",
+        9,
         f"whole training, the GUM recipe's first {steps} steps (refinements included): "
         f"compiled ({compile_mode}) vs eager",
         lambda: (recipe_run(steps, data_dir, **candidate), recipe_run(steps, data_dir)),
-        1.0, "ratio <= 1.00 (compiled not slower)", sizes=sizes, settings=ONE_RUN,
-    )  # fmt: skip
+        1.0,
+        "ratio <= 1.00 (compiled not slower)",
+        sizes=sizes,
+        settings=ONE_RUN,
+    )
     bf16 = Case(
-        "training_throughput_bf16", 9,
-        f"whole training, the GUM recipe's first {steps} steps (refinements included): "
-        "--bf16 autocast vs float32",
+        "training_throughput_bf16",
+        9,
+        f"whole training, the GUM recipe's first {steps} steps (refinements included): --bf16 autocast vs float32",
         lambda: (recipe_run(steps, data_dir, bf16=True), recipe_run(steps, data_dir)),
-        1 / 1.3, "ratio <= 0.77 (bf16 >= 1.3x the steps/s of float32)", sizes=sizes, settings=ONE_RUN,
-    )  # fmt: skip
+        1 / 1.3,
+        "ratio <= 0.77 (bf16 >= 1.3x the steps/s of float32)",
+        sizes=sizes,
+        settings=ONE_RUN,
+    )
     return [bf16] if compile_mode == "none" else [compiled, bf16]

@@ -44,12 +44,24 @@ from .baselines import PreLayerNormTagger
 # measures 1 and 2; ``fine_basis`` / ``coarse_basis``: the K of measures 3 to 5.
 TRANSFORMER_SIZES = {
     "quick": {
-        "batch_size": 2, "seq_len": 8, "hidden_size": 16, "vocab_size": 100, "num_labels": 8,
-        "layers": [2, 8], "fine_basis": 8, "coarse_basis": 2,
+        "batch_size": 2,
+        "seq_len": 8,
+        "hidden_size": 16,
+        "vocab_size": 100,
+        "num_labels": 8,
+        "layers": [2, 8],
+        "fine_basis": 8,
+        "coarse_basis": 2,
     },
     "full": {
-        "batch_size": 32, "seq_len": 32, "hidden_size": 128, "vocab_size": 1000, "num_labels": 46,
-        "layers": [8, 64], "fine_basis": 64, "coarse_basis": 16,
+        "batch_size": 32,
+        "seq_len": 32,
+        "hidden_size": 128,
+        "vocab_size": 1000,
+        "num_labels": 46,
+        "layers": [8, 64],
+        "fine_basis": 64,
+        "coarse_basis": 16,
     },
 }
 
@@ -137,9 +149,7 @@ def baseline_training(
     return training_step(name, model, loss, _optimizer(model), batch)
 
 
-def inference(
-    model: ContTransformerForTokenClassification, batch: dict, compile_mode: str | None = None
-) -> Workload:
+def inference(model: ContTransformerForTokenClassification, batch: dict, compile_mode: str | None = None) -> Workload:
     """A forward pass in eval mode without autograd."""
     model.eval()
     forward = compiled(model, compile_mode)
@@ -199,13 +209,16 @@ def shortening_cases(
         limit = 1 / (0.9 * speedup)
         cases.append(
             Case(
-                f"{'compiled_' if compiled_as else ''}inference_NT{num_steps}_vs_NT{fine}", 4,
+                f"{'compiled_' if compiled_as else ''}inference_NT{num_steps}_vs_NT{fine}",
+                4,
                 f"inference after set_num_steps({num_steps}) vs N_T={fine} (K={fine}), ideal speed-up {speedup}x"
                 + (f", both {compiled_as}" if compiled_as else ""),
-                lambda n=num_steps: build(n), limit, f"speed-up >= 0.9 x {speedup} (ratio <= {limit:.3f})",
+                lambda n=num_steps: build(n),
+                limit,
+                f"speed-up >= 0.9 x {speedup} (ratio <= {limit:.3f})",
                 sizes=sizes,
             )
-        )  # fmt: skip
+        )
     return cases
 
 
@@ -213,12 +226,25 @@ def shortening_cases(
 # 7% of them unseen in train) at the tagging recipe's K = N_T = 16 and character CNN width.
 REPRESENTATION_SIZES = {
     "quick": {
-        "batch_size": 2, "min_words": 3, "max_words": 8, "hidden_size": 16, "vocab_size": 100,
-        "num_labels": 8, "num_basis": 2, "unseen_rate": 0.1, "char_hidden_size": 16,
+        "batch_size": 2,
+        "min_words": 3,
+        "max_words": 8,
+        "hidden_size": 16,
+        "vocab_size": 100,
+        "num_labels": 8,
+        "num_basis": 2,
+        "unseen_rate": 0.1,
+        "char_hidden_size": 16,
     },
     "full": {
-        "batch_size": 64, "min_words": 5, "max_words": 30, "hidden_size": 128, "vocab_size": 5000,
-        "num_labels": 46, "num_basis": 16, "unseen_rate": 0.07,
+        "batch_size": 64,
+        "min_words": 5,
+        "max_words": 30,
+        "hidden_size": 128,
+        "vocab_size": 5000,
+        "num_labels": 46,
+        "num_basis": 16,
+        "unseen_rate": 0.07,
         "char_hidden_size": TrainingArguments.char_hidden_size,
     },
 }
@@ -241,9 +267,7 @@ def representation_batch(
     zipf = [1 / rank for rank in range(1, len(vocabulary) + 1)]  # word frequencies as in text
     sentences = [
         [
-            _random_word(rng)
-            if rng.random() < sizes["unseen_rate"]
-            else rng.choices(vocabulary, zipf)[0]
+            _random_word(rng) if rng.random() < sizes["unseen_rate"] else rng.choices(vocabulary, zipf)[0]
             for _ in range(rng.randint(sizes["min_words"], sizes["max_words"]))
         ]
         for _ in range(sizes["batch_size"])
@@ -254,9 +278,7 @@ def representation_batch(
     batch = PaddingCollator(tokenizer.pad_token_id)(rows)  # tags on each word's first token
     spelling, char_vocab_size = None, ContTransformerConfig.char_vocab_size
     if word_representation != "word":
-        spelling, char_vocab_size = spelling_tables(
-            tokenizer, set(vocabulary), ContTransformerConfig.max_word_length
-        )
+        spelling, char_vocab_size = spelling_tables(tokenizer, set(vocabulary), ContTransformerConfig.max_word_length)
     config = ContTransformerConfig(
         vocab_size=len(tokenizer),
         hidden_size=sizes["hidden_size"],
@@ -297,11 +319,13 @@ def representation_cases(mode: str, device: torch.device) -> list[Case]:
     grid = f"K=N_T={sizes['num_basis']}"
     return [
         Case(
-            f"{name}_word_chars_vs_word", 10, f"{what}, word+chars vs word representation, {grid}",
-            lambda workload=workload: (
-                workload("word+chars", sizes, device), workload("word", sizes, device)
-            ),
-            1.5, "ratio <= 1.5", sizes=sizes,
+            f"{name}_word_chars_vs_word",
+            10,
+            f"{what}, word+chars vs word representation, {grid}",
+            lambda workload=workload: (workload("word+chars", sizes, device), workload("word", sizes, device)),
+            1.5,
+            "ratio <= 1.5",
+            sizes=sizes,
         )
         for name, what, workload in (
             ("train", "training step", representation_training),
@@ -335,20 +359,31 @@ def transformer_cases(mode: str, device: torch.device) -> list[Case]:
         encoder = f"vs {num_layers}-layer encoder"
         cases += [
             Case(
-                f"train_euler_constant_L{num_layers}", 1,
+                f"train_euler_constant_L{num_layers}",
+                1,
                 f"training step, Euler, piecewise constant, K=N_T={num_layers} {encoder}",
-                against_encoder(constant, num_layers), 1.10, "ratio <= 1.10", sizes=sizes,
-            ),
-            Case(
-                f"train_euler_linear_L{num_layers}", 2,
-                f"training step, Euler, piecewise linear, K=N_T={num_layers} {encoder}",
-                against_encoder(layered(num_layers, "piecewise_linear"), num_layers), 1.10, "ratio <= 1.10",
+                against_encoder(constant, num_layers),
+                1.10,
+                "ratio <= 1.10",
                 sizes=sizes,
             ),
             Case(
-                f"train_rk4_vs_euler_L{num_layers}", 2,
+                f"train_euler_linear_L{num_layers}",
+                2,
+                f"training step, Euler, piecewise linear, K=N_T={num_layers} {encoder}",
+                against_encoder(layered(num_layers, "piecewise_linear"), num_layers),
+                1.10,
+                "ratio <= 1.10",
+                sizes=sizes,
+            ),
+            Case(
+                f"train_rk4_vs_euler_L{num_layers}",
+                2,
                 f"training step, RK4 vs Euler, piecewise constant, K=N_T={num_layers}",
-                against(layered(num_layers, scheme="rk4"), constant), 4.4, "ratio <= 4.4", sizes=sizes,
+                against(layered(num_layers, scheme="rk4"), constant),
+                4.4,
+                "ratio <= 4.4",
+                sizes=sizes,
             ),
         ]
 
@@ -356,8 +391,13 @@ def transformer_cases(mode: str, device: torch.device) -> list[Case]:
     few = _tagger_config(sizes, num_basis=coarse, num_steps=coarse)
     cases.append(
         Case(
-            f"train_K{fine}_vs_K{coarse}_NT{coarse}", 3, f"training step at N_T={coarse}: K={fine} vs K={coarse}",
-            against(many, few), 1.10, "ratio <= 1.10", sizes=sizes,
+            f"train_K{fine}_vs_K{coarse}_NT{coarse}",
+            3,
+            f"training step at N_T={coarse}: K={fine} vs K={coarse}",
+            against(many, few),
+            1.10,
+            "ratio <= 1.10",
+            sizes=sizes,
         )
     )
 
@@ -366,33 +406,50 @@ def transformer_cases(mode: str, device: torch.device) -> list[Case]:
 
     cases.append(
         Case(
-            f"change_basis_K{fine}_to_K{coarse}", 5,
+            f"change_basis_K{fine}_to_K{coarse}",
+            5,
             f"change_basis(K={fine} -> {coarse}, projection) vs a training step of the K={fine} model",
-            lambda: compression(full_depth, coarse, sizes, device), 0.25, "candidate <= 0.25 s",
-            quantity="candidate", sizes=sizes,
+            lambda: compression(full_depth, coarse, sizes, device),
+            0.25,
+            "candidate <= 0.25 s",
+            quantity="candidate",
+            sizes=sizes,
         )
     )
 
     for num_layers in sizes["layers"]:
         cases.append(
             Case(
-                f"memory_train_euler_constant_L{num_layers}", 7,
+                f"memory_train_euler_constant_L{num_layers}",
+                7,
                 f"peak memory, training step of measure 1, L={num_layers}",
-                against_encoder(layered(num_layers), num_layers), 1.10, "ratio <= 1.10", metric="memory",
+                against_encoder(layered(num_layers), num_layers),
+                1.10,
+                "ratio <= 1.10",
+                metric="memory",
                 sizes=sizes,
             )
         )
     cases += [
         Case(
-            f"memory_train_K{fine}_vs_K{coarse}_NT{coarse}", 7,
+            f"memory_train_K{fine}_vs_K{coarse}_NT{coarse}",
+            7,
             f"peak memory, training step of measure 3: K={fine} vs K={coarse}",
-            against(many, few), 1.10, "ratio <= 1.10", metric="memory", sizes=sizes,
+            against(many, few),
+            1.10,
+            "ratio <= 1.10",
+            metric="memory",
+            sizes=sizes,
         ),
         Case(
-            f"memory_inference_NT{fine // 8}_vs_NT{fine}", 7,
+            f"memory_inference_NT{fine // 8}_vs_NT{fine}",
+            7,
             f"peak memory, inference of measure 4: N_T={fine // 8} vs N_T={fine}",
-            lambda: shortened_inference(full_depth, fine // 8, sizes, device), 1.10, "ratio <= 1.10",
-            metric="memory", sizes=sizes,
+            lambda: shortened_inference(full_depth, fine // 8, sizes, device),
+            1.10,
+            "ratio <= 1.10",
+            metric="memory",
+            sizes=sizes,
         ),
     ]
     return cases + representation_cases(mode, device)
@@ -418,12 +475,23 @@ def checkpointing_cases(mode: str, device: torch.device) -> list[Case]:
     what = f"Euler, piecewise constant, K=N_T={depth}: activation checkpointing vs none"
     return [
         Case(
-            f"train_checkpointing_NT{depth}", 8, f"training step, {what}", build, 1.4, "ratio <= 1.4",
+            f"train_checkpointing_NT{depth}",
+            8,
+            f"training step, {what}",
+            build,
+            1.4,
+            "ratio <= 1.4",
             sizes=sizes,
         ),
         Case(
-            f"memory_train_checkpointing_NT{depth}", 8, f"peak memory, training step, {what}", build, 0.5,
-            "ratio <= 0.5", metric="memory", sizes=sizes,
+            f"memory_train_checkpointing_NT{depth}",
+            8,
+            f"peak memory, training step, {what}",
+            build,
+            0.5,
+            "ratio <= 0.5",
+            metric="memory",
+            sizes=sizes,
         ),
     ]
 
@@ -463,16 +531,24 @@ def compiled_transformer_cases(mode: str, device: torch.device, compile_mode: st
 
     cases = [
         Case(
-            f"compiled_train_euler_constant_L{depth}", 1,
+            f"compiled_train_euler_constant_L{depth}",
+            1,
             f"training step, Euler, piecewise constant, K=N_T={depth} vs {depth}-layer encoder, both {compiled_as}",
-            against_encoder("piecewise_constant"), 1.10, "ratio <= 1.10", sizes=sizes,
+            against_encoder("piecewise_constant"),
+            1.10,
+            "ratio <= 1.10",
+            sizes=sizes,
         ),
         Case(
-            f"compiled_train_euler_linear_L{depth}", 2,
+            f"compiled_train_euler_linear_L{depth}",
+            2,
             f"training step, Euler, piecewise linear, K=N_T={depth} vs {depth}-layer encoder, both {compiled_as}",
-            against_encoder("piecewise_linear"), 1.10, "ratio <= 1.10", sizes=sizes,
+            against_encoder("piecewise_linear"),
+            1.10,
+            "ratio <= 1.10",
+            sizes=sizes,
         ),
-    ]  # fmt: skip
+    ]
     return cases + shortening_cases(fine, shortened, sizes, compiled_as)
 
 

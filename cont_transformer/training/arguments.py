@@ -68,18 +68,18 @@ class RunArguments:
         default="runs/run",
         **_help("run folder: best/ (the best model), checkpoints/, metrics.json, run.json"),
     )
-    overwrite_output_dir: bool = field(
-        default=False, **_help("replace the outputs of an earlier run in --output-dir")
-    )
+    overwrite_output_dir: bool = field(default=False, **_help("replace the outputs of an earlier run in --output-dir"))
     seed: int = field(default=42, **_help("model initialisation, data order, dropout"))
     batch_size: int = field(
         default=64, **_help("examples per optimiser step, over all processes", aliases=["--train-batch-size"])
     )
     per_device_train_batch_size: int | None = field(
         default=None,
-        **_help("examples per process and micro-batch; sets --batch-size to this x processes x "
-                "--gradient-accumulation-steps (the transformers convention)"),
-    )  # fmt: skip
+        **_help(
+            "examples per process and micro-batch; sets --batch-size to this x processes x "
+            "--gradient-accumulation-steps (the transformers convention)"
+        ),
+    )
     gradient_accumulation_steps: int = field(
         default=1, **_help("micro-batches per optimiser step (same gradient, less memory)")
     )
@@ -90,17 +90,17 @@ class RunArguments:
     weight_decay: float = field(default=0.0, **_help("decoupled weight decay"))
     basis: str = field(default="piecewise_constant", **_help("basis of the ODE blocks' weights"))
     num_basis: int = field(default=8, **_help("final K, the number of basis functions"))
-    num_steps: int | None = field(
-        default=None, **_help("final N_T, integration steps (default: --num-basis)")
-    )
+    num_steps: int | None = field(default=None, **_help("final N_T, integration steps (default: --num-basis)"))
     scheme: str = field(default="euler", **_help("Runge-Kutta scheme"))
     time_horizon: float = field(default=1.0, **_help("T, the end of depth-time"))
     coarse_step_fraction: float = field(
         default=0.0,
-        **_help("share of optimiser steps, spread evenly, that train the model as compressed to "
-                "K/2 and N_T/2 (0.5: every second step, once N_T >= 2): the compressions cost "
-                "less, and so do those steps"),
-    )  # fmt: skip
+        **_help(
+            "share of optimiser steps, spread evenly, that train the model as compressed to "
+            "K/2 and N_T/2 (0.5: every second step, once N_T >= 2): the compressions cost "
+            "less, and so do those steps"
+        ),
+    )
     max_steps: int = field(default=1000, **_help("optimiser steps to train for"))
     refine_steps: str | None = field(
         default=None,
@@ -114,25 +114,32 @@ class RunArguments:
     )
     push_to_hub: str | None = field(
         default=None,
-        **_help("upload the best model to the Hub at the end: a switch (to --hub-model-id, or "
-                "the --output-dir's name) or a repository id", nargs="?", const="", metavar="REPO_ID"),
-    )  # fmt: skip
+        **_help(
+            "upload the best model to the Hub at the end: a switch (to --hub-model-id, or "
+            "the --output-dir's name) or a repository id",
+            nargs="?",
+            const="",
+            metavar="REPO_ID",
+        ),
+    )
     hub_model_id: str | None = field(default=None, **_help("Hub repository of --push-to-hub"))
     report_to: str = field(
         default="none",
-        **_help("log losses, dev metrics, learning rate, K and N_T to Accelerate trackers: "
-                f"none, all, or comma-separated {', '.join(TRACKERS)} (tensorboard writes "
-                "under --output-dir/logs; pip install 'cont-transformer[tensorboard]')"),
-    )  # fmt: skip
-    bf16: bool = field(
-        default=False, **_help("bfloat16 mixed precision (autocast) on a CPU or GPU")
+        **_help(
+            "log losses, dev metrics, learning rate, K and N_T to Accelerate trackers: "
+            f"none, all, or comma-separated {', '.join(TRACKERS)} (tensorboard writes "
+            "under --output-dir/logs; pip install 'cont-transformer[tensorboard]')"
+        ),
     )
+    bf16: bool = field(default=False, **_help("bfloat16 mixed precision (autocast) on a CPU or GPU"))
     fp16: bool = field(default=False, **_help("float16 mixed precision (a GPU only)"))
     num_train_epochs: float | None = field(
         default=None,
-        **_help("train for this many passes over the training data (replaces --max-steps; "
-                "converted to steps once the data size is known)"),
-    )  # fmt: skip
+        **_help(
+            "train for this many passes over the training data (replaces --max-steps; "
+            "converted to steps once the data size is known)"
+        ),
+    )
     do_train: bool = field(default=False, **_help("train (the default; as in transformers)"))
     do_eval: bool = field(
         default=False, **_help("without --do-train: evaluate a saved model only, as --eval-only does")
@@ -140,17 +147,19 @@ class RunArguments:
     logging_steps: int = field(default=50, **_help("log the training loss every N steps"))
     compression_report: bool = field(
         default=False,
-        **_help("after training, score the best model at K/2, K/4, N_T/2, N_T/4 and K, N_T "
-                "halved on dev; write compression.md/.json and add the table to its card"),
-    )  # fmt: skip
-    torch_compile: bool = field(
-        default=False, **_help("compile the model with torch.compile (eager where it cannot)")
+        **_help(
+            "after training, score the best model at K/2, K/4, N_T/2, N_T/4 and K, N_T "
+            "halved on dev; write compression.md/.json and add the table to its card"
+        ),
     )
+    torch_compile: bool = field(default=False, **_help("compile the model with torch.compile (eager where it cannot)"))
     torch_compile_mode: str | None = field(
         default=None,
-        **_help("torch.compile mode: default, reduce-overhead (CUDA graphs), max-autotune "
-                "(default: reduce-overhead on a GPU, default on a CPU)"),
-    )  # fmt: skip
+        **_help(
+            "torch.compile mode: default, reduce-overhead (CUDA graphs), max-autotune "
+            "(default: reduce-overhead on a GPU, default on a CPU)"
+        ),
+    )
     torch_compile_backend: str = field(
         default="inductor", **_help("torch.compile backend (inductor; aot_eager to debug)")
     )
@@ -159,8 +168,15 @@ class RunArguments:
         if self.num_steps is None:
             self.num_steps = self.num_basis
         self.refine_steps = parse_steps(self.refine_steps)
-        for name in ("batch_size", "gradient_accumulation_steps", "max_steps", "eval_steps",
-                     "save_steps", "save_total_limit", "logging_steps"):  # fmt: skip
+        for name in (
+            "batch_size",
+            "gradient_accumulation_steps",
+            "max_steps",
+            "eval_steps",
+            "save_steps",
+            "save_total_limit",
+            "logging_steps",
+        ):
             check_count(name, getattr(self, name))
         check_count("per_device_train_batch_size", self.per_device_train_batch_size, optional=True)
         check_basis_name("basis", self.basis)
@@ -348,8 +364,11 @@ def parse_arguments(
     # still counts as given (the first parser's help shows the real defaults).
     marked = build()
     marked.set_defaults(**{name: _NOT_GIVEN for name in names})
-    given = recipe | {name: values[name] for name, value in vars(marked.parse_args(argv)).items()
-                      if name in names and value is not _NOT_GIVEN}  # fmt: skip
+    given = recipe | {
+        name: values[name]
+        for name, value in vars(marked.parse_args(argv)).items()
+        if name in names and value is not _NOT_GIVEN
+    }
     defaults = dict(preset_defaults(given)) if preset_defaults else {}
     extra_values = {k: v for k, v in values.items() if k not in names}
     extra_values["given_fields"] = set(given)

@@ -141,8 +141,7 @@ def resume_candidates(spec: str, output_dir: PathLike) -> list[Path]:
         found = complete_checkpoints(output_dir)[::-1]
         if not found:
             raise CheckpointError(
-                f"--resume-from-checkpoint latest: no complete checkpoint in "
-                f"{Path(output_dir) / CHECKPOINTS_DIR}"
+                f"--resume-from-checkpoint latest: no complete checkpoint in {Path(output_dir) / CHECKPOINTS_DIR}"
             )
         return found
     folder = Path(spec)

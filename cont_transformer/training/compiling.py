@@ -50,9 +50,7 @@ def default_mode(device: torch.device) -> str:
     return "reduce-overhead" if device.type == "cuda" else "default"
 
 
-def compile_model(
-    model: nn.Module, device: torch.device, backend: str = "inductor", mode: str | None = None
-) -> bool:
+def compile_model(model: nn.Module, device: torch.device, backend: str = "inductor", mode: str | None = None) -> bool:
     """Compile ``model``'s forward in place for training (its parameters, state dict and
     wrappers stay the same objects); returns False, with a warning, where compiling cannot
     work or would slow training down."""
@@ -67,7 +65,10 @@ def compile_model(
 
 
 def compiled(
-    model: nn.Module, device: torch.device, backend: str = "inductor", mode: str | None = None,
+    model: nn.Module,
+    device: torch.device,
+    backend: str = "inductor",
+    mode: str | None = None,
     dynamic: bool | None = None,
 ) -> nn.Module:
     """A compiled wrapper of ``model`` for inference (``model`` itself is untouched), or

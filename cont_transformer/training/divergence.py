@@ -21,8 +21,10 @@ class TrainingDiverged(ValueError):
 
 
 def _cause(learning_rate: float, peak: float, fp16: bool) -> str:
-    cause = (f"--learning-rate {peak:g} is likely too high (the rate at this step was "
-             f"{learning_rate:.3g}); lower it or clip with --max-grad-norm")  # fmt: skip
+    cause = (
+        f"--learning-rate {peak:g} is likely too high (the rate at this step was "
+        f"{learning_rate:.3g}); lower it or clip with --max-grad-norm"
+    )
     return cause + (", or float16 overflowed (try --bf16)" if fp16 else "")
 
 

@@ -34,13 +34,30 @@ PathLike = str | os.PathLike
 
 RESUMABLE = frozenset(
     {
-        "output_dir", "overwrite_output_dir", "resume_from_checkpoint", "eval_steps",
-        "save_steps", "save_total_limit", "push_to_hub", "hub_model_id", "report_to",
-        "logging_steps", "torch_compile", "torch_compile_mode", "torch_compile_backend",
-        "length_buckets", "compression_report", "do_predict", "do_train", "do_eval", "data_dir",
-        "train_file", "dev_file", "dataset",
+        "output_dir",
+        "overwrite_output_dir",
+        "resume_from_checkpoint",
+        "eval_steps",
+        "save_steps",
+        "save_total_limit",
+        "push_to_hub",
+        "hub_model_id",
+        "report_to",
+        "logging_steps",
+        "torch_compile",
+        "torch_compile_mode",
+        "torch_compile_backend",
+        "length_buckets",
+        "compression_report",
+        "do_predict",
+        "do_train",
+        "do_eval",
+        "data_dir",
+        "train_file",
+        "dev_file",
+        "dataset",
     }
-)  # fmt: skip
+)
 RUN_LENGTH = frozenset({"max_steps", "num_train_epochs", "epochs"})
 FOLLOWS_RUN_LENGTH = frozenset({"cooldown_steps"})
 # Fields whose value sets the defaults of others: a difference there is named first.
@@ -83,8 +100,13 @@ def record_identity(
     **facts: object,
 ) -> dict:
     """Write ``run.json`` for a new run (``facts``: e.g. its mixed precision); returns it."""
-    identity = {"run_id": uuid.uuid4().hex, "arguments": dict(arguments), "data": data,
-                "files": dict(files or {}), **facts}  # fmt: skip
+    identity = {
+        "run_id": uuid.uuid4().hex,
+        "arguments": dict(arguments),
+        "data": data,
+        "files": dict(files or {}),
+        **facts,
+    }
     write_json(Path(output_dir) / RUN_FILE, identity)
     return identity
 

@@ -263,8 +263,7 @@ def resolve_model_dir(path: PathLike) -> Path:
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such folder")
     raise FileNotFoundError(
-        f"{path} is not a saved model folder (no config.json) nor a training run with a "
-        f"{BEST_MODEL_DIR}/ model"
+        f"{path} is not a saved model folder (no config.json) nor a training run with a {BEST_MODEL_DIR}/ model"
     )
 
 
@@ -282,13 +281,11 @@ def publish_best_model(output_dir: PathLike) -> list[str]:
         os.replace(temporary, folder / path.name)
         names.append(path.name)
     return names
+
+
 def push_folder_to_hub(folder: Path | str, repo_id: str) -> str:
     """Upload a saved model folder to the Hub model repo ``repo_id``; returns the commit URL."""
     api = HfApi()
     api.create_repo(repo_id, exist_ok=True)
-    commit = api.upload_folder(
-        repo_id=repo_id, folder_path=str(folder), ignore_patterns=[f"{CHECKPOINTS_DIR}/*"]
-    )
+    commit = api.upload_folder(repo_id=repo_id, folder_path=str(folder), ignore_patterns=[f"{CHECKPOINTS_DIR}/*"])
     return commit.commit_url
-
-

@@ -38,8 +38,7 @@ def refine_with_optimizer(
     old_bases = {name: block.basis for name, block in blocks.items()}
     refine(model)
     matrices = {
-        name: change_of_basis_matrix(old_bases[name], block.basis, "projection")
-        for name, block in blocks.items()
+        name: change_of_basis_matrix(old_bases[name], block.basis, "projection") for name, block in blocks.items()
     }
     new_optimizer = build_optimizer(model)
     for name, parameter in model.named_parameters():

@@ -128,10 +128,10 @@ def split_batch(batch: dict, parts: int) -> list[dict]:
     size = next(v for v in batch.values() if torch.is_tensor(v)).shape[0]
     bounds = [round(i * size / parts) for i in range(parts + 1)]
     return [
-        {k: v[a:b] if torch.is_tensor(v) and v.dim() and v.shape[0] == size else v
-         for k, v in batch.items()}
-        for a, b in itertools.pairwise(bounds) if b > a
-    ]  # fmt: skip
+        {k: v[a:b] if torch.is_tensor(v) and v.dim() and v.shape[0] == size else v for k, v in batch.items()}
+        for a, b in itertools.pairwise(bounds)
+        if b > a
+    ]
 
 
 class Trainer:
@@ -195,7 +195,9 @@ class Trainer:
                 accelerator.free_memory()
                 logger.warning(
                     "%s is damaged (%s); resuming from the previous checkpoint %s",
-                    damaged_file(checkpoint) or checkpoint, err, candidates[index + 1],
+                    damaged_file(checkpoint) or checkpoint,
+                    err,
+                    candidates[index + 1],
                 )
         if tracker:
             accelerator.init_trackers("train", config=_loggable(dataclasses.asdict(args)))
@@ -339,10 +341,13 @@ class Trainer:
         """Train from the current step to the plan's ``max_steps``; returns the final metrics."""
         args, accelerator, state, plan = self.args, self.accelerator, self.state, self.plan
         progress = tqdm(
-            total=plan.max_steps, initial=state.step, desc="training", dynamic_ncols=True,
+            total=plan.max_steps,
+            initial=state.step,
+            desc="training",
+            dynamic_ncols=True,
             disable=not accelerator.is_local_main_process,
             mininterval=1 if sys.stderr.isatty() else 30,  # a log file gets a line every 30 s
-        )  # fmt: skip
+        )
         self.model.train()
         self._items = torch.zeros((), dtype=torch.long, device=accelerator.device)
         self._slots = 0
@@ -353,9 +358,12 @@ class Trainer:
                 for batch in self.epoch_batches(epoch, skip):
                     loss, learning_rate = self._optimizer_step(batch)
                     progress.set_postfix(
-                        loss=f"{loss:.4f}", lr=f"{learning_rate:.2e}", K=state.num_basis,
-                        N_T=state.num_steps, refresh=False,
-                    )  # fmt: skip
+                        loss=f"{loss:.4f}",
+                        lr=f"{learning_rate:.2e}",
+                        K=state.num_basis,
+                        N_T=state.num_steps,
+                        refresh=False,
+                    )
                     progress.update(1)
                     evaluate_now = state.step % plan.eval_steps == 0 or state.step == plan.max_steps
                     save_now = state.step % plan.save_steps == 0 or state.step == plan.max_steps
@@ -421,10 +429,14 @@ class Trainer:
         state.loss_count += 1
         if args.report_to and state.step % args.logging_steps == 0:
             accelerator.log(
-                {"train/loss": loss_value, "train/learning_rate": learning_rate,
-                 "train/num_basis": state.num_basis, "train/num_steps": state.num_steps},
+                {
+                    "train/loss": loss_value,
+                    "train/learning_rate": learning_rate,
+                    "train/num_basis": state.num_basis,
+                    "train/num_steps": state.num_steps,
+                },
                 step=state.step,
-            )  # fmt: skip
+            )
         return loss_value, learning_rate
 
     def _accumulate(self, micro_batches: list[dict]) -> torch.Tensor | float:
@@ -461,14 +473,20 @@ class Trainer:
 
     def check_weights(self, learning_rate: float) -> None:
         """Stop a run whose weights are no longer finite (:mod:`.divergence`)."""
-        check_weights(self.model, self.state.step, learning_rate, self.args.learning_rate,
-                      self.accelerator.mixed_precision == "fp16")  # fmt: skip
+        check_weights(
+            self.model,
+            self.state.step,
+            learning_rate,
+            self.args.learning_rate,
+            self.accelerator.mixed_precision == "fp16",
+        )
 
     def _describe(self, entry: dict) -> str:
         shown = ", ".join(
             f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}"
-            for k, v in entry.items() if k not in ("step", "learning_rate")
-        )  # fmt: skip
+            for k, v in entry.items()
+            if k not in ("step", "learning_rate")
+        )
         return f"step {entry['step']}: {shown}"
 
     def evaluate_and_keep_best(self, learning_rate: float) -> dict:
@@ -574,9 +592,7 @@ class Trainer:
         """Score the best model compressed without retraining
         (:func:`~cont_transformer.compression.compression_variants`) on dev; writes
         ``compression.json`` beside ``metrics.json`` and returns the rows."""
-        rows = score_variants(
-            self.load_best(), self.evaluate, self.reported_metrics(), self.selection_metric
-        )
+        rows = score_variants(self.load_best(), self.evaluate, self.reported_metrics(), self.selection_metric)
         if self.accelerator.is_main_process:
             write_json(self.output_dir / COMPRESSION_FILE, rows)
         return rows
@@ -597,4 +613,3 @@ __all__ = [
     "seed_step",
     "split_batch",
 ]
-

@@ -89,9 +89,7 @@ class RefinementSchedule:
     def __post_init__(self):
         steps = tuple(self.refine_steps)
         if any(s < 1 for s in steps) or any(b <= a for a, b in itertools.pairwise(steps)):
-            raise ValueError(
-                f"refine_steps must be strictly increasing steps >= 1, got {list(steps)}"
-            )
+            raise ValueError(f"refine_steps must be strictly increasing steps >= 1, got {list(steps)}")
         object.__setattr__(self, "refine_steps", steps)
         scale = refined_num_steps(1, len(steps))
         if self.num_steps % scale:

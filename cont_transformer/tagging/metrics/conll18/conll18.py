@@ -42,10 +42,28 @@ import datasets
 import evaluate
 
 UNIVERSAL_FEATURES = {
-    "PronType", "NumType", "Poss", "Reflex", "Foreign", "Abbr", "Gender", "Animacy", "Number",
-    "Case", "Definite", "Degree", "VerbForm", "Mood", "Tense", "Aspect", "Voice", "Evident",
-    "Polarity", "Person", "Polite",
-}  # fmt: skip
+    "PronType",
+    "NumType",
+    "Poss",
+    "Reflex",
+    "Foreign",
+    "Abbr",
+    "Gender",
+    "Animacy",
+    "Number",
+    "Case",
+    "Definite",
+    "Degree",
+    "VerbForm",
+    "Mood",
+    "Tense",
+    "Aspect",
+    "Voice",
+    "Evident",
+    "Polarity",
+    "Person",
+    "Polite",
+}
 ROWS = ("Tokens", "Sentences", "Words", "UPOS", "XPOS", "UFeats", "AllTags", "Lemmas")
 
 _DESCRIPTION = "CoNLL 2018 UD shared task scores (tokens, words, UPOS, XPOS, UFeats, AllTags, Lemmas)."
@@ -134,10 +152,17 @@ def read_document(text: str, name: str = "<conllu>") -> Document:
         if is_range:
             multiword_end = int(token_id.split("-")[1])
             continue
-        document.words.append(Word(
-            *token_span, int(token_id) <= multiword_end, form, columns[2],
-            columns[3], columns[4], universal_feats(columns[5]),
-        ))  # fmt: skip
+        document.words.append(
+            Word(
+                *token_span,
+                int(token_id) <= multiword_end,
+                form,
+                columns[2],
+                columns[3],
+                columns[4],
+                universal_feats(columns[5]),
+            )
+        )
     if sentence_start is not None:
         document.sentences.append((sentence_start, offset))
     return document
@@ -194,9 +219,7 @@ def _lcs_pairs(gold: list[Word], system: list[Word]) -> list[tuple[Word, Word]]:
     lcs = [[0] * (len(system) + 1) for _ in range(len(gold) + 1)]
     for g in reversed(range(len(gold))):
         for s in reversed(range(len(system))):
-            lcs[g][s] = max(
-                lcs[g + 1][s + 1] + 1 if g_forms[g] == s_forms[s] else 0, lcs[g + 1][s], lcs[g][s + 1]
-            )
+            lcs[g][s] = max(lcs[g + 1][s + 1] + 1 if g_forms[g] == s_forms[s] else 0, lcs[g + 1][s], lcs[g][s + 1])
     pairs, g, s = [], 0, 0
     while g < len(gold) and s < len(system):
         if g_forms[g] == s_forms[s]:
@@ -252,13 +275,16 @@ def counts(gold_text: str, system_text: str) -> dict[str, dict[str, int]]:
         )
         raise ValueError(
             f"gold and system have different texts (whitespace aside) from character {at}: "
-            f"{''.join(gold.characters[at:at + 20])!r} vs {''.join(system.characters[at:at + 20])!r}"
+            f"{''.join(gold.characters[at : at + 20])!r} vs {''.join(system.characters[at : at + 20])!r}"
         )
     pairs = align_words(gold.words, system.words)
     result = {
         "Tokens": (_matching_spans(gold.tokens, system.tokens), len(gold.tokens), len(system.tokens), None),
         "Sentences": (
-            _matching_spans(gold.sentences, system.sentences), len(gold.sentences), len(system.sentences), None
+            _matching_spans(gold.sentences, system.sentences),
+            len(gold.sentences),
+            len(system.sentences),
+            None,
         ),
         "Words": (len(pairs), len(gold.words), len(system.words), None),
     }
