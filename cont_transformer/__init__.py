@@ -2,7 +2,7 @@
 
 Importing the package registers its models with the transformers Auto classes: the
 continuous transformer (``model_type="cont_transformer"``) with ``AutoConfig``,
-``AutoModel`` and ``AutoModelForTokenClassification``, the ODE-ResNet
+``AutoModel``, ``AutoModelForTokenClassification`` and ``AutoModelForMaskedLM``, the ODE-ResNet
 (``model_type="ode_resnet"``) with ``AutoConfig``, ``AutoModel``,
 ``AutoModelForImageClassification`` and ``AutoImageProcessor``. It also marks them for
 remote code: a ``save_pretrained`` folder gets the model files and, in ``config.json``,
@@ -23,6 +23,7 @@ from transformers import (
     AutoImageProcessor,
     AutoModel,
     AutoModelForImageClassification,
+    AutoModelForMaskedLM,
     AutoModelForTokenClassification,
 )
 
@@ -33,6 +34,7 @@ from .image_processing_ode_resnet import NORMALIZATION_STATS, OdeResNetImageProc
 from .integrators import SCHEMES, ButcherTableau, get_scheme, odeint
 from .model_card import write_model_card
 from .modeling_cont_transformer import (
+    ContTransformerForMaskedLM,
     ContTransformerForTokenClassification,
     ContTransformerModel,
     ContTransformerPreTrainedModel,
@@ -48,7 +50,9 @@ from .transform import change_basis, refine, set_num_steps
 AutoConfig.register(ContTransformerConfig.model_type, ContTransformerConfig, exist_ok=True)
 AutoModel.register(ContTransformerConfig, ContTransformerModel, exist_ok=True)
 AutoModelForTokenClassification.register(ContTransformerConfig, ContTransformerForTokenClassification, exist_ok=True)
+AutoModelForMaskedLM.register(ContTransformerConfig, ContTransformerForMaskedLM, exist_ok=True)
 ContTransformerConfig.register_for_auto_class()
+ContTransformerForMaskedLM.register_for_auto_class("AutoModelForMaskedLM")
 ContTransformerModel.register_for_auto_class("AutoModel")
 ContTransformerForTokenClassification.register_for_auto_class("AutoModelForTokenClassification")
 
@@ -92,6 +96,7 @@ __all__ = [
     "SCHEMES",
     "ButcherTableau",
     "ContTransformerConfig",
+    "ContTransformerForMaskedLM",
     "ContTransformerForTokenClassification",
     "ContTransformerModel",
     "ContTransformerPreTrainedModel",

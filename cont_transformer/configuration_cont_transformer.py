@@ -130,6 +130,8 @@ class ContTransformerConfig(PreTrainedConfig):
             (whole FEATS, all three columns predicted); when set, the tagger decodes the
             three columns jointly, choosing per word the seen triple of highest summed
             log-probability. None: each column's own argmax.
+        tie_word_embeddings: the masked-LM head's decoder shares the word embedding
+            matrix (``ContTransformerForMaskedLM``; the tagger has no such head).
 
     Example:
 
@@ -174,6 +176,7 @@ class ContTransformerConfig(PreTrainedConfig):
     column_labels: dict[str, list[str]] | None = None
     feats_mode: str = "whole"
     tag_combinations: list[list[str]] | None = None
+    tie_word_embeddings: bool = True
 
     def __post_init__(self, **kwargs):
         if self.num_steps is None:

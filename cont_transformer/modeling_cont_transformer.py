@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from transformers.activations import ACT2FN
-from transformers.modeling_outputs import BaseModelOutput, TokenClassifierOutput
+from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput, TokenClassifierOutput
 from transformers.utils import can_return_tuple
 
 from .configuration_cont_transformer import ContTransformerConfig, feature_groups
@@ -375,8 +375,85 @@ class ContTransformerForTokenClassification(ContTransformerPreTrainedModel):
         )
 
 
+class ContTransformerLMHead(nn.Module):
+    """Dense -> activation -> LayerNorm -> a decoder over the vocabulary (BERT's masked-LM
+    head). The decoder's weight is the word embedding matrix (tied), its bias its own."""
+
+    def __init__(self, config: ContTransformerConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.activation = ACT2FN[config.hidden_act]
+        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``(..., hidden)`` -> ``(..., vocab_size)``."""
+        return self.decoder(self.norm(self.activation(self.dense(x))))
+
+
+class ContTransformerForMaskedLM(ContTransformerPreTrainedModel):
+    """:class:`ContTransformerModel` under a masked-word head: the continuous encoder
+    pretrained on unlabelled text, then fine-tuned into a tagger (docs/design.md §6).
+
+    The vocabulary's words are the tokenizer's whole-word entries; a masked word is one
+    ``[MASK]`` token (a word outside the vocabulary is read from its spelling and never
+    masked), and the head scores every vocabulary entry, its weights tied to the word
+    embeddings, so ``pipeline("fill-mask")`` works as for BERT.
+    """
+
+    _tied_weights_keys = {"lm_head.decoder.weight": "cont_transformer.embeddings.word_embeddings.weight"}
+
+    def __init__(self, config: ContTransformerConfig):
+        super().__init__(config)
+        if config.word_representation == "chars":
+            raise ValueError("word_representation: a masked language model needs word embeddings, not 'chars'")
+        self.cont_transformer = ContTransformerModel(config)
+        self.lm_head = ContTransformerLMHead(config)
+        self.post_init()
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.lm_head.decoder
+
+    def set_output_embeddings(self, value: nn.Linear) -> None:
+        self.lm_head.decoder = value
+
+    @can_return_tuple
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_hidden_states: bool | None = None,
+        output_attentions: bool | None = None,
+    ) -> MaskedLMOutput:
+        """``input_ids``, ``attention_mask`` ``(batch, seq)`` as in :class:`ContTransformerModel`;
+        ``labels`` ``(batch, seq)`` the vocabulary id of each masked word, -100 elsewhere.
+
+        Returns ``logits`` ``(batch, seq, vocab_size)``; with ``labels``, ``loss`` (the mean
+        cross-entropy over the masked words) and, to spare the decoder the unmasked
+        positions, ``logits`` of the masked words only, ``(masked words, vocab_size)`` in
+        reading order. ``hidden_states`` and ``attentions`` as in :class:`ContTransformerModel`.
+        """
+        encoded = self.cont_transformer(
+            input_ids, attention_mask, output_hidden_states, output_attentions, return_dict=True
+        )
+        hidden = encoded.last_hidden_state  # (batch, seq, hidden)
+        loss = None
+        if labels is None:
+            logits = self.lm_head(hidden)  # (batch, seq, vocab)
+        else:
+            scored = labels >= 0
+            logits = self.lm_head(hidden[scored])  # (masked, vocab)
+            loss = F.cross_entropy(logits.float(), labels[scored]) if logits.shape[0] else logits.sum() * 0.0
+        return MaskedLMOutput(
+            loss=loss, logits=logits, hidden_states=encoded.hidden_states, attentions=encoded.attentions
+        )
+
+
 __all__ = [
+    "ContTransformerForMaskedLM",
     "ContTransformerForTokenClassification",
+    "ContTransformerLMHead",
     "ContTransformerModel",
     "ContTransformerPreTrainedModel",
     "ContTransformerTaggerOutput",
