@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -401,7 +402,9 @@ class ContTransformerForMaskedLM(ContTransformerPreTrainedModel):
     embeddings, so ``pipeline("fill-mask")`` works as for BERT.
     """
 
-    _tied_weights_keys = {"lm_head.decoder.weight": "cont_transformer.embeddings.word_embeddings.weight"}
+    _tied_weights_keys: ClassVar[dict[str, str]] = {
+        "lm_head.decoder.weight": "cont_transformer.embeddings.word_embeddings.weight"
+    }
 
     def __init__(self, config: ContTransformerConfig):
         super().__init__(config)
