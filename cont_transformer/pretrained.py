@@ -15,6 +15,12 @@
   refuses anything but tensors); when that fails, :func:`unreadable_weights` names the
   first weights file of the folder that does not load that way. A model with a NaN or
   infinite value in any tensor (a diverged run) is refused by :func:`check_finite`.
+* Loading never runs code from a model folder and never asks: every load of the package
+  passes ``trust_remote_code=False``, and first :func:`check_no_custom_code` refuses, in
+  one line, a folder whose ``auto_map`` names a class that is not one of this package's
+  own (as :meth:`~ContinuousPreTrainedModel.save_pretrained` writes them), or names them
+  for a ``model_type`` of another model, or whose ``tokenizer_class`` is not one
+  transformers ships.
 * Activation checkpointing: ``gradient_checkpointing_enable()`` (transformers 5 also
   spells it ``activation_checkpointing_enable()``) sets it on every ODE block, which
   then checkpoints each integration step.
@@ -22,6 +28,8 @@
 
 from __future__ import annotations
 
+import importlib
+import json
 import os
 import pickle
 import warnings
@@ -85,6 +93,124 @@ def check_finite(model: torch.nn.Module, source: str | os.PathLike) -> None:
         if tensor.is_floating_point() and tensor.device.type != "meta" and not bool(tensor.isfinite().all()):
             raise ValueError(
                 f"{source}: tensor {name} holds NaN or infinite values (a diverged training run?); refusing to load it"
+            )
+
+
+# The modules of this package whose classes a saved folder's ``auto_map`` may name (the
+# code files ``save_pretrained`` copies), and the prefixes of those classes' names.
+OWN_CODE_MODULES = (
+    "configuration_cont_transformer",
+    "modeling_cont_transformer",
+    "configuration_ode_resnet",
+    "modeling_ode_resnet",
+    "image_processing_ode_resnet",
+)
+OWN_CLASS_PREFIXES = ("ContTransformer", "OdeResNet")
+# The files of a model folder through which transformers' Auto classes import code.
+CODE_NAMING_FILES = ("config.json", "tokenizer_config.json", "preprocessor_config.json", "processor_config.json")
+
+
+class CustomCodeError(ValueError):
+    """A model folder names code of its own (``auto_map``) or a tokenizer class transformers
+    does not ship; this package does not run it."""
+
+
+def _own_module(module: str):
+    """One of :data:`OWN_CODE_MODULES`, imported as a sibling of this module."""
+    return importlib.import_module(f".{module}", __package__)
+
+
+def own_model_types() -> set[str]:
+    """The ``model_type`` of every configuration class of this package."""
+    return {
+        cls.model_type
+        for module in OWN_CODE_MODULES
+        if module.startswith("configuration_")
+        for name, cls in vars(_own_module(module)).items()
+        if isinstance(cls, type) and name.startswith(OWN_CLASS_PREFIXES) and getattr(cls, "model_type", "")
+    }
+
+
+def is_own_class(reference: str) -> bool:
+    """Whether ``reference`` (``"module.Class"`` of an ``auto_map``) names a class of this
+    package: one of :data:`OWN_CODE_MODULES`, a class of that module whose name starts with
+    one of :data:`OWN_CLASS_PREFIXES` (so a class added to those modules is allowed
+    without a list to keep up to date)."""
+    module, _, name = reference.rpartition(".")
+    if module not in OWN_CODE_MODULES or not name.startswith(OWN_CLASS_PREFIXES):
+        return False
+    try:
+        found = getattr(_own_module(module), name, None)
+    except ImportError:
+        return False
+    return isinstance(found, type)
+
+
+def _references(auto_map) -> list[tuple[str, str]]:
+    """``(Auto class, reference)`` of every class an ``auto_map`` names; a list or any
+    other value (the legacy tokenizer form) counts as ``AutoTokenizer``'s."""
+    entries = auto_map.items() if isinstance(auto_map, dict) else [("AutoTokenizer", auto_map)]
+    found = []
+    for key, value in entries:
+        for reference in value if isinstance(value, (list, tuple)) else [value]:
+            if reference is not None:
+                found.append((str(key), str(reference)))
+    return found
+
+
+def _shipped_tokenizer_class(name: str) -> bool:
+    """Whether ``name`` is a tokenizer class transformers ships (or a class registered in
+    this process)."""
+    from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
+
+    return tokenizer_class_from_name(name) is not None
+
+
+def check_no_custom_code(folder: str | os.PathLike) -> None:
+    """Refuse a local model folder that would have transformers import code from it.
+
+    Raises :class:`CustomCodeError` (a ``ValueError``) naming the file and the entry when
+    the ``auto_map`` of any of :data:`CODE_NAMING_FILES` names a class that is not one of
+    this package's (:func:`is_own_class`), when ``config.json``'s ``auto_map`` names them
+    for a ``model_type`` that is not one of this package's (:func:`own_model_types`), or
+    when a ``tokenizer_class`` is not a class transformers ships. Loads also pass
+    ``trust_remote_code=False``, so nothing runs either way; this says why in one line,
+    before transformers asks on stdin or fails at length. A folder that is not local (a
+    Hub id), or a file that is not valid JSON, is left to transformers.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return
+    for name in CODE_NAMING_FILES:
+        path = folder / name
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(saved, dict):
+            continue
+        references = _references(saved.get("auto_map") or {})
+        foreign = [(key, ref) for key, ref in references if not is_own_class(ref)]
+        if foreign:
+            named = ", ".join(f"{key} -> {ref}" for key, ref in foreign)
+            raise CustomCodeError(
+                f"{path}: auto_map names custom code ({named}); this package never runs code from a model folder"
+            )
+        # This package's classes for another model_type: transformers would import the
+        # folder's copies of its code files (which could be anything) instead of the package.
+        if references and name == "config.json" and saved.get("model_type") not in own_model_types():
+            raise CustomCodeError(
+                f"{path}: auto_map names this package's classes for model_type {saved.get('model_type')!r}, not one "
+                f"of its models ({', '.join(sorted(own_model_types()))}); this package never runs code from a model "
+                "folder"
+            )
+        tokenizer_class = saved.get("tokenizer_class")
+        if tokenizer_class is not None and not (
+            isinstance(tokenizer_class, str) and _shipped_tokenizer_class(tokenizer_class)
+        ):
+            raise CustomCodeError(
+                f"{path}: tokenizer_class {tokenizer_class!r} is not a tokenizer class of transformers; "
+                "this package never runs code from a model folder"
             )
 
 
@@ -171,8 +297,12 @@ class ContinuousPreTrainedModel(PreTrainedModel):
 
 __all__ = [
     "ContinuousPreTrainedModel",
+    "CustomCodeError",
     "check_finite",
+    "check_no_custom_code",
     "class_reference",
+    "is_own_class",
     "load_error",
+    "own_model_types",
     "unreadable_weights",
 ]

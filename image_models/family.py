@@ -11,6 +11,7 @@ from transformers import AutoImageProcessor
 
 from cont_transformer.compression import statistics_num_basis
 from cont_transformer.families import CardText, EvalSet, ModelFamily, register_family
+from cont_transformer.pretrained import check_no_custom_code
 
 from .data import load_image_dataset, to_tensors
 from .training import evaluate
@@ -21,7 +22,8 @@ UNKNOWN_CLASS = -1  # scores as an error: no model predicts it
 def load_preprocessor(folder: Path):
     if not (folder / "preprocessor_config.json").is_file():
         return None
-    return AutoImageProcessor.from_pretrained(folder)
+    check_no_custom_code(folder)
+    return AutoImageProcessor.from_pretrained(folder, trust_remote_code=False)
 
 
 def eval_set(model, processor, folder: Path, path: Path, batch_size: int) -> EvalSet:

@@ -578,7 +578,9 @@ class ImageTrainer(Trainer):
         }
 
     def load_best(self) -> nn.Module:
-        model = OdeResNetForImageClassification.from_pretrained(self.output_dir / BEST_MODEL_DIR)
+        model = OdeResNetForImageClassification.from_pretrained(
+            self.output_dir / BEST_MODEL_DIR, trust_remote_code=False
+        )
         return model.to(self.accelerator.device).eval()
 
     def _score(self, model: nn.Module, images, labels, views: str = "none") -> float:

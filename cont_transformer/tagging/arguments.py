@@ -23,6 +23,7 @@ from ..configuration_cont_transformer import (
     ContTransformerConfig,
     check_word_representation,
 )
+from ..pretrained import check_no_custom_code
 from ..training.arguments import RunArguments, _help
 from ..training.schedules import parse_steps
 from .data import TAG_COLUMNS
@@ -199,7 +200,8 @@ class TrainingArguments(RunArguments):
     def _adopt_saved_sizes(self) -> None:
         """Fine-tuning keeps the saved model's continuous choices; refinements (if any)
         grow them from there."""
-        config = AutoConfig.from_pretrained(self.model_name_or_path)
+        check_no_custom_code(self.model_name_or_path)
+        config = AutoConfig.from_pretrained(self.model_name_or_path, trust_remote_code=False)
         if config.model_type != MODEL_TYPE:
             raise ValueError(
                 f"model_name_or_path: {self.model_name_or_path} holds a {config.model_type!r} "

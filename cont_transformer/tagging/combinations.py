@@ -50,8 +50,11 @@ def add_tag_combinations(model_dir: str | os.PathLike, train_file: str | os.Path
     not predict UPOS, XPOS and whole FEATS."""
     from transformers import AutoConfig
 
+    from ..pretrained import check_no_custom_code
+
     folder = resolve_model_dir(model_dir)
-    config = AutoConfig.from_pretrained(folder)
+    check_no_custom_code(folder)
+    config = AutoConfig.from_pretrained(folder, trust_remote_code=False)
     labels = model_column_labels(config, saved_tag_column(folder))
     train = load_treebank({"train": [str(train_file)]})["train"]
     combinations = tag_combinations(train, labels, getattr(config, "feats_mode", "whole"))

@@ -34,6 +34,7 @@ from transformers import AutoConfig, AutoTokenizer
 
 from ..configuration_cont_transformer import PREDICTED_COLUMNS
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
+from ..pretrained import check_no_custom_code
 from ..training.accelerator import end_distributed, make_accelerator
 from ..training.outputs import resolve_model_dir
 from .arguments import MODEL_TYPE
@@ -223,10 +224,11 @@ def load_tagger(model_dir: str | os.PathLike):
     """A saved tagger of this package (a model folder or a run folder's ``best/``) and its
     folder; ``ValueError`` naming the folder for any other model type."""
     folder = resolve_model_dir(model_dir)
-    config = AutoConfig.from_pretrained(folder)
+    check_no_custom_code(folder)
+    config = AutoConfig.from_pretrained(folder, trust_remote_code=False)
     if config.model_type != MODEL_TYPE:
         raise ValueError(f"{folder} holds a {config.model_type!r} model, not a {MODEL_TYPE!r} tagger")
-    return ContTransformerForTokenClassification.from_pretrained(folder), folder
+    return ContTransformerForTokenClassification.from_pretrained(folder, trust_remote_code=False), folder
 
 
 def evaluate_saved_model(
@@ -249,7 +251,7 @@ def evaluate_saved_model(
     """
     model, folder = load_tagger(model_dir)
     accelerator = make_accelerator()
-    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)  # checked by load_tagger
     config = model.config
     labels = model_column_labels(config, tag_column or saved_tag_column(folder))
     primary = next(iter(labels))

@@ -33,6 +33,7 @@ from pathlib import Path
 import torch
 
 from ..configuration_cont_transformer import JOINT_COLUMNS, feature_groups
+from ..pretrained import check_no_custom_code
 from ..training.compiling import compiled
 from ..training.outputs import METRICS_FILE, resolve_model_dir
 from .batching import IGNORE_INDEX, PaddingCollator, encode_for_evaluation
@@ -258,8 +259,9 @@ class Tagger:
         from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
         folder = resolve_model_dir(folder)
+        check_no_custom_code(folder)  # before any load: no code from the folder, no prompt
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        model = AutoModelForTokenClassification.from_pretrained(folder).to(device, dtype)
+        model = AutoModelForTokenClassification.from_pretrained(folder, trust_remote_code=False).to(device, dtype)
         # No length limit: the tagger windows long sentences itself (older folders saved
         # the training length here, and the tokenizer would warn about it).
         tokenizer = load_tokenizer(folder, model_max_length=VERY_LARGE_INTEGER)

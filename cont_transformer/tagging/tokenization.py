@@ -52,6 +52,7 @@ from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, proce
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
+from ..pretrained import check_no_custom_code
 from ..word_representation import NUM_RESERVED_CHARS, clip_spelling
 
 PAD_TOKEN = "[PAD]"
@@ -175,8 +176,9 @@ def load_tokenizer(folder: str | os.PathLike, **options) -> PreTrainedTokenizerF
             f"{folder}: no {TOKENIZER_FILE} beside the model; a tagger's folder holds the "
             "tokenizer it was trained with (tokenizer.save_pretrained(folder))"
         )
+    check_no_custom_code(folder)
     try:
-        return AutoTokenizer.from_pretrained(folder, **options)
+        return AutoTokenizer.from_pretrained(folder, **{**options, "trust_remote_code": False})
     except (OSError, ValueError) as err:
         raise OSError(f"{folder / TOKENIZER_FILE}: the tokenizer does not load ({err})") from None
 

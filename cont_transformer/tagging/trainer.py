@@ -60,6 +60,7 @@ from transformers import AutoConfig, AutoTokenizer
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..model_card import Evaluation
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
+from ..pretrained import check_no_custom_code
 from ..training.outputs import BEST_MODEL_DIR, METRICS_FILE
 from ..training.scaffold import Trainer
 from ..training.schedules import cooldown_factor, inverse_sqrt_learning_rate
@@ -236,8 +237,9 @@ class PosTrainer(Trainer):
         args, accelerator = self.args, self.accelerator
         saved = None
         if args.model_name_or_path is not None:
-            self.tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
-            config = AutoConfig.from_pretrained(args.model_name_or_path)
+            check_no_custom_code(args.model_name_or_path)
+            self.tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path, trust_remote_code=False)
+            config = AutoConfig.from_pretrained(args.model_name_or_path, trust_remote_code=False)
             saved = model_column_labels(config, saved_tag_column(args.model_name_or_path))
         data = load_splits(args.treebank, args.data_dir, args.train_file, args.dev_file)
         for split in ("train", "validation"):
@@ -313,7 +315,10 @@ class PosTrainer(Trainer):
             if spelling is not None:
                 model.cont_transformer.embeddings.set_spelling(**spelling)
         else:
-            model = ContTransformerForTokenClassification.from_pretrained(args.model_name_or_path)
+            check_no_custom_code(args.model_name_or_path)
+            model = ContTransformerForTokenClassification.from_pretrained(
+                args.model_name_or_path, trust_remote_code=False
+            )
             model = _with_labels(model, self.primary, self.labels[self.primary])
         probabilities = word_dropout_probabilities(tokenizer, self.counts, args.word_dropout)
         model.cont_transformer.embeddings.set_word_dropout(probabilities)
@@ -424,7 +429,8 @@ class PosTrainer(Trainer):
 
     def load_best(self) -> nn.Module:
         folder = self.output_dir / BEST_MODEL_DIR
-        return ContTransformerForTokenClassification.from_pretrained(folder).to(self.accelerator.device).eval()
+        model = ContTransformerForTokenClassification.from_pretrained(folder, trust_remote_code=False)
+        return model.to(self.accelerator.device).eval()
 
 
 def _with_labels(model, primary: str, label_names: Sequence[str]):

@@ -48,6 +48,7 @@ from ..compression import (
 from ..families import EvalSet, ModelFamily, forward_batches, get_family
 from ..measuring import Workload, time_interleaved
 from ..model_card import CARD_NAME, Evaluation, write_model_card
+from ..pretrained import check_no_custom_code
 from ..training.compiling import compiled
 from ..training.outputs import resolve_model_dir, staged_directory
 
@@ -124,13 +125,14 @@ def load_model(folder: PathLike) -> SourceModel:
         folder = resolve_model_dir(folder)
     except FileNotFoundError as err:
         raise ValueError(f"model_dir: {err}") from err
+    check_no_custom_code(folder)
     config_dict, _ = PretrainedConfig.get_config_dict(str(folder))
     try:
         family = get_family(config_dict.get("model_type"))
     except ValueError as err:
         raise ValueError(f"model_dir: {folder}: {err}") from err
-    config = AutoConfig.from_pretrained(folder)
-    model = _head(config)[0].from_pretrained(folder)
+    config = AutoConfig.from_pretrained(folder, trust_remote_code=False)
+    model = _head(config)[0].from_pretrained(folder, trust_remote_code=False)
     model.eval()
     return SourceModel(folder, model, family.load_preprocessor(folder), family)
 
