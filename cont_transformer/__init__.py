@@ -1,76 +1,81 @@
 """cont-transformer: continuous-in-depth networks (Stateful ODE-Nets) on PyTorch.
 
-Importing the package registers its models with the transformers Auto classes: the
-continuous transformer (``model_type="cont_transformer"``) with ``AutoConfig``,
-``AutoModel``, ``AutoModelForTokenClassification`` and ``AutoModelForMaskedLM``, the ODE-ResNet
+Every public name of the package loads on first use (a module ``__getattr__``), and the
+first use of any of them registers the models with the transformers Auto classes
+(:func:`~cont_transformer.auto.register_auto_classes`): the continuous transformer
+(``model_type="cont_transformer"``) with ``AutoConfig``, ``AutoModel``,
+``AutoModelForTokenClassification`` and ``AutoModelForMaskedLM``, the ODE-ResNet
 (``model_type="ode_resnet"``) with ``AutoConfig``, ``AutoModel``,
-``AutoModelForImageClassification`` and ``AutoImageProcessor``. It also marks them for
-remote code: a ``save_pretrained`` folder gets the model files and, in ``config.json``,
-an ``auto_map`` for the config, ``AutoModel``, the task class and (ODE-ResNet) the image
-processor, so it loads with ``trust_remote_code=True`` where this package is not
-installed (see :mod:`cont_transformer.pretrained`).
+``AutoModelForImageClassification`` and ``AutoImageProcessor``, both marked for remote
+code (a ``save_pretrained`` folder gets the model files and an ``auto_map``, so it loads
+with ``trust_remote_code=True`` where this package is not installed; see
+:mod:`cont_transformer.pretrained`).
 
-The package itself holds the core and the models only; the tagging application's entry
-points (``tag``, ``Tagger``, ``build_tokenizer``) load on first use, so that importing
-the core (``cont_transformer.basis``) loads no application (docs/design.md §1).
+So ``import cont_transformer.basis`` (or ``integrators``, ``ode_block``, ``transform``,
+``compression``) loads neither transformers nor any application, while
+``from cont_transformer import ContTransformerConfig`` works as it always did. Code that
+imports a modeling file directly (``cont_transformer.modeling_cont_transformer``) and then
+loads or saves through the Auto classes calls ``register_auto_classes()`` first (the
+applications and tools do; docs/design.md §1).
 """
 
 from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
-from transformers import (
-    AutoConfig,
-    AutoImageProcessor,
-    AutoModel,
-    AutoModelForImageClassification,
-    AutoModelForMaskedLM,
-    AutoModelForTokenClassification,
-)
-
-from .basis import BASES, fit_points, get_basis, interpolation_matrix, projection_matrix
-from .configuration_cont_transformer import ContTransformerConfig
-from .configuration_ode_resnet import PRESETS, OdeResNetConfig
-from .image_processing_ode_resnet import NORMALIZATION_STATS, OdeResNetImageProcessor
-from .integrators import SCHEMES, ButcherTableau, get_scheme, odeint
-from .model_card import write_model_card
-from .modeling_cont_transformer import (
-    ContTransformerForMaskedLM,
-    ContTransformerForTokenClassification,
-    ContTransformerModel,
-    ContTransformerPreTrainedModel,
-)
-from .modeling_ode_resnet import (
-    OdeResNetForImageClassification,
-    OdeResNetModel,
-    OdeResNetPreTrainedModel,
-)
-from .ode_block import OdeBlock
-from .transform import change_basis, refine, set_num_steps
-
-AutoConfig.register(ContTransformerConfig.model_type, ContTransformerConfig, exist_ok=True)
-AutoModel.register(ContTransformerConfig, ContTransformerModel, exist_ok=True)
-AutoModelForTokenClassification.register(ContTransformerConfig, ContTransformerForTokenClassification, exist_ok=True)
-AutoModelForMaskedLM.register(ContTransformerConfig, ContTransformerForMaskedLM, exist_ok=True)
-ContTransformerConfig.register_for_auto_class()
-ContTransformerForMaskedLM.register_for_auto_class("AutoModelForMaskedLM")
-ContTransformerModel.register_for_auto_class("AutoModel")
-ContTransformerForTokenClassification.register_for_auto_class("AutoModelForTokenClassification")
-
-AutoConfig.register(OdeResNetConfig.model_type, OdeResNetConfig, exist_ok=True)
-AutoModel.register(OdeResNetConfig, OdeResNetModel, exist_ok=True)
-AutoModelForImageClassification.register(OdeResNetConfig, OdeResNetForImageClassification, exist_ok=True)
-AutoImageProcessor.register(OdeResNetConfig, slow_image_processor_class=OdeResNetImageProcessor, exist_ok=True)
-OdeResNetConfig.register_for_auto_class()
-OdeResNetModel.register_for_auto_class("AutoModel")
-OdeResNetForImageClassification.register_for_auto_class("AutoModelForImageClassification")
+if TYPE_CHECKING:  # what type checkers see; at run time the names load in __getattr__
+    from .auto import register_auto_classes
+    from .basis import BASES, fit_points, get_basis, interpolation_matrix, projection_matrix
+    from .configuration_cont_transformer import ContTransformerConfig
+    from .configuration_ode_resnet import PRESETS, OdeResNetConfig
+    from .image_processing_ode_resnet import NORMALIZATION_STATS, OdeResNetImageProcessor
+    from .integrators import SCHEMES, ButcherTableau, get_scheme, odeint
+    from .model_card import write_model_card
+    from .modeling_cont_transformer import (
+        ContTransformerForMaskedLM,
+        ContTransformerForTokenClassification,
+        ContTransformerModel,
+        ContTransformerPreTrainedModel,
+    )
+    from .modeling_ode_resnet import OdeResNetForImageClassification, OdeResNetModel, OdeResNetPreTrainedModel
+    from .ode_block import OdeBlock
+    from .transform import change_basis, refine, set_num_steps
 
 try:
     __version__ = version("cont-transformer")
 except PackageNotFoundError:  # run from a source tree that is not installed
     __version__ = "0.1.0"
 
-# Names that load the tagging application when first asked for: name -> its module.
+# Every public name -> the module that defines it, imported when the name is first asked for.
 _LAZY = {
+    "BASES": ".basis",
+    "fit_points": ".basis",
+    "get_basis": ".basis",
+    "interpolation_matrix": ".basis",
+    "projection_matrix": ".basis",
+    "SCHEMES": ".integrators",
+    "ButcherTableau": ".integrators",
+    "get_scheme": ".integrators",
+    "odeint": ".integrators",
+    "OdeBlock": ".ode_block",
+    "change_basis": ".transform",
+    "refine": ".transform",
+    "set_num_steps": ".transform",
+    "ContTransformerConfig": ".configuration_cont_transformer",
+    "PRESETS": ".configuration_ode_resnet",
+    "OdeResNetConfig": ".configuration_ode_resnet",
+    "NORMALIZATION_STATS": ".image_processing_ode_resnet",
+    "OdeResNetImageProcessor": ".image_processing_ode_resnet",
+    "write_model_card": ".model_card",
+    "ContTransformerForMaskedLM": ".modeling_cont_transformer",
+    "ContTransformerForTokenClassification": ".modeling_cont_transformer",
+    "ContTransformerModel": ".modeling_cont_transformer",
+    "ContTransformerPreTrainedModel": ".modeling_cont_transformer",
+    "OdeResNetForImageClassification": ".modeling_ode_resnet",
+    "OdeResNetModel": ".modeling_ode_resnet",
+    "OdeResNetPreTrainedModel": ".modeling_ode_resnet",
+    "register_auto_classes": ".auto",
+    # The tagging application's entry points.
     "Tagger": ".tagging.tag",
     "build_tokenizer": ".tagging.tokenization",
     "tag": ".tagging.tag",
@@ -80,6 +85,7 @@ _LAZY = {
 def __getattr__(name: str):
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import_module(".auto", __name__)  # the first use of the package registers the models
     value = getattr(import_module(_LAZY[name], __name__), name)
     globals()[name] = value  # found directly from now on
     return value
@@ -116,6 +122,7 @@ __all__ = [
     "odeint",
     "projection_matrix",
     "refine",
+    "register_auto_classes",
     "set_num_steps",
     "tag",
     "write_model_card",

@@ -9,12 +9,12 @@ from pathlib import Path
 import torch
 from transformers import AutoImageProcessor
 
+from cont_transformer import auto  # noqa: F401  registers the models with the Auto classes
 from cont_transformer.compression import statistics_num_basis
 from cont_transformer.families import CardText, EvalSet, ModelFamily, register_family
 from cont_transformer.pretrained import check_no_custom_code
 
 from .data import load_image_dataset, to_tensors
-from .training import evaluate
 
 UNKNOWN_CLASS = -1  # scores as an error: no model predicts it
 
@@ -28,6 +28,8 @@ def load_preprocessor(folder: Path):
 
 def eval_set(model, processor, folder: Path, path: Path, batch_size: int) -> EvalSet:
     """Scores and times an image classifier on the test split of an image or IDX folder."""
+    from .training import evaluate  # here: the trainer imports this module
+
     split = load_image_dataset(path, splits=("test",))["test"]
     images, labels = to_tensors(split)  # uint8 (N, C, H, W), int64 (N,)
     # The folder's classes map onto the model's by name; a class the model lacks scores as an error.

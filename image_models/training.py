@@ -48,6 +48,7 @@ from cont_transformer.training.outputs import BEST_MODEL_DIR, METRICS_FILE
 from cont_transformer.training.scaffold import Trainer
 from cont_transformer.training.schedules import RefinementSchedule, RunPlan
 
+from . import family  # noqa: F401  registers the family (card, tools) and the models' Auto classes
 from .augmentation import (
     PADDING_MODES,
     alternating_flip,

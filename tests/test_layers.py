@@ -1,10 +1,14 @@
 """The layers of docs/design.md §1: a module imports only from its own layer or below.
 
-Two checks. Statically, every import statement in the package (``ast``, function-level
-imports included) points to its own layer or a lower one. Dynamically, importing the core,
-the models, the harnesses, the training scaffold or the compression tool in a fresh
-process loads no application (``cont_transformer.tagging``, ``image_models``): the top
-level's conveniences (``tag``, ``Tagger``) load lazily.
+Statically, every import statement in the package (``ast``, function-level imports
+included) points to its own layer or a lower one. Dynamically, in fresh processes:
+importing the core, the models, the harnesses, the training scaffold or the compression
+tool loads no application (``cont_transformer.tagging``, ``image_models``); importing the
+core alone loads no transformers either, nor any module of the package above it (every
+name of ``cont_transformer/__init__.py`` loads lazily); ``image_models.augmentation``
+loads neither the training scaffold nor ``datasets``; and the first use of a name of the
+package, or importing a tool or an application that loads models through the Auto
+classes, registers both model kinds with them (``cont_transformer.auto``).
 """
 
 import ast
@@ -18,11 +22,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("cont_transformer", "image_models")
-APPLICATIONS = ("cont_transformer.tagging", "image_models")
+APPLICATIONS = ("cont_transformer.tagging", "cont_transformer.language_modeling", "image_models")
 
 # Lowest first. A module's layer is that of the longest prefix of its dotted name listed here.
 MODELS = [
-    "",  # the package's __init__: the public API and the Auto registrations
+    "",  # the package's __init__: the public API, every name lazy
+    "auto",  # the registration with the Auto classes
     "configuration_cont_transformer",
     "configuration_ode_resnet",
     "modeling_cont_transformer",
@@ -37,7 +42,7 @@ LAYERS = [
     ("model families", ["families"]),
     ("models", MODELS),
     ("training scaffold and shared mechanisms", ["training", "compression", "measuring"]),
-    ("applications", ["tagging", "image_models"]),
+    ("applications", ["tagging", "language_modeling", "image_models"]),
     ("tools", ["tools"]),
 ]
 RANK = {
@@ -167,3 +172,90 @@ def test_the_top_level_conveniences_load_on_first_use():
     assert isinstance(cont_transformer.__version__, str)
     with pytest.raises(AttributeError, match="no_such_name"):
         cont_transformer.no_such_name  # noqa: B018
+
+
+def run_fresh(code: str) -> str:
+    """The last line ``code`` prints, run by a fresh interpreter in the source tree."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()[-1]
+
+
+CORE = [
+    "cont_transformer.basis",
+    "cont_transformer.integrators",
+    "cont_transformer.ode_block",
+    "cont_transformer.transform",
+    "cont_transformer.compression",
+]
+# What importing the core may load of the package: the core, and the package's lazy __init__.
+CORE_LOADS = {"cont_transformer", "cont_transformer.choices", *CORE}
+NOT_FOR_THE_CORE = (
+    "transformers",
+    "datasets",
+    "cont_transformer.tagging",
+    "cont_transformer.language_modeling",
+    "cont_transformer.training",
+    "cont_transformer.tools",
+    "image_models",
+)
+
+
+def test_the_core_loads_no_transformers_and_nothing_above_it():
+    loaded = json.loads(
+        run_fresh(f"import json, sys\nimport {', '.join(CORE)}\nprint(json.dumps(sorted(sys.modules)))")
+    )
+    assert not [name for name in loaded if name.startswith(NOT_FOR_THE_CORE)]
+    assert {name for name in loaded if name.split(".")[0] == "cont_transformer"} == CORE_LOADS
+
+
+def test_augmentation_loads_no_training_scaffold_and_no_datasets():
+    loaded = json.loads(
+        run_fresh("import json, sys\nimport image_models.augmentation\nprint(json.dumps(sorted(sys.modules)))")
+    )
+    assert not [name for name in loaded if name.startswith(("cont_transformer.training", "datasets"))]
+
+
+# Whether both kinds are registered, with the Auto classes and for remote code.
+REGISTERED = """
+from transformers import (AutoConfig, AutoModel, AutoModelForImageClassification, AutoModelForMaskedLM,
+                          AutoModelForTokenClassification)
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+from transformers.models.auto.image_processing_auto import IMAGE_PROCESSOR_MAPPING
+def registered():
+    if "cont_transformer" not in CONFIG_MAPPING and "ode_resnet" not in CONFIG_MAPPING:
+        return False
+    transformer, resnet = AutoConfig.for_model("cont_transformer"), AutoConfig.for_model("ode_resnet")
+    from cont_transformer.modeling_cont_transformer import (ContTransformerForMaskedLM,
+        ContTransformerForTokenClassification, ContTransformerModel)
+    from cont_transformer.modeling_ode_resnet import OdeResNetForImageClassification, OdeResNetModel
+    from cont_transformer.image_processing_ode_resnet import OdeResNetImageProcessor
+    assert type(AutoModelForMaskedLM.from_config(transformer)) is ContTransformerForMaskedLM
+    assert type(AutoModelForTokenClassification.from_config(transformer)) is ContTransformerForTokenClassification
+    assert type(AutoModel.from_config(transformer)) is ContTransformerModel
+    assert type(AutoModelForImageClassification.from_config(resnet)) is OdeResNetForImageClassification
+    assert type(AutoModel.from_config(resnet)) is OdeResNetModel
+    assert IMAGE_PROCESSOR_MAPPING[type(resnet)]["pil"] is OdeResNetImageProcessor
+    assert ContTransformerModel._auto_class == OdeResNetModel._auto_class == "AutoModel"
+    assert ContTransformerForMaskedLM._auto_class == "AutoModelForMaskedLM"
+    assert ContTransformerForTokenClassification._auto_class == "AutoModelForTokenClassification"
+    assert type(transformer)._auto_class == type(resnet)._auto_class == "AutoConfig"
+    assert OdeResNetForImageClassification._auto_class == "AutoModelForImageClassification"
+    return True
+"""
+
+
+def test_the_first_use_of_a_name_registers_the_models():
+    code = "import cont_transformer\nbefore = registered()\ncont_transformer.ContTransformerConfig\n"
+    assert run_fresh(REGISTERED + code + "print(before, registered())") == "False True"
+
+
+@pytest.mark.parametrize("module", ["cont_transformer.tools.compression", "image_models.training"])
+def test_tools_and_applications_register_the_models(module):
+    assert run_fresh(REGISTERED + f"import {module}\nprint(registered())") == "True"

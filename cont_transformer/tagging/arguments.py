@@ -200,6 +200,8 @@ class TrainingArguments(RunArguments):
     def _adopt_saved_sizes(self) -> None:
         """Fine-tuning keeps the saved model's continuous choices; refinements (if any)
         grow them from there."""
+        from .. import auto  # noqa: F401  registers the models with the Auto classes
+
         check_no_custom_code(self.model_name_or_path)
         config = AutoConfig.from_pretrained(self.model_name_or_path, trust_remote_code=False)
         if config.model_type != MODEL_TYPE:

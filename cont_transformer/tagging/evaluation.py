@@ -32,6 +32,7 @@ import torch
 from torch.utils.data import DataLoader
 from transformers import AutoConfig, AutoTokenizer
 
+from .. import auto  # noqa: F401  registers the models with the Auto classes
 from ..configuration_cont_transformer import PREDICTED_COLUMNS
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..pretrained import check_no_custom_code

@@ -258,6 +258,8 @@ class Tagger:
         from transformers import AutoModelForTokenClassification
         from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
+        from .. import auto  # noqa: F401  registers the models with the Auto classes
+
         folder = resolve_model_dir(folder)
         check_no_custom_code(folder)  # before any load: no code from the folder, no prompt
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")

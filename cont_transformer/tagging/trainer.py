@@ -57,6 +57,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 from transformers import AutoConfig, AutoTokenizer
 
+from .. import auto  # noqa: F401  registers the models with the Auto classes
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..model_card import Evaluation
 from ..modeling_cont_transformer import ContTransformerForTokenClassification

@@ -36,6 +36,7 @@ from transformers import (
     PretrainedConfig,
 )
 
+from .. import auto  # noqa: F401  registers the models with the Auto classes
 from ..choices import check_count
 from ..compression import (
     SECTION_HEADING,
