@@ -83,7 +83,11 @@ def card_text(config) -> CardText:
 
 
 # The Hub's task of a model-index entry, from the architecture's name, when no family says it.
-_TASKS_BY_HEAD = {"ForTokenClassification": "token-classification", "ForImageClassification": "image-classification"}
+_TASKS_BY_HEAD = {
+    "ForTokenClassification": "token-classification",
+    "ForImageClassification": "image-classification",
+    "ForMaskedLM": "fill-mask",
+}
 
 
 def task_type(model, card: CardText) -> str:
@@ -149,6 +153,7 @@ def write_model_card(
     sections: Mapping[str, str] | None = None,
     metadata: Mapping[str, object] | None = None,
     overwrite: bool = False,
+    card: CardText | None = None,
 ) -> Path | None:
     """Write ``folder/README.md`` describing ``model``; return its path, or None when
     the folder holds a card the user wrote (or edited) and ``overwrite`` is False.
@@ -172,6 +177,8 @@ def write_model_card(
         sections: further Markdown sections, ``{heading: body}``, after the table.
         metadata: further YAML fields (e.g. ``{"compression": {...}}``).
         overwrite: replace a card the user wrote.
+        card: the card's title, description and usage, instead of the model family's
+            (a family's models with another task, e.g. its masked language model).
     """
     path = Path(folder) / CARD_NAME
     if path.is_file() and not overwrite and not is_generated_card(path):
@@ -179,7 +186,7 @@ def write_model_card(
     if base_model_relation is not None and base_model_relation not in BASE_MODEL_RELATIONS:
         raise ValueError(f"base_model_relation: choose one of {BASE_MODEL_RELATIONS}, got {base_model_relation!r}")
     config = model.config
-    kind = card_text(config)
+    kind = card or card_text(config)
     card_data = ModelCardData(
         library_name="transformers",
         pipeline_tag=kind.pipeline_tag,

@@ -9,7 +9,9 @@ a saved tagger (``model_name_or_path``) keeps its tokenizer, K, N_T and tags.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -27,6 +29,7 @@ from ..pretrained import check_no_custom_code
 from ..training.arguments import RunArguments, _help
 from ..training.schedules import parse_steps
 from .data import TAG_COLUMNS
+from .pretrained_encoder import ENCODER_FIELDS, is_language_model
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +44,56 @@ COMPILE_LENGTH_BUCKETS = 8  # with --torch-compile: eight padded lengths
 
 
 @dataclass
-class TrainingArguments(RunArguments):
+class EncoderArguments:
+    """The continuous transformer encoder's sizes and input representation, shared by the
+    tagger's and the language model's arguments (names match ``ContTransformerConfig``)."""
+
+    hidden_size: int = field(default=128, **_help("embedding and ODE state width"))
+    num_attention_heads: int = field(default=1, **_help("attention heads"))
+    intermediate_size: int = field(default=128, **_help("MLP hidden width"))
+    hidden_act: str = field(default="gelu", **_help("MLP activation: gelu or relu"))
+    hidden_dropout_prob: float = field(
+        default=0.1, **_help("dropout on embeddings, rate outputs and before the classifier")
+    )
+    attention_probs_dropout_prob: float = field(default=0.1, **_help("dropout on attention probabilities"))
+    position_encoding: str = field(default="sinusoidal", **_help("sinusoidal or learned"))
+    word_representation: str = field(
+        default="word+chars",
+        **_help(
+            "word+chars: word embeddings plus a character CNN over the spelling (unknown "
+            "words are read from their form); word: the paper's word-only model; chars: "
+            "the character CNN alone"
+        ),
+    )
+    char_embedding_size: int = field(default=32, **_help("character embedding width"))
+    char_hidden_size: int = field(
+        default=ContTransformerConfig.char_hidden_size,
+        **_help(
+            "filters of the character CNN (512: words never seen in training are tagged "
+            "best; docs/experiments.md, the screening)"
+        ),
+    )
+    char_kernel_size: int = field(default=3, **_help("width (odd) of the character CNN"))
+    max_word_length: int = field(
+        default=20, **_help("characters of a word the CNN reads (a longer word: first and last)")
+    )
+    max_length: int = field(
+        default=128,
+        **_help(
+            "longest training sentence in words, root included (longer: truncated; "
+            "evaluation scores long sentences in full, in windows)"
+        ),
+    )
+
+    def encoder_config(self) -> dict:
+        """The ``ContTransformerConfig`` fields these arguments set (``max_length`` is the
+        config's ``max_position_embeddings``)."""
+        names = [f.name for f in dataclasses.fields(EncoderArguments) if f.name != "max_length"]
+        return {**{name: getattr(self, name) for name in names}, "max_position_embeddings": self.max_length}
+
+
+@dataclass
+class TrainingArguments(EncoderArguments, RunArguments):
     """Everything ``trainer.train`` needs; the defaults are the paper's recipe (English-GUM,
     35,000 steps, K = N_T = 64). Names match ``ContTransformerConfig`` and the CLI flags
     (``num_basis`` is ``--num-basis`` or ``--num_basis``)."""
@@ -96,48 +148,26 @@ class TrainingArguments(RunArguments):
         default=None,
         **_help("fine-tune a saved tagger of this package (folder or Hub id): its tokenizer, K, N_T and tags are kept"),
     )
+    freeze_word_embeddings: bool = field(
+        default=False,
+        **_help(
+            "fine-tuning from a language model: keep its pretrained word embeddings as they are "
+            "(the treebank's new words still learn theirs)"
+        ),
+    )
+    encoder_learning_rate_scale: float = field(
+        default=1.0,
+        **_help(
+            "fine-tuning from a language model: the learning rate of the pretrained parts "
+            "(embeddings, character CNN, ODE block) as a multiple of --learning-rate"
+        ),
+    )
     warmup_steps: int = field(default=8000, **_help("linear warm-up steps, then 1/sqrt decay"))
     cooldown_steps: int | None = field(
         default=None,
         **_help(
             "the learning rate falls linearly to (almost) 0 over the last N steps "
             "(default: the last 20%% of --max-steps; 0: no cool-down)"
-        ),
-    )
-    hidden_size: int = field(default=128, **_help("embedding and ODE state width"))
-    num_attention_heads: int = field(default=1, **_help("attention heads"))
-    intermediate_size: int = field(default=128, **_help("MLP hidden width"))
-    hidden_act: str = field(default="gelu", **_help("MLP activation: gelu or relu"))
-    hidden_dropout_prob: float = field(
-        default=0.1, **_help("dropout on embeddings, rate outputs and before the classifier")
-    )
-    attention_probs_dropout_prob: float = field(default=0.1, **_help("dropout on attention probabilities"))
-    position_encoding: str = field(default="sinusoidal", **_help("sinusoidal or learned"))
-    word_representation: str = field(
-        default="word+chars",
-        **_help(
-            "word+chars: word embeddings plus a character CNN over the spelling (unknown "
-            "words are read from their form); word: the paper's word-only model; chars: "
-            "the character CNN alone"
-        ),
-    )
-    char_embedding_size: int = field(default=32, **_help("character embedding width"))
-    char_hidden_size: int = field(
-        default=ContTransformerConfig.char_hidden_size,
-        **_help(
-            "filters of the character CNN (512: words never seen in training are tagged "
-            "best; docs/experiments.md, the screening)"
-        ),
-    )
-    char_kernel_size: int = field(default=3, **_help("width (odd) of the character CNN"))
-    max_word_length: int = field(
-        default=20, **_help("characters of a word the CNN reads (a longer word: first and last)")
-    )
-    max_length: int = field(
-        default=128,
-        **_help(
-            "longest training sentence in words, root included (longer: truncated; "
-            "evaluation scores long sentences in full, in windows)"
         ),
     )
     length_buckets: int | None = field(
@@ -176,6 +206,10 @@ class TrainingArguments(RunArguments):
             raise ValueError(f"word_dropout: must be >= 0, got {self.word_dropout}")
         if self.warmup_steps < 0:
             raise ValueError(f"warmup_steps: must be >= 0, got {self.warmup_steps}")
+        if not (math.isfinite(self.encoder_learning_rate_scale) and self.encoder_learning_rate_scale >= 0):
+            raise ValueError(
+                f"encoder_learning_rate_scale: must be a finite number >= 0, got {self.encoder_learning_rate_scale}"
+            )
         check_count("max_steps", self.max_steps)  # before the cool-down that derives from it
         if self.cooldown_steps is None and self.num_train_epochs is None:  # else: of the planned steps
             self.cooldown_steps = round(DEFAULT_COOLDOWN_FRACTION * self.max_steps)
@@ -209,6 +243,9 @@ class TrainingArguments(RunArguments):
                 f"model_name_or_path: {self.model_name_or_path} holds a {config.model_type!r} "
                 f"model, not a {MODEL_TYPE!r} tagger"
             )
+        if is_language_model(config):  # a pretrained encoder: the tagger takes its sizes
+            for name in ENCODER_FIELDS:
+                setattr(self, name, getattr(config, name))
         current = get_basis(config.basis, config.num_basis, config.time_horizon)
         refinements = len(parse_steps(self.refine_steps))
         for _ in range(refinements):

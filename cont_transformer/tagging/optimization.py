@@ -4,6 +4,8 @@ coefficient mirrors of them included)."""
 
 from __future__ import annotations
 
+from collections.abc import Container
+
 import torch
 from torch import nn
 
@@ -24,16 +26,30 @@ def _no_decay_parameters(model: nn.Module) -> set[str]:
     return names
 
 
-def build_optimizer(model: nn.Module, learning_rate: float, weight_decay: float) -> torch.optim.AdamW:
-    """AdamW with the paper's β and ε; biases and LayerNorm parameters get no weight decay.
+def build_optimizer(
+    model: nn.Module,
+    learning_rate: float,
+    weight_decay: float,
+    pretrained: Container[str] = (),
+    pretrained_scale: float = 1.0,
+    no_decay: Container[str] = (),
+) -> torch.optim.AdamW:
+    """AdamW with the paper's β and ε; biases and LayerNorm parameters (and the parameters
+    named in ``no_decay``) get no weight decay, and the parameters named in ``pretrained``
+    ``pretrained_scale`` times the learning rate (the scaffold's ``lr_scale``).
 
     The fused kernel: at K = 64 the coefficients are 64 copies of the rate's weights, and
     the per-tensor loop of the default AdamW costs about ten times as long on a CPU.
     """
-    no_decay = _no_decay_parameters(model)
-    parameters = list(model.named_parameters())
-    groups = [
-        {"params": [p for n, p in parameters if n not in no_decay], "weight_decay": weight_decay},
-        {"params": [p for n, p in parameters if n in no_decay], "weight_decay": 0.0},
-    ]
+    undecayed = _no_decay_parameters(model) | set(no_decay)
+    groups = []
+    for decay in (True, False):
+        for scale in {1.0, pretrained_scale}:
+            params = [
+                p
+                for n, p in model.named_parameters()
+                if (n not in undecayed) == decay and (pretrained_scale if n in pretrained else 1.0) == scale
+            ]
+            if params:
+                groups.append({"params": params, "weight_decay": weight_decay if decay else 0.0, "lr_scale": scale})
     return torch.optim.AdamW(groups, lr=learning_rate, betas=ADAM_BETAS, eps=ADAM_EPSILON, fused=True)

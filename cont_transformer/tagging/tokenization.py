@@ -58,6 +58,7 @@ from ..word_representation import NUM_RESERVED_CHARS, clip_spelling
 PAD_TOKEN = "[PAD]"
 UNK_TOKEN = "[UNK]"
 ROOT_TOKEN = "[ROOT]"
+MASK_TOKEN = "[MASK]"  # a masked language model's tokenizers only (mask=True), id 3
 SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, ROOT_TOKEN)
 # Continuation pieces start with a space, which no word contains (words are split on
 # whitespace): a word such as "##x" can never be read as a continuation piece.
@@ -93,13 +94,15 @@ def ud_pre_tokenizer() -> pre_tokenizers.PreTokenizer:
 
 
 def build_tokenizer(
-    words: Iterable[str], model_max_length: int | None = None, spelling: bool = False
+    words: Iterable[str], model_max_length: int | None = None, spelling: bool = False, mask: bool = False
 ) -> PreTrainedTokenizerFast:
     """A ``PreTrainedTokenizerFast`` over ``words`` (the training vocabulary).
 
     ``spelling`` adds the characters of ``words`` as word-initial and continuation pieces,
     so unknown words split into pieces instead of becoming ``[UNK]`` (see the module
     docstring). Save it next to the model with ``tokenizer.save_pretrained(folder)``.
+    ``mask`` adds :data:`MASK_TOKEN` after the other special tokens (a masked language
+    model's tokenizer, and the taggers fine-tuned from one, which keep its ids).
 
     ``model_max_length`` None (the default) sets no limit, and that is what a tagger's
     tokenizer should have: the ``token-classification`` pipeline truncates every input
@@ -114,7 +117,7 @@ def build_tokenizer(
         tokenizer = build_tokenizer(["The", "cat", "sat"], spelling=True)
         tokenizer.tokenize("The cats")  # ['The', 'cat', ' ##s']
     """
-    vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS)}
+    vocab = {token: i for i, token in enumerate((*SPECIAL_TOKENS, *([MASK_TOKEN] if mask else [])))}
     words = list(words)
     for word in words:
         if any(c.isspace() for c in word) or not word:
@@ -144,6 +147,7 @@ def build_tokenizer(
         pad_token=PAD_TOKEN,
         unk_token=UNK_TOKEN,
         bos_token=ROOT_TOKEN,
+        **({"mask_token": MASK_TOKEN} if mask else {}),
         model_max_length=VERY_LARGE_INTEGER if model_max_length is None else model_max_length,
         model_input_names=["input_ids", "attention_mask"],
     )
@@ -213,6 +217,14 @@ def word_shortener(tokenizer: PreTrainedTokenizerBase, max_word_length: int) -> 
         return word[:head] + unknown + word[len(word) - tail :]
 
     return shorten
+
+
+def character_ids(tokenizer: PreTrainedTokenizerBase) -> dict[str, int]:
+    """The character alphabet of a spelling tokenizer's vocabulary: each character its id
+    in the model's character embedding (sorted, after the reserved ids)."""
+    special = set(tokenizer.all_special_tokens)
+    texts = (token.removeprefix(CONTINUATION_PREFIX) for token in tokenizer.get_vocab() if token not in special)
+    return {c: NUM_RESERVED_CHARS + i for i, c in enumerate(sorted(set("".join(texts))))}
 
 
 def spelling_tables(

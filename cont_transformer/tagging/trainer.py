@@ -104,10 +104,17 @@ from .evaluation import (
     scoring_rows,
 )
 from .optimization import build_optimizer
+from .pretrained_encoder import (
+    extended_tokenizer,
+    freeze_rows,
+    is_language_model,
+    load_language_model,
+    tagger_from_language_model,
+)
 from .sample_treebank import write_sample_treebank
 from .tag import Tagger, model_column_labels, saved_tag_column
 from .tag_files import tag_file
-from .tokenization import build_tokenizer, spelling_tables
+from .tokenization import build_tokenizer, spelling_tables, training_words
 
 logger = logging.getLogger(__name__)
 
@@ -196,15 +203,8 @@ def model_config(
     primary, *others = labels
     label_names = labels[primary]
     return ContTransformerConfig(
+        **args.encoder_config(),
         vocab_size=len(tokenizer),
-        hidden_size=args.hidden_size,
-        num_attention_heads=args.num_attention_heads,
-        intermediate_size=args.intermediate_size,
-        hidden_act=args.hidden_act,
-        hidden_dropout_prob=args.hidden_dropout_prob,
-        attention_probs_dropout_prob=args.attention_probs_dropout_prob,
-        max_position_embeddings=args.max_length,
-        position_encoding=args.position_encoding,
         basis=args.basis,
         num_basis=schedule.initial_num_basis,
         num_steps=schedule.initial_num_steps,
@@ -214,12 +214,7 @@ def model_config(
         bos_token_id=tokenizer.bos_token_id,
         unk_token_id=tokenizer.unk_token_id,
         language=language,
-        word_representation=args.word_representation,
         char_vocab_size=char_vocab_size,
-        char_embedding_size=args.char_embedding_size,
-        char_hidden_size=args.char_hidden_size,
-        char_kernel_size=args.char_kernel_size,
-        max_word_length=args.max_word_length,
         id2label=dict(enumerate(label_names)),
         label2id={name: i for i, name in enumerate(label_names)},
         primary_column=primary,
@@ -236,19 +231,26 @@ class PosTrainer(Trainer):
 
     def load_data(self) -> None:
         args, accelerator = self.args, self.accelerator
-        saved = None
+        saved = self.language_model = None
         if args.model_name_or_path is not None:
             check_no_custom_code(args.model_name_or_path)
             self.tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path, trust_remote_code=False)
             config = AutoConfig.from_pretrained(args.model_name_or_path, trust_remote_code=False)
-            saved = model_column_labels(config, saved_tag_column(args.model_name_or_path))
+            if is_language_model(config):
+                self.language_model = load_language_model(args.model_name_or_path)
+            else:
+                saved = model_column_labels(config, saved_tag_column(args.model_name_or_path))
         data = load_splits(args.treebank, args.data_dir, args.train_file, args.dev_file)
         for split in ("train", "validation"):
             if split not in data:
                 raise ValueError(f"treebank: {args.treebank!r} has no {split!r} split (found {sorted(data)})")
         train_split, dev_split = data["train"], data["validation"]
         self.primary, self.labels = choose_columns(args, train_split, saved)
-        if saved is None:
+        if self.language_model is not None:
+            self.language_model_tokenizer = self.tokenizer
+            self.pretrained_words = training_words(self.tokenizer, self.language_model)
+            self.tokenizer = extended_tokenizer(self.language_model, self.tokenizer, _vocabulary(train_split))
+        elif saved is None:
             self.tokenizer = build_tokenizer(_vocabulary(train_split), spelling=args.word_representation != "word")
         tokenizer, primary, words = self.tokenizer, self.primary, train_split["tokens"]
         feats_mode = getattr(config, "feats_mode", "whole") if saved is not None else args.feats_mode
@@ -305,16 +307,24 @@ class PosTrainer(Trainer):
         """A new tagger with its spelling tables, or the saved one to fine-tune; either way
         with the word-dropout probabilities of this training data."""
         args, tokenizer = self.args, self.tokenizer
-        if args.model_name_or_path is None:
+        if args.model_name_or_path is None or self.language_model is not None:
             language = self.facts.language if self.facts else None
             spelling, char_vocab_size = None, ContTransformerConfig.char_vocab_size
+            whole_words = set(self.counts) | (self.pretrained_words if self.language_model is not None else set())
             if args.word_representation != "word":
-                spelling, char_vocab_size = spelling_tables(tokenizer, self.counts, args.max_word_length)
-            model = ContTransformerForTokenClassification(
-                model_config(args, tokenizer, self.labels, language, char_vocab_size, self.combinations)
-            )
-            if spelling is not None:
-                model.cont_transformer.embeddings.set_spelling(**spelling)
+                spelling, char_vocab_size = spelling_tables(tokenizer, whole_words, args.max_word_length)
+            config = model_config(args, tokenizer, self.labels, language, char_vocab_size, self.combinations)
+            if self.language_model is None:
+                model = ContTransformerForTokenClassification(config)
+                if spelling is not None:
+                    model.cont_transformer.embeddings.set_spelling(**spelling)
+            else:
+                model = tagger_from_language_model(
+                    self.language_model, self.language_model_tokenizer, config, tokenizer, spelling
+                )
+                if args.freeze_word_embeddings:
+                    rows = tokenizer.convert_tokens_to_ids(sorted(self.pretrained_words))
+                    freeze_rows(model.cont_transformer.embeddings.word_embeddings.weight, rows)
         else:
             check_no_custom_code(args.model_name_or_path)
             model = ContTransformerForTokenClassification.from_pretrained(
@@ -326,7 +336,18 @@ class PosTrainer(Trainer):
         return model
 
     def build_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
-        return build_optimizer(model, self.args.learning_rate, self.args.weight_decay)
+        args = self.args
+        if self.language_model is None:
+            return build_optimizer(model, args.learning_rate, args.weight_decay)
+        # From a language model: its parts at their own rate, and no weight decay on the word
+        # embeddings, whose rows of words absent from the treebank get no gradient and would
+        # otherwise only shrink.
+        names = [name for name, _ in model.named_parameters()]
+        embeddings = [n for n in names if n.endswith("embeddings.word_embeddings.weight")]
+        pretrained = [n for n in names if n.startswith(("cont_transformer.embeddings.", "cont_transformer.encoder."))]
+        return build_optimizer(
+            model, args.learning_rate, args.weight_decay, pretrained, args.encoder_learning_rate_scale, embeddings
+        )
 
     def learning_rate(self, step: int) -> float:
         args, max_steps = self.args, self.plan.max_steps
