@@ -1,11 +1,14 @@
 """Shared tiny models of the tests, defined once (as transformers' model testers do).
 
-Plain helpers, imported by the test files (``from conftest import tiny_tagger``): a test
-states what it changes from the tiny default as keyword overrides, so the numbers that
-matter to it stay visible where it asserts.
+Fixtures that return factories: a test asks for ``tiny_tagger`` and calls it with the
+keyword overrides it changes from the tiny default, so the numbers that matter to it stay
+visible where it asserts. The factories are pure, so the fixtures are session-scoped and
+module-scoped fixtures may use them. Their words, tags and label maps are in ``tiny.py``.
 """
 
+import pytest
 import torch
+from tiny import TAGS, WORDS, labels
 
 from cont_transformer import (
     ContTransformerConfig,
@@ -13,18 +16,10 @@ from cont_transformer import (
     OdeResNetConfig,
 )
 
-TAGS = ["DT", "NN", "VB", "IN", "."]
-WORDS = ["the", "cat", "dog", "sat", "ran", "on", "a", "mat", "."]
 
-
-def labels(tags) -> dict:
-    """``id2label`` and ``label2id`` of a config over ``tags``."""
-    return {"id2label": dict(enumerate(tags)), "label2id": {tag: i for i, tag in enumerate(tags)}}
-
-
-def tiny_tagger_config(**overrides) -> ContTransformerConfig:
-    """A continuous tagger of width 16 over :data:`WORDS` (and the three special tokens),
-    tagging :data:`TAGS`, with K = 3; ``overrides`` replace any field."""
+def _tiny_tagger_config(**overrides) -> ContTransformerConfig:
+    """A continuous tagger of width 16 over ``tiny.WORDS`` (and the three special tokens),
+    tagging ``tiny.TAGS``, with K = 3; ``overrides`` replace any field."""
     options = {
         "vocab_size": len(WORDS) + 3,
         "hidden_size": 16,
@@ -36,13 +31,13 @@ def tiny_tagger_config(**overrides) -> ContTransformerConfig:
     return ContTransformerConfig(**{**options, **overrides})
 
 
-def tiny_tagger(seed=0, **overrides) -> ContTransformerForTokenClassification:
-    """A :func:`tiny_tagger_config` model initialised from ``seed``, in eval mode."""
+def _tiny_tagger(seed=0, **overrides) -> ContTransformerForTokenClassification:
+    """A :func:`_tiny_tagger_config` model initialised from ``seed``, in eval mode."""
     torch.manual_seed(seed)
-    return ContTransformerForTokenClassification(tiny_tagger_config(**overrides)).eval()
+    return ContTransformerForTokenClassification(_tiny_tagger_config(**overrides)).eval()
 
 
-def tiny_ode_resnet_config(**overrides) -> OdeResNetConfig:
+def _tiny_ode_resnet_config(**overrides) -> OdeResNetConfig:
     """A one-channel ODE-ResNet of two stages (4 and 6 channels) over three classes, K = 3."""
     values = {
         "num_channels": 1,
@@ -52,3 +47,21 @@ def tiny_ode_resnet_config(**overrides) -> OdeResNetConfig:
         "num_basis": 3,
     }
     return OdeResNetConfig(**{**values, **overrides})
+
+
+@pytest.fixture(scope="session")
+def tiny_tagger_config():
+    """``tiny_tagger_config(**overrides)``: the config of the tiny continuous tagger."""
+    return _tiny_tagger_config
+
+
+@pytest.fixture(scope="session")
+def tiny_tagger():
+    """``tiny_tagger(seed=0, **overrides)``: the tiny continuous tagger, in eval mode."""
+    return _tiny_tagger
+
+
+@pytest.fixture(scope="session")
+def tiny_ode_resnet_config():
+    """``tiny_ode_resnet_config(**overrides)``: the config of the tiny one-channel ODE-ResNet."""
+    return _tiny_ode_resnet_config

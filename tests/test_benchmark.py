@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import labels, tiny_ode_resnet_config, tiny_tagger_config
+from tiny import labels
 
 from cont_transformer import (
     ContTransformerForTokenClassification,
@@ -150,7 +150,7 @@ def _continuous_to_layers(state: dict, num_layers: int) -> dict:
     return out
 
 
-def test_pre_layer_norm_tagger_is_the_continuous_tagger_with_euler():
+def test_pre_layer_norm_tagger_is_the_continuous_tagger_with_euler(tiny_tagger_config):
     num_layers = 3
     config = tiny_tagger_config(
         vocab_size=30,
@@ -169,7 +169,7 @@ def test_pre_layer_norm_tagger_is_the_continuous_tagger_with_euler():
     torch.testing.assert_close(discrete(input_ids, mask), expected)
 
 
-def test_discrete_resnet_is_the_ode_resnet_with_euler():
+def test_discrete_resnet_is_the_ode_resnet_with_euler(tiny_ode_resnet_config):
     num_layers = 2
     config = tiny_ode_resnet_config(num_channels=3, scheme="euler", num_basis=num_layers, time_horizon=num_layers)
     continuous = OdeResNetForImageClassification(config)
@@ -192,6 +192,7 @@ def test_discrete_resnet_is_the_ode_resnet_with_euler():
         torch.testing.assert_close(discrete(pixels), continuous(pixels).logits)
 
 
+@pytest.mark.slow
 def test_only_matching_no_case_is_one_line_naming_the_flag():
     run = subprocess.run(
         [sys.executable, "scripts/benchmark.py", "--quick", "--only", "no_such_case", "--output-dir", "/nonexistent"],
@@ -206,6 +207,7 @@ def test_only_matching_no_case_is_one_line_naming_the_flag():
     ]
 
 
+@pytest.mark.slow
 def test_the_gpu_check_script_needs_its_arguments_and_runs_only_the_chosen_steps(tmp_path):
     script = ROOT / "benchmarks" / "gpu_check.sh"
     missing = subprocess.run(["bash", str(script)], check=False, cwd=ROOT, capture_output=True, text=True, timeout=60)

@@ -12,7 +12,7 @@ import os
 
 import pytest
 import torch
-from conftest import labels, tiny_ode_resnet_config, tiny_tagger
+from tiny import labels
 from torch._dynamo.utils import counters
 
 from cont_transformer import (
@@ -69,7 +69,8 @@ def assert_same_step(compiled, eager, batch):
         torch.testing.assert_close(grads[name], grad, atol=1e-5, rtol=0, msg=name)
 
 
-def test_compiled_tagger_equals_eager_in_training_and_evaluation():
+@pytest.mark.slow
+def test_compiled_tagger_equals_eager_in_training_and_evaluation(tiny_tagger):
     # Piecewise linear (mixed stage weights), RK4, N_T < K (the used slices selected).
     model = tiny_tagger(**TAGGER, basis="piecewise_linear", num_basis=4, num_steps=2, scheme="rk4")
     compiled = torch.compile(copy.deepcopy(model), backend=BACKEND, fullgraph=True)
@@ -80,7 +81,8 @@ def test_compiled_tagger_equals_eager_in_training_and_evaluation():
         torch.testing.assert_close(compiled.eval()(**inputs).logits, model.eval()(**inputs).logits, atol=1e-5, rtol=0)
 
 
-def test_compiled_ode_resnet_equals_eager_and_updates_the_same_running_statistics():
+@pytest.mark.slow
+def test_compiled_ode_resnet_equals_eager_and_updates_the_same_running_statistics(tiny_ode_resnet_config):
     torch.manual_seed(0)
     config = tiny_ode_resnet_config(basis="piecewise_linear", num_steps=2, scheme="midpoint")
     model = OdeResNetForImageClassification(config)
@@ -94,7 +96,8 @@ def test_compiled_ode_resnet_equals_eager_and_updates_the_same_running_statistic
         torch.testing.assert_close(compiled.eval()(pixels).logits, model.eval()(pixels).logits, atol=1e-5, rtol=0)
 
 
-def test_compiled_once_per_shape_and_schedule_not_per_batch():
+@pytest.mark.slow
+def test_compiled_once_per_shape_and_schedule_not_per_batch(tiny_tagger):
     model = tiny_tagger(**TAGGER, num_basis=4, num_steps=2).train()
     # Recompilations are Dynamo's (its guards): the "eager" backend counts them at no cost.
     compiled = torch.compile(model, backend="eager", dynamic=False, fullgraph=True)

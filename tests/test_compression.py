@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import labels, tiny_ode_resnet_config, tiny_tagger
 from huggingface_hub import ModelCard
+from tiny import labels
 
 from cont_transformer import (
     OdeResNetForImageClassification,
@@ -130,21 +130,27 @@ def train_tagger(model, tokenizer, steps=40):
     return model.eval()
 
 
-def save_tagger(folder: Path, seed=0, train_steps=40, **overrides) -> Path:
-    tokenizer = build_tokenizer(dict.fromkeys(w for s in TRAIN for w, _, _ in s), model_max_length=32)
-    options = {
-        "vocab_size": len(tokenizer),
-        "max_position_embeddings": 32,
-        "hidden_dropout_prob": 0.0,
-        "attention_probs_dropout_prob": 0.0,
-        "num_basis": 4,
-        **labels(XPOS),
-    }
-    model = tiny_tagger(seed, **{**options, **overrides})
-    train_tagger(model, tokenizer, train_steps)
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+@pytest.fixture(scope="module")
+def save_tagger(tiny_tagger):
+    """``save_tagger(folder, seed=0, train_steps=40, **overrides)``: a tiny tagger trained on TRAIN, saved."""
+
+    def save(folder: Path, seed=0, train_steps=40, **overrides) -> Path:
+        tokenizer = build_tokenizer(dict.fromkeys(w for s in TRAIN for w, _, _ in s), model_max_length=32)
+        options = {
+            "vocab_size": len(tokenizer),
+            "max_position_embeddings": 32,
+            "hidden_dropout_prob": 0.0,
+            "attention_probs_dropout_prob": 0.0,
+            "num_basis": 4,
+            **labels(XPOS),
+        }
+        model = tiny_tagger(seed, **{**options, **overrides})
+        train_tagger(model, tokenizer, train_steps)
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        return folder
+
+    return save
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -164,7 +170,7 @@ def data(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def tagger(tmp_path_factory) -> Path:
+def tagger(tmp_path_factory, save_tagger) -> Path:
     return save_tagger(tmp_path_factory.mktemp("models") / "tagger")
 
 
@@ -226,7 +232,7 @@ def test_compress_then_reload_gives_the_reported_accuracy(tagger, data, tmp_path
 
 @pytest.mark.parametrize("method", ["projection", "interpolation"])
 @pytest.mark.parametrize("basis", ["piecewise_constant", "piecewise_linear"])
-def test_same_space_leaves_outputs_unchanged(tmp_path, data, method, basis):
+def test_same_space_leaves_outputs_unchanged(tmp_path, data, method, basis, save_tagger):
     source_dir = save_tagger(tmp_path / "source", train_steps=0, basis=basis, num_basis=3, num_steps=5)
     source = load_model(source_dir)
     same = compressed_copy(source.model, basis, 3, 5, method)
@@ -255,7 +261,7 @@ def test_source_model_is_left_unchanged_in_memory(tagger):
 
 # --- bad input -------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def legendre_tagger(tmp_path_factory) -> Path:
+def legendre_tagger(tmp_path_factory, save_tagger) -> Path:
     return save_tagger(tmp_path_factory.mktemp("models") / "legendre", train_steps=0, basis="legendre", num_basis=3)
 
 
@@ -392,6 +398,7 @@ def test_select_smallest_prefers_fewest_parameters_then_steps_then_time():
         select_smallest(rows, -1)
 
 
+@pytest.mark.slow
 def test_sweep_writes_csv_plots_and_the_selected_model(tagger, data, tmp_path):
     before = tree_hashes(tagger)
     result = sweep(
@@ -417,6 +424,7 @@ def test_sweep_writes_csv_plots_and_the_selected_model(tagger, data, tmp_path):
     assert ModelCard.load(tmp_path / "sweep" / "README.md").data.compression["num_basis"] == 1
 
 
+@pytest.mark.slow
 def test_cli_compress_and_sweep(tagger, data, tmp_path):
     before = tree_hashes(tagger)
     script = [sys.executable, str(REPO / "scripts" / "compress.py"), str(tagger)]
@@ -498,7 +506,7 @@ def write_idx(path: Path, array: np.ndarray) -> None:
 
 
 @pytest.fixture(scope="module")
-def image_model(tmp_path_factory) -> tuple[Path, Path]:
+def image_model(tmp_path_factory, tiny_ode_resnet_config) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("images")
     generator = np.random.default_rng(0)
     # The test split has a class ("3") the 3-class model does not know: always an error.
@@ -551,7 +559,7 @@ def test_image_model_compress_reload_and_same_space(image_model, tmp_path):
         torch.testing.assert_close(same(pixels).logits, source.model(pixels).logits)
 
 
-def test_halving_k_alone_keeps_the_running_statistics():
+def test_halving_k_alone_keeps_the_running_statistics(tiny_ode_resnet_config):
     torch.manual_seed(0)
     model = OdeResNetForImageClassification(tiny_ode_resnet_config(num_basis=4, num_steps=4))
     model.train()

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import tiny_ode_resnet_config
 from PIL import Image
 from torch import nn
 from transformers import pipeline
@@ -70,13 +69,19 @@ def test_alternating_flip_mirrors_each_image_every_other_epoch():
     assert torch.equal(mirrored, images.flip(-1))
 
 
-def tiny_rgb_model(**overrides) -> OdeResNetForImageClassification:
-    torch.manual_seed(0)
-    config = tiny_ode_resnet_config(num_channels=3, num_basis=2, **overrides)
-    return OdeResNetForImageClassification(config).eval()
+@pytest.fixture(scope="module")
+def tiny_rgb_model(tiny_ode_resnet_config):
+    """``tiny_rgb_model(**overrides)``: the tiny ODE-ResNet over three channels at K = 2, in eval mode."""
+
+    def model(**overrides) -> OdeResNetForImageClassification:
+        torch.manual_seed(0)
+        config = tiny_ode_resnet_config(num_channels=3, num_basis=2, **overrides)
+        return OdeResNetForImageClassification(config).eval()
+
+    return model
 
 
-def test_tta_prediction_is_the_mean_over_the_views():
+def test_tta_prediction_is_the_mean_over_the_views(tiny_rgb_model):
     model = tiny_rgb_model()
     pixels = torch.randn(5, 3, 8, 8)
     views = views_of("flip-translate")
@@ -97,7 +102,7 @@ class _Identity:
         return images.float() / 255
 
 
-def test_tta_accuracy_scores_the_mean_of_the_views():
+def test_tta_accuracy_scores_the_mean_of_the_views(tiny_rgb_model):
     model = tiny_rgb_model()
     images = torch.randint(0, 256, (12, 3, 8, 8), dtype=torch.uint8)
     with torch.no_grad():
@@ -108,7 +113,7 @@ def test_tta_accuracy_scores_the_mean_of_the_views():
     assert accuracy == pytest.approx(8 / 12)
 
 
-def test_decoupled_groups_decay_alike_and_biases_learn_faster():
+def test_decoupled_groups_decay_alike_and_biases_learn_faster(tiny_rgb_model):
     model = tiny_rgb_model()
     optimizer = build_sgd(
         model, learning_rate=2.0, weight_decay=0.01, momentum=0.85, nesterov=True, bias_lr_scale=64.0, decoupled=True
@@ -123,7 +128,7 @@ def test_decoupled_groups_decay_alike_and_biases_learn_faster():
     assert len(plain.param_groups) == 1
 
 
-def test_identity_init_makes_every_ode_block_the_identity():
+def test_identity_init_makes_every_ode_block_the_identity(tiny_rgb_model):
     model = tiny_rgb_model(stage_channels=[4, 4], stage_strides=[1, 1])
     identity_init_(model)
     pixels = torch.randn(2, 4, 8, 8)
@@ -134,7 +139,9 @@ def test_identity_init_makes_every_ode_block_the_identity():
     assert torch.equal(conv[:, :, 1, 1], torch.eye(4)) and conv[:, :, 0].abs().sum() == 0
 
 
-def test_pool_stitch_convolves_at_full_resolution_then_pools_and_starts_as_identity():
+def test_pool_stitch_convolves_at_full_resolution_then_pools_and_starts_as_identity(
+    tiny_ode_resnet_config, tiny_rgb_model
+):
     model = tiny_rgb_model(stage_channels=[4, 6], stage_strides=[1, 2], stitch="pool")
     identity_init_(model)
     model.eval()
@@ -151,7 +158,9 @@ def test_pool_stitch_convolves_at_full_resolution_then_pools_and_starts_as_ident
         tiny_ode_resnet_config(stitch="strided")
 
 
-def test_gelu_and_max_pooling_change_the_network_where_configured_and_survive_reloading(tmp_path):
+def test_gelu_and_max_pooling_change_the_network_where_configured_and_survive_reloading(
+    tmp_path, tiny_ode_resnet_config, tiny_rgb_model
+):
     shape = {"stage_channels": [4, 6], "stage_strides": [1, 2], "stitch": "pool"}
     relu = tiny_rgb_model(**shape)
     gelu = tiny_rgb_model(**shape, activation="gelu", pooling="max")
@@ -175,7 +184,9 @@ def test_gelu_and_max_pooling_change_the_network_where_configured_and_survive_re
             tiny_ode_resnet_config(**{field: value})
 
 
-def test_group_stitch_is_airbench_s_conv_group_and_a_one_convolution_rate_halves_the_rate():
+def test_group_stitch_is_airbench_s_conv_group_and_a_one_convolution_rate_halves_the_rate(
+    tiny_ode_resnet_config, tiny_rgb_model
+):
     model = tiny_rgb_model(stage_channels=[4, 6], stage_strides=[1, 2], stitch="group", rate_convolutions=1)
     stitch, ode = model.ode_resnet.stages[1].stitch, model.ode_resnet.stages[1].ode
     h = torch.randn(2, 4, 8, 8)

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import tiny_ode_resnet_config
 from torch import nn
 from transformers import AutoConfig, AutoImageProcessor, AutoModelForImageClassification
 
@@ -76,7 +75,7 @@ def discrete_forward(model: OdeResNetForImageClassification, units: list[list[Ra
     return model.classifier(x.mean((2, 3)))
 
 
-def test_euler_piecewise_constant_is_a_resnet_with_batchnorm_per_layer():
+def test_euler_piecewise_constant_is_a_resnet_with_batchnorm_per_layer(tiny_ode_resnet_config):
     torch.manual_seed(0)
     K = 3
     config = tiny_ode_resnet_config(
@@ -125,7 +124,7 @@ def test_euler_piecewise_constant_is_a_resnet_with_batchnorm_per_layer():
     torch.testing.assert_close(model(pixels).logits, discrete_forward(reference, units, pixels), atol=1e-5, rtol=0)
 
 
-def test_init_reaches_the_coefficients():
+def test_init_reaches_the_coefficients(tiny_ode_resnet_config):
     torch.manual_seed(0)
     model = OdeResNetForImageClassification(tiny_ode_resnet_config(stage_channels=[16], stage_strides=[1], num_basis=4))
     rate = model.ode_resnet.stages[0].ode.rate
@@ -161,7 +160,7 @@ def test_config_rejects_invalid_values_by_field():
         OdeResNetConfig.from_preset("imagenet")
 
 
-def test_ablation_has_no_normalization():
+def test_ablation_has_no_normalization(tiny_ode_resnet_config):
     model = OdeResNetForImageClassification(tiny_ode_resnet_config(use_normalization=False))
     kinds = {m.template_cls if isinstance(m, Coefficients) else type(m) for m in model.modules()}
     assert nn.BatchNorm2d not in kinds
@@ -171,7 +170,7 @@ def test_ablation_has_no_normalization():
     assert torch.isfinite(loss)
 
 
-def test_compressed_model_round_trips(tmp_path):
+def test_compressed_model_round_trips(tmp_path, tiny_ode_resnet_config):
     torch.manual_seed(0)
     model = OdeResNetForImageClassification(tiny_ode_resnet_config(num_basis=4, basis="piecewise_linear"))
     randomize(model)
@@ -191,7 +190,7 @@ def test_compressed_model_round_trips(tmp_path):
         torch.testing.assert_close(loaded(pixels).logits, model(pixels).logits, atol=0, rtol=0)
 
 
-def test_statistics_on_their_own_basis_save_and_reload(tmp_path):
+def test_statistics_on_their_own_basis_save_and_reload(tmp_path, tiny_ode_resnet_config):
     torch.manual_seed(0)
     model = OdeResNetForImageClassification(tiny_ode_resnet_config(num_basis=4))
     randomize(model)
@@ -214,7 +213,7 @@ def test_statistics_on_their_own_basis_save_and_reload(tmp_path):
         tiny_ode_resnet_config(state_num_basis=0)
 
 
-def test_hidden_states_are_each_stage_trajectory():
+def test_hidden_states_are_each_stage_trajectory(tiny_ode_resnet_config):
     torch.manual_seed(0)
     model = OdeResNetForImageClassification(tiny_ode_resnet_config(num_basis=3, num_steps=2)).eval()
     pixels = torch.randn(2, 1, 8, 8)
@@ -233,7 +232,7 @@ def test_hidden_states_are_each_stage_trajectory():
 
 
 @pytest.mark.filterwarnings("ignore::FutureWarning")  # transformers 5 says activation_checkpointing_*
-def test_gradient_checkpointing_keeps_gradients_and_running_statistics():
+def test_gradient_checkpointing_keeps_gradients_and_running_statistics(tiny_ode_resnet_config):
     torch.manual_seed(0)
     model = OdeResNetForImageClassification(tiny_ode_resnet_config(num_basis=4, scheme="rk4", basis="piecewise_linear"))
     randomize(model)
@@ -316,6 +315,7 @@ def test_training_end_to_end_refines_saves_and_resumes(tmp_path, monkeypatch):
         assert model(processor.preprocess_tensor(images)).logits.shape == (4, 3)
 
 
+@pytest.mark.slow
 def test_two_process_training_splits_batches_and_counts_every_test_image(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
@@ -382,6 +382,7 @@ def test_two_process_training_splits_batches_and_counts_every_test_image(tmp_pat
     assert odd.returncode != 0 and "error: batch_size: 15 must be divisible" in odd.stderr
 
 
+@pytest.mark.slow
 def test_killed_image_run_resumes_like_an_uninterrupted_one(tmp_path):
     """SIGKILL an image run during its second epoch; the best model still loads, and the
     resumed run ends with the history and best model of an uninterrupted run."""

@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import TAGS, WORDS, tiny_tagger, tiny_tagger_config
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file, save_file
+from tiny import TAGS, WORDS
 from transformers import (
     AutoConfig,
     AutoModel,
@@ -69,18 +69,18 @@ def batch(seed=0, batch_size=3, seq_len=7):
         ("hidden_dropout_prob", 1.0),
     ],
 )
-def test_config_rejects_invalid_values_naming_the_field(field, value):
+def test_config_rejects_invalid_values_naming_the_field(field, value, tiny_tagger_config):
     expected = "hidden_size" if field == "num_attention_heads" else field
     with pytest.raises(ValueError, match=expected):
         tiny_tagger_config(**{field: value})
 
 
-def test_config_rejects_odd_num_basis_for_discontinuous_linear():
+def test_config_rejects_odd_num_basis_for_discontinuous_linear(tiny_tagger_config):
     with pytest.raises(ValueError, match="num_basis.*even"):
         tiny_tagger_config(basis="discontinuous_linear", num_basis=3)
 
 
-def test_config_defaults_num_steps_to_num_basis_and_round_trips(tmp_path):
+def test_config_defaults_num_steps_to_num_basis_and_round_trips(tmp_path, tiny_tagger_config):
     config = tiny_tagger_config(num_basis=5, time_horizon=2.0)
     assert config.num_steps == 5 and config.num_labels == len(TAGS)
     config.save_pretrained(tmp_path)
@@ -133,7 +133,7 @@ def discrete_encoder(model: ContTransformerModel, input_ids, attention_mask):
 
 
 @pytest.mark.parametrize("num_layers", [1, 4])
-def test_euler_piecewise_constant_is_a_discrete_pre_layernorm_encoder(num_layers):
+def test_euler_piecewise_constant_is_a_discrete_pre_layernorm_encoder(num_layers, tiny_tagger_config):
     torch.manual_seed(0)
     config = tiny_tagger_config(num_basis=num_layers, num_steps=num_layers, time_horizon=float(num_layers))
     model = ContTransformerModel(config).eval()
@@ -148,7 +148,7 @@ def test_euler_piecewise_constant_is_a_discrete_pre_layernorm_encoder(num_layers
 # --- hidden states, checkpointing, special tokens ---------------------------------
 
 
-def test_hidden_states_are_the_depth_trajectory():
+def test_hidden_states_are_the_depth_trajectory(tiny_tagger):
     # Euler + piecewise constant + K = N_T = T: x(t_n) is the encoder after n layers.
     model = tiny_tagger(num_basis=3, num_steps=3, time_horizon=3.0)
     input_ids = batch()
@@ -191,7 +191,7 @@ def _loss_and_gradients(model, input_ids, labels):
 
 
 @pytest.mark.filterwarnings("ignore::FutureWarning")  # transformers 5 says activation_checkpointing_*
-def test_gradient_checkpointing_gives_the_same_gradients():
+def test_gradient_checkpointing_gives_the_same_gradients(tiny_tagger):
     # Dropout on, RK4, piecewise linear, and N_T < K (the used slices selected first).
     model = tiny_tagger(num_basis=5, num_steps=3, scheme="rk4", basis="piecewise_linear").train()
     input_ids, labels = batch(), batch(seed=1) % len(TAGS)
@@ -206,7 +206,7 @@ def test_gradient_checkpointing_gives_the_same_gradients():
     assert not model.cont_transformer.encoder.gradient_checkpointing
 
 
-def test_config_carries_the_tokenizer_special_tokens(monkeypatch):
+def test_config_carries_the_tokenizer_special_tokens(monkeypatch, tiny_tagger_config):
     tokenizer = build_tokenizer(WORDS)
     warned = []
     monkeypatch.setattr(trainer_utils.logger, "warning", warned.append)
@@ -225,7 +225,7 @@ def test_config_carries_the_tokenizer_special_tokens(monkeypatch):
 
 
 @pytest.mark.parametrize("scheme", ["euler", "rk4"])
-def test_padding_does_not_change_outputs_at_real_tokens(scheme):
+def test_padding_does_not_change_outputs_at_real_tokens(scheme, tiny_tagger):
     model = tiny_tagger(scheme=scheme)
     short = batch(seq_len=4, batch_size=1)
     padded = torch.cat([short, torch.zeros(1, 3, dtype=torch.long)], 1)  # [PAD] = 0
@@ -237,7 +237,7 @@ def test_padding_does_not_change_outputs_at_real_tokens(scheme):
     assert not torch.allclose(model(padded).logits[:, :4], alone, atol=1e-5)
 
 
-def test_loss_ignores_minus_100():
+def test_loss_ignores_minus_100(tiny_tagger):
     model = tiny_tagger()
     input_ids = batch()
     labels = torch.randint(0, len(TAGS), input_ids.shape, generator=torch.Generator().manual_seed(1))
@@ -254,7 +254,7 @@ def test_loss_ignores_minus_100():
 # --- save / load ----------------------------------------------------------------
 
 
-def test_save_load_through_auto_classes_before_and_after_compression(tmp_path):
+def test_save_load_through_auto_classes_before_and_after_compression(tmp_path, tiny_tagger):
     model = tiny_tagger(num_basis=4, time_horizon=4.0)
     input_ids = batch()
     model.save_pretrained(tmp_path / "source")
@@ -276,7 +276,7 @@ def test_save_load_through_auto_classes_before_and_after_compression(tmp_path):
     assert torch.equal(base(input_ids).last_hidden_state, model.cont_transformer(input_ids).last_hidden_state)
 
 
-def test_refine_keeps_outputs_and_config(tmp_path):
+def test_refine_keeps_outputs_and_config(tmp_path, tiny_tagger):
     model = tiny_tagger(num_basis=2, time_horizon=2.0)
     input_ids = batch()
     before = model(input_ids).logits
@@ -287,7 +287,7 @@ def test_refine_keeps_outputs_and_config(tmp_path):
     torch.testing.assert_close(loaded(input_ids).logits, before, atol=1e-5, rtol=0)
 
 
-def test_checkpoint_whose_coefficients_disagree_with_its_config_fails(tmp_path):
+def test_checkpoint_whose_coefficients_disagree_with_its_config_fails(tmp_path, tiny_tagger):
     model = tiny_tagger(num_basis=3)
     model.save_pretrained(tmp_path)
     config = json.loads((tmp_path / "config.json").read_text())
@@ -302,7 +302,7 @@ def test_checkpoint_whose_coefficients_disagree_with_its_config_fails(tmp_path):
 
 
 @pytest.mark.parametrize("position_encoding", ["sinusoidal", "learned"])
-def test_parameter_counts_split_embedding_and_non_embedding(position_encoding):
+def test_parameter_counts_split_embedding_and_non_embedding(position_encoding, tiny_tagger):
     model = tiny_tagger(num_basis=4, position_encoding=position_encoding)
     config = model.config
     h, i, labels = config.hidden_size, config.intermediate_size, len(TAGS)
@@ -331,7 +331,7 @@ def _check_initialised(model, std):
             assert p.std().item() == pytest.approx(std, rel=0.1), name
 
 
-def test_coefficients_are_initialised_with_initializer_range(tmp_path):
+def test_coefficients_are_initialised_with_initializer_range(tmp_path, tiny_tagger, tiny_tagger_config):
     overrides = {"hidden_size": 64, "intermediate_size": 64, "vocab_size": 400, "initializer_range": 0.05}
     _check_initialised(tiny_tagger(**overrides), 0.05)
     torch.manual_seed(0)
@@ -353,7 +353,8 @@ def test_coefficients_are_initialised_with_initializer_range(tmp_path):
             assert torch.equal(p, model.get_parameter(name)), name
 
 
-def test_torch_compile_matches_eager():
+@pytest.mark.slow
+def test_torch_compile_matches_eager(tiny_tagger):
     model = tiny_tagger(num_basis=2, scheme="midpoint")
     input_ids = batch()
     mask = torch.ones_like(input_ids)
@@ -384,7 +385,7 @@ def test_tokenizer_round_trip(tmp_path):
 
 
 @pytest.fixture
-def saved_tagger(tmp_path):
+def saved_tagger(tmp_path, tiny_tagger):
     tokenizer = build_tokenizer(WORDS)
     model = tiny_tagger(vocab_size=len(tokenizer), num_basis=4)
     change_basis(model, num_basis=2)
@@ -435,23 +436,29 @@ def test_saved_folder_is_complete_for_sharing(saved_tagger):
 # --- word representations -------------------------------------------------------
 
 
-def spelling_tagger(seed=0, **overrides):
-    """A tiny ``"word+chars"`` tagger over WORDS with its spelling tokenizer."""
-    tokenizer = build_tokenizer(WORDS, spelling=True)
-    max_word_length = overrides.pop("max_word_length", 6)
-    tables, char_vocab_size = spelling_tables(tokenizer, set(WORDS), max_word_length)
-    options = {
-        "vocab_size": len(tokenizer),
-        "unk_token_id": tokenizer.unk_token_id,
-        "word_representation": "word+chars",
-        "char_vocab_size": char_vocab_size,
-        "char_embedding_size": 8,
-        "char_hidden_size": 12,
-        "max_word_length": max_word_length,
-    }
-    model = tiny_tagger(seed, **{**options, **overrides})
-    model.cont_transformer.embeddings.set_spelling(**tables)
-    return model, tokenizer
+@pytest.fixture(scope="module")
+def spelling_tagger(tiny_tagger):
+    """``spelling_tagger(seed=0, **overrides)``: a tiny ``"word+chars"`` tagger over WORDS and its
+    spelling tokenizer."""
+
+    def model_and_tokenizer(seed=0, **overrides):
+        tokenizer = build_tokenizer(WORDS, spelling=True)
+        max_word_length = overrides.pop("max_word_length", 6)
+        tables, char_vocab_size = spelling_tables(tokenizer, set(WORDS), max_word_length)
+        options = {
+            "vocab_size": len(tokenizer),
+            "unk_token_id": tokenizer.unk_token_id,
+            "word_representation": "word+chars",
+            "char_vocab_size": char_vocab_size,
+            "char_embedding_size": 8,
+            "char_hidden_size": 12,
+            "max_word_length": max_word_length,
+        }
+        model = tiny_tagger(seed, **{**options, **overrides})
+        model.cont_transformer.embeddings.set_spelling(**tables)
+        return model, tokenizer
+
+    return model_and_tokenizer
 
 
 def test_spelling_tokenizer_splits_unknown_words_into_their_characters(tmp_path):
@@ -471,7 +478,7 @@ def test_spelling_tokenizer_splits_unknown_words_into_their_characters(tmp_path)
     assert loaded.decode(encoding["input_ids"], skip_special_tokens=True) == "the cats ."
 
 
-def test_model_reads_each_words_spelling_from_input_ids():
+def test_model_reads_each_words_spelling_from_input_ids(spelling_tagger):
     model, tokenizer = spelling_tagger(max_word_length=6)
     alphabet = sorted(set("".join(WORDS)))
     generator = torch.Generator().manual_seed(0)
@@ -514,7 +521,7 @@ def test_model_reads_each_words_spelling_from_input_ids():
     torch.testing.assert_close(vectors.vectors, expected, atol=1e-6, rtol=0)
 
 
-def test_unknown_words_get_representations_that_differ_by_spelling():
+def test_unknown_words_get_representations_that_differ_by_spelling(tiny_tagger, spelling_tagger):
     model, tokenizer = spelling_tagger()
     word_model = tiny_tagger(vocab_size=len(tokenizer))
     outputs = {}
@@ -535,7 +542,7 @@ def test_unknown_words_get_representations_that_differ_by_spelling():
     assert torch.equal(outputs["cats", "word"], outputs["tacos", "word"])
 
 
-def test_inference_runs_the_character_cnn_once_per_word_and_follows_weight_changes():
+def test_inference_runs_the_character_cnn_once_per_word_and_follows_weight_changes(spelling_tagger):
     model, tokenizer = spelling_tagger()
     model.eval()
     sentences = [["the", "cats", "sat", "on", "a", "mat", "."], ["a", "tacos", "sat", "."]]
@@ -589,7 +596,7 @@ def test_inference_runs_the_character_cnn_once_per_word_and_follows_weight_chang
     torch.testing.assert_close(doubled, reference(), atol=1e-9, rtol=0)
 
 
-def test_spelling_model_ignores_padding():
+def test_spelling_model_ignores_padding(spelling_tagger):
     model, tokenizer = spelling_tagger()
     sentences = [["a", "cats", "."], ["the", "tacos", "sat", "on", "a", "mast", "."]]
     batch = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
@@ -599,7 +606,7 @@ def test_spelling_model_ignores_padding():
         torch.testing.assert_close(model(**batch).logits[row, :length], model(**alone).logits[0], atol=1e-5, rtol=0)
 
 
-def test_spelling_model_round_trips_and_compression_leaves_the_representation(tmp_path):
+def test_spelling_model_round_trips_and_compression_leaves_the_representation(tmp_path, spelling_tagger):
     model, tokenizer = spelling_tagger(num_basis=4, time_horizon=4.0)
     sentence = ["the", "tacos", "sat", "on", "a", "mast", "."]
     inputs = tokenizer(sentence, is_split_into_words=True, return_tensors="pt")
@@ -622,7 +629,7 @@ def test_spelling_model_round_trips_and_compression_leaves_the_representation(tm
     assert torch.equal(loaded(**inputs).logits, model(**inputs).logits)
 
 
-def test_spelling_model_tags_through_the_pipeline_and_tag(tmp_path):
+def test_spelling_model_tags_through_the_pipeline_and_tag(tmp_path, spelling_tagger):
     model, tokenizer = spelling_tagger()
     model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
@@ -643,7 +650,7 @@ def test_spelling_model_tags_through_the_pipeline_and_tag(tmp_path):
     assert [(word, g["entity_group"]) for g in groups for word in g["word"].split()] == tagged
 
 
-def test_spelling_model_trains_with_the_hugging_face_trainer(tmp_path):
+def test_spelling_model_trains_with_the_hugging_face_trainer(tmp_path, spelling_tagger):
     from datasets import Dataset
     from transformers import DataCollatorForTokenClassification, Trainer, TrainingArguments
 
@@ -675,7 +682,7 @@ def test_spelling_model_trains_with_the_hugging_face_trainer(tmp_path):
     assert not torch.equal(model.cont_transformer.embeddings.characters.convolution.weight, before)
 
 
-def test_spelling_model_counts_the_character_cnn_as_embedding():
+def test_spelling_model_counts_the_character_cnn_as_embedding(spelling_tagger):
     model, _ = spelling_tagger()
     embeddings = sum(p.numel() for p in model.cont_transformer.embeddings.parameters())
     counts = model.num_parameters_split()
@@ -693,12 +700,12 @@ def test_spelling_model_counts_the_character_cnn_as_embedding():
         ({"word_representation": "chars", "unk_token_id": 1, "max_word_length": 0}, "max_word_length"),
     ],
 )
-def test_config_rejects_invalid_word_representations(overrides, message):
+def test_config_rejects_invalid_word_representations(overrides, message, tiny_tagger_config):
     with pytest.raises(ValueError, match=message):
         tiny_tagger_config(**overrides)
 
 
-def test_word_model_saved_before_word_dropout_was_a_buffer_still_loads(tmp_path):
+def test_word_model_saved_before_word_dropout_was_a_buffer_still_loads(tmp_path, tiny_tagger):
     model = tiny_tagger()
     model.save_pretrained(tmp_path)
     weights = load_file(tmp_path / "model.safetensors")

@@ -11,9 +11,9 @@ import textwrap
 import numpy as np
 import pytest
 import torch
-from conftest import WORDS, tiny_tagger
 from huggingface_hub import ModelCard
 from PIL import Image
+from tiny import WORDS
 from transformers import AutoModel, pipeline
 
 from cont_transformer import (
@@ -49,7 +49,7 @@ def image_classifier() -> OdeResNetForImageClassification:
 # --- model cards ---------------------------------------------------------------------
 
 
-def test_card_metadata_parses_and_its_results_are_what_was_passed(tmp_path):
+def test_card_metadata_parses_and_its_results_are_what_was_passed(tmp_path, tiny_tagger):
     model = tiny_tagger(**TAGGER)
     results = [
         Evaluation("UD English-GUM (XPOS)", "dev", 0.9296, "universal_dependencies", "en_gum"),
@@ -84,7 +84,9 @@ def test_card_metadata_parses_and_its_results_are_what_was_passed(tmp_path):
         write_model_card(model, tmp_path, base_model="me/source", base_model_relation="distilled")
 
 
-def test_a_card_with_results_and_no_known_family_files_them_under_the_architectures_task(tmp_path, monkeypatch):
+def test_a_card_with_results_and_no_known_family_files_them_under_the_architectures_task(
+    tmp_path, monkeypatch, tiny_tagger
+):
     # A run from a source checkout (no entry points) or remote code without the package
     # knows no family: its results must still make a model-index the Hub parses (an entry
     # without a task type is refused, which once stopped a CIFAR run at its first save).
@@ -99,6 +101,7 @@ def test_a_card_with_results_and_no_known_family_files_them_under_the_architectu
         assert data.pipeline_tag is None  # what the family would say is not guessed
 
 
+@pytest.mark.slow
 def test_the_trainers_register_their_own_families():
     code = (
         "import cont_transformer.families as f; f.entry_points = lambda group: []\n"  # as from a source checkout
@@ -109,7 +112,7 @@ def test_the_trainers_register_their_own_families():
     assert output.split("\n")[0] == "['cont_transformer', 'ode_resnet']"
 
 
-def test_a_card_the_user_wrote_or_edited_is_kept(tmp_path):
+def test_a_card_the_user_wrote_or_edited_is_kept(tmp_path, tiny_tagger):
     model = tiny_tagger(**TAGGER)
     readme = tmp_path / "README.md"
     model.save_pretrained(tmp_path)
@@ -163,7 +166,7 @@ def test_image_classifier_folder_has_code_auto_map_and_card(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def saved_kinds(tmp_path_factory):
+def saved_kinds(tmp_path_factory, tiny_tagger):
     """A tagger, a compressed tagger and an image classifier, each saved with its
     tokenizer or processor, and what each computes (here, with the package)."""
     root = tmp_path_factory.mktemp("kinds")
@@ -240,6 +243,7 @@ REMOTE = textwrap.dedent(
 ).replace("\n\nroot = ", "\n\n" + inspect.getsource(_pipeline_outputs) + "\n\nroot = ", 1)
 
 
+@pytest.mark.slow
 def test_every_kind_loads_as_remote_code_without_the_package(saved_kinds, monkeypatch):
     root, expected = saved_kinds
     # With the package imported, no pipeline asks whether to run the folder's code.

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import labels, tiny_tagger
+from tiny import labels
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast, pipeline
 
@@ -36,7 +36,7 @@ TAGGER = {"num_basis": 2, "max_position_embeddings": 32, **labels(TAGS)}
 
 
 @pytest.fixture(scope="module")
-def tagger():
+def tagger(tiny_tagger):
     tokenizer = build_tokenizer(WORDS)
     return Tagger(tiny_tagger(vocab_size=len(tokenizer), **TAGGER), tokenizer, batch_size=64)
 
@@ -171,6 +171,7 @@ def test_order_is_kept_under_length_sorting(tagger):
     assert batches == [[1, 3], [2, 0, 4]]
 
 
+@pytest.mark.slow
 def test_compiled_tagger_tags_like_the_eager_one(tagger):
     compiled = Tagger(
         tagger.model, tagger.tokenizer, batch_size=64, torch_compile=True, torch_compile_backend="aot_eager"
@@ -181,7 +182,7 @@ def test_compiled_tagger_tags_like_the_eager_one(tagger):
     assert compiled.forward is not tagger.model
 
 
-def test_words_of_several_tokens_are_tagged_by_their_first():
+def test_words_of_several_tokens_are_tagged_by_their_first(tiny_tagger):
     vocab = {"[PAD]": 0, "[UNK]": 1, "[ROOT]": 2, "the": 3, "zeb": 4, "##ra": 5, "ran": 6}
     backend = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
     backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
@@ -199,7 +200,7 @@ def test_words_of_several_tokens_are_tagged_by_their_first():
 # Any length -----------------------------------------------------------------------------
 
 
-def test_a_2000_word_sentence_is_tagged_completely(tmp_path, tagger, model_dir):
+def test_a_2000_word_sentence_is_tagged_completely(tmp_path, tagger, model_dir, tiny_tagger):
     rng = random.Random(1)
     words = [rng.choice(WORDS[:6]) for _ in range(2000)]
     [sentence] = tag([words], tagger.model, tagger.tokenizer)  # windows of 32 tokens
@@ -384,6 +385,7 @@ def test_script_empty_input_gives_empty_output(tmp_path, model_dir, input_format
     assert output.read_bytes() == b""
 
 
+@pytest.mark.slow
 def test_script_stdin_to_stdout(model_dir):
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     result = subprocess.run(

@@ -17,9 +17,9 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import labels, tiny_tagger
 from huggingface_hub.utils import filter_repo_objects
 from safetensors.torch import load_file
+from tiny import labels
 
 from cont_transformer import (
     ContTransformerConfig,
@@ -323,7 +323,7 @@ TAGGER = {
 }
 
 
-def test_no_weight_decay_on_biases_and_layer_norms():
+def test_no_weight_decay_on_biases_and_layer_norms(tiny_tagger):
     model = tiny_tagger(**TAGGER, num_basis=2).train()
     decay, no_decay = build_optimizer(model, 1e-3, 0.1).param_groups
     names = {id(p): n for n, p in model.named_parameters()}
@@ -343,7 +343,7 @@ def test_no_weight_decay_on_biases_and_layer_norms():
     assert len(decay["params"]) + len(no_decay["params"]) == len(list(model.parameters()))
 
 
-def test_refinement_projects_the_optimizer_state():
+def test_refinement_projects_the_optimizer_state(tiny_tagger):
     model = tiny_tagger(**TAGGER, num_basis=2).train()
     optimizer = build_optimizer(model, 1e-2, 0.1)
     input_ids = torch.randint(3, 20, (4, 6))

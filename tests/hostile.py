@@ -1,0 +1,77 @@
+"""Helpers of the hostile-input tests (``test_hostile_*.py``, issue 23): the scripts as
+modules, a saved tiny tagger, and the one ``error:`` line each bad input must give."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from test_tag import TAGGER, WORDS
+
+from cont_transformer import build_tokenizer
+from cont_transformer.tagging.tokenization import spelling_tables
+from cont_transformer.tools.cli import run_cli
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_script(name):
+    """``scripts/<name>.py`` as a module."""
+    spec = importlib.util.spec_from_file_location(f"hostile_{name}", REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def save_tagger(folder: Path, tiny_tagger, spelling: bool = False) -> Path:
+    """A tiny tagger over test_tag's WORDS and TAGGER (``tiny_tagger``: conftest's fixture),
+    saved in ``folder`` with its tokenizer, as a tagger run saves it."""
+    tokenizer = build_tokenizer(WORDS, spelling=spelling)
+    if spelling:
+        tables, char_vocab_size = spelling_tables(tokenizer, set(WORDS), 6)
+        model = tiny_tagger(
+            vocab_size=len(tokenizer),
+            **TAGGER,
+            word_representation="word+chars",
+            char_vocab_size=char_vocab_size,
+            unk_token_id=tokenizer.unk_token_id,
+            max_word_length=6,
+            char_embedding_size=8,
+            char_hidden_size=12,
+        )
+        model.cont_transformer.embeddings.set_spelling(**tables)
+    else:
+        model = tiny_tagger(vocab_size=len(tokenizer), **TAGGER)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    (folder / "metrics.json").write_text(json.dumps({"tag_column": "xpos"}))
+    return folder
+
+
+def one_error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def run_tag(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        load_script("tag").main(argv)
+    assert exit_info.value.code == 2
+    return one_error_line(capsys)
+
+
+def run_compress(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(load_script("compress").main, argv)
+    assert exit_info.value.code == 2
+    return one_error_line(capsys)
+
+
+def toy_trainer():
+    """test_scaffold's toy trainer and its arguments: ``ToyTrainer, toy = toy_trainer()``."""
+    from test_scaffold import ToyTrainer, toy
+
+    return ToyTrainer, toy

@@ -1,0 +1,75 @@
+"""Hostile text to tag (issue 23): huge words and inputs meet limits instead of hangs, and a
+shortened word tags as the whole word would."""
+
+import random
+import time
+
+import pytest
+import torch
+from hostile import save_tagger
+from test_tag import WORDS
+
+from cont_transformer import build_tokenizer
+from cont_transformer.tagging.tag import Tagger
+from cont_transformer.tagging.tag_files import tag_file
+
+
+@pytest.fixture(scope="module")
+def spelling_tagger(tmp_path_factory, tiny_tagger):
+    tagger = Tagger.from_pretrained(
+        save_tagger(tmp_path_factory.mktemp("spelling"), tiny_tagger, spelling=True), device="cpu"
+    )
+    # As tokenizers saved before the cap were: every word spelled, however long.
+    tagger.tokenizer.backend_tokenizer.model.max_input_chars_per_word = 10**6
+    return tagger
+
+
+def _word(n: int, seed: int = 0) -> str:
+    generator = random.Random(seed)
+    return "".join(generator.choice("dogsawbirhe") for _ in range(n))  # spelled in pieces
+
+
+def _word_logits(tagger, words):
+    """The logits of each word's first token, from the model over the words as given."""
+    encoding = tagger.tokenizer(words, is_split_into_words=True, return_tensors="pt")
+    with torch.no_grad():
+        logits = tagger.model(**encoding).logits[0]
+    first = {}
+    for position, word in enumerate(encoding.word_ids()):
+        if word is not None:
+            first.setdefault(word, position)
+    return logits[[first[i] for i in range(len(words))]], encoding["input_ids"].shape[1]
+
+
+def test_a_long_word_tags_fast_and_as_if_whole(spelling_tagger):
+    tagger = spelling_tagger
+    started = time.perf_counter()
+    tagger.predict([[_word(100_000)]])
+    assert time.perf_counter() - started < 5
+    # Shortened, a word gives the model exactly what the whole word gives it.
+    words = ["the", _word(300, 1), "saw", "a", _word(60, 2) + "é" + _word(60, 3), "dogsaw", *WORDS]
+    whole, pieces = _word_logits(tagger, words)
+    shortened, shortened_pieces = _word_logits(tagger, [tagger.shorten(w) for w in words])
+    assert pieces > 300 and shortened_pieces < 100  # spelled in hundreds of pieces, or a few
+    torch.testing.assert_close(whole, shortened, rtol=0, atol=1e-6)  # rounding: other shapes
+    assert [tagger.shorten(w) for w in WORDS] == WORDS
+
+
+def test_the_saved_tokenizer_does_not_spell_a_huge_word(tmp_path):
+    tokenizer = build_tokenizer(WORDS, spelling=True)
+    tokenizer.save_pretrained(tmp_path)
+    started = time.perf_counter()
+    assert tokenizer.tokenize(_word(100_000)) == ["[UNK]"]
+    assert time.perf_counter() - started < 5
+
+
+def test_tagging_time_is_linear_in_the_input(spelling_tagger, tmp_path):
+    seconds = {}
+    for size in (100_000, 1_000_000):
+        path = tmp_path / f"{size}.txt"
+        path.write_text(_word(size) + "\n")
+        started = time.perf_counter()
+        tag_file(spelling_tagger, path, tmp_path / f"{size}.conllu", input_format="tokens", progress=False)
+        seconds[size] = time.perf_counter() - started
+    assert seconds[1_000_000] < 30 * max(seconds[100_000], 0.05)
+    assert seconds[1_000_000] < 20
