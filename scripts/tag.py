@@ -6,7 +6,8 @@
     python scripts/tag.py MODEL_DIR --input dev.txt --output dev.conllu --evaluate dev-gold.conllu
 
 Bad input (not UTF-8, a malformed CoNLL-U line, a blank word) stops with one line naming
-the file and line and exit status 2, leaving --output as it was. The logic lives in
+the file and line and exit status 2, leaving --output as it was; an --output inside a
+model or run folder is refused. The logic lives in
 :mod:`cont_transformer.tagging.tag_files`.
 """
 
@@ -25,6 +26,7 @@ from cont_transformer.tagging.tag import Tagger
 from cont_transformer.tagging.tag_files import INPUT_FORMATS, OUTPUT_FORMATS, tag_file
 from cont_transformer.tools.cli import add_precision_flags, both_spellings
 from cont_transformer.training.accelerator import inference_autocast
+from cont_transformer.training.outputs import check_outside_model_folders
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -77,6 +79,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def run(args: argparse.Namespace) -> None:
     transformers_logging.disable_progress_bar()  # stderr is for errors, progress and speed
+    check_outside_model_folders(args.output, "output")  # never over a model's own files
     if args.num_threads:
         torch.set_num_threads(args.num_threads)
     tagger = Tagger.from_pretrained(

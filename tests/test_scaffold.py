@@ -26,6 +26,7 @@ from cont_transformer.training.checkpoints import (
 from cont_transformer.training.identity import check_identity, record_identity
 from cont_transformer.training.outputs import (
     BEST_MODEL_DIR,
+    MANIFEST_FILE,
     OutputFolderError,
     prepare_run_folder,
     recover_directory,
@@ -133,7 +134,7 @@ def test_staged_directory_replaces_whole_or_not_at_all(tmp_path):
     assert (target / "a").read_text() == "1" and sorted(p.name for p in tmp_path.iterdir()) == ["best"]
     with staged_directory(target) as staging:
         (staging / "b").write_text("3")
-    assert sorted(p.name for p in target.iterdir()) == ["b"]
+    assert sorted(p.name for p in target.iterdir()) == [MANIFEST_FILE, "b"]  # what the package wrote
 
 
 def test_recover_directory_puts_back_an_interrupted_swap(tmp_path):

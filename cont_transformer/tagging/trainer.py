@@ -62,7 +62,7 @@ from ..configuration_cont_transformer import ContTransformerConfig
 from ..model_card import Evaluation
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..pretrained import check_no_custom_code
-from ..training.outputs import BEST_MODEL_DIR, METRICS_FILE
+from ..training.outputs import BEST_MODEL_DIR, METRICS_FILE, record_outputs
 from ..training.scaffold import Trainer
 from ..training.schedules import cooldown_factor, inverse_sqrt_learning_rate
 from . import family  # noqa: F401  registers the family (card, tools), entry points or not
@@ -436,6 +436,7 @@ class PosTrainer(Trainer):
     def predict(self) -> list[str]:
         """Re-tag the dev and test files with the best model into ``predictions/``."""
         folder = self.output_dir / PREDICTIONS_DIR
+        record_outputs(self.output_dir, PREDICTIONS_DIR)  # the run's, with its own manifest
         folder.mkdir(exist_ok=True)
         tagger = Tagger.from_pretrained(self.output_dir / BEST_MODEL_DIR, device=self.accelerator.device)
         with tempfile.TemporaryDirectory() as generated:
@@ -445,6 +446,7 @@ class PosTrainer(Trainer):
             written = []
             for split in ("validation", "test"):
                 for path in files.get(split, []):
+                    record_outputs(folder, path.name, kind=PREDICTIONS_DIR)
                     tag_file(tagger, path, folder / path.name, input_format="conllu", progress=False)
                     written.append(str(folder / path.name))
         return written

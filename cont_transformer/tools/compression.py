@@ -19,9 +19,10 @@ The source folder is only ever read.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
@@ -51,7 +52,18 @@ from ..measuring import Workload, time_interleaved
 from ..model_card import CARD_NAME, Evaluation, write_model_card
 from ..pretrained import check_no_custom_code
 from ..training.compiling import compiled
-from ..training.outputs import resolve_model_dir, staged_directory
+from ..training.outputs import (
+    LOCK_FILE,
+    MANIFEST_FILE,
+    MODEL_KIND,
+    RUN_KIND,
+    lock_output_folder,
+    read_manifest,
+    release_output_folder,
+    resolve_model_dir,
+    run_folder_owning,
+    staged_directory,
+)
 
 PathLike = str | os.PathLike
 
@@ -236,9 +248,11 @@ def score(eval_set: EvalSet, model: torch.nn.Module) -> tuple[dict[str, float] |
 
 # --- writing ---------------------------------------------------------------------------
 def check_output_dir(output_dir: PathLike, source_dir: PathLike, overwrite: bool = False) -> Path:
-    """Refuse an output folder that is, holds or lies in the source folder, and a non-empty
-    existing one unless ``overwrite`` and it holds a saved model (``config.json``): a folder
-    of anything else is never replaced. Returns the resolved output path."""
+    """Refuse an output folder that is, holds or lies in the source folder, one that is or
+    lies in a training run's outputs (what that run's ``--overwrite-output-dir`` would
+    delete), and a non-empty existing one unless ``overwrite`` and a compression of this
+    package wrote it (its manifest, ``training/outputs.py``): replacing it then deletes only
+    what the manifest names. Returns the resolved output path."""
     output, source = Path(output_dir).resolve(), Path(source_dir).resolve()
     if output == source or source in output.parents:
         raise ValueError(f"output_dir: {output_dir} is inside the source model folder {source_dir}")
@@ -246,15 +260,49 @@ def check_output_dir(output_dir: PathLike, source_dir: PathLike, overwrite: bool
         raise ValueError(f"output_dir: {output_dir} contains the source model folder {source_dir}")
     if output.exists() and not output.is_dir():
         raise ValueError(f"output_dir: {output_dir} exists and is not a folder")
-    if output.is_dir() and any(output.iterdir()):
+    run = run_folder_owning(output)
+    if run is not None:
+        where = "is the training run folder" if run == output else "lies inside the outputs of the training run"
+        raise ValueError(f"output_dir: {output_dir} {where} {run}; write the compressed model elsewhere")
+    if output.is_dir() and {p.name for p in output.iterdir()} - {LOCK_FILE}:
         if not overwrite:
             raise ValueError(f"output_dir: {output_dir} exists and is not empty (pass overwrite to replace it)")
+        manifest = read_manifest(output)
+        if manifest is not None and manifest["kind"] != RUN_KIND:
+            return output
         if not (output / "config.json").is_file():
             raise ValueError(
                 f"output_dir: {output_dir} is not a saved model folder (no config.json); "
                 "overwrite only replaces a model"
             )
+        raise ValueError(
+            f"output_dir: {output_dir} holds a model no compression of this package wrote (no "
+            f"{MANIFEST_FILE}); overwrite replaces only what one wrote: choose another folder"
+        )
     return output
+
+
+@contextlib.contextmanager
+def locked_output_dir(output_dir: PathLike, source_dir: PathLike, overwrite: bool = False) -> Iterator[Path]:
+    """:func:`check_output_dir`, then hold the output folder's lock (made if missing) while
+    the caller computes and writes it through :func:`staged_directory`, as a training run
+    holds its folder: a second compression into the same folder is refused in one line, or,
+    once the first is done, finds the folder written. A folder this call made is removed
+    again when the caller fails."""
+    output = check_output_dir(output_dir, source_dir, overwrite)
+    made = not output.exists()
+    lock_output_folder(output)
+    try:
+        check_output_dir(output_dir, source_dir, overwrite)  # again: another may have written it meanwhile
+        yield output
+    except BaseException:
+        if made and {p.name for p in output.iterdir()} <= {LOCK_FILE}:
+            (output / LOCK_FILE).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                output.rmdir()
+        raise
+    finally:
+        release_output_folder(output)
 
 
 def write_compression_card(
@@ -403,29 +451,30 @@ def compress(
     ``base_model``: the source's Hub id, for the card's ``base_model`` lineage.
     With ``eval_file`` both models are scored on it and timed on it, otherwise timed on
     random input; ``torch_compile`` times them compiled.
-    The folder is written atomically; bad arguments raise ``ValueError`` before
-    anything is written, and the source folder is never modified.
+    The folder is written atomically, under its lock (:func:`locked_output_dir`); bad
+    arguments raise ``ValueError`` before anything is written, and the source folder is
+    never modified. ``overwrite`` replaces only what an earlier compression wrote there.
     """
     check_arguments(basis, num_basis, num_steps, method, state_num_basis)
     check_count("repeats", repeats)
-    output = check_output_dir(output_dir, model_dir, overwrite)
-    source = load_model(model_dir)
-    check_choices(source.model.config, basis, num_basis, num_steps, method, state_num_basis)
-    eval_set = load_eval_set(source, eval_file) if eval_file is not None else synthetic_eval_set(source)
-    source_scores, source_accuracy = score(eval_set, source.model)
-    model = compressed_copy(source.model, basis, num_basis, num_steps, method, state_num_basis)
-    comparison = compare(source.model, model, eval_set, repeats, torch_compile)
-    before = model_stats(source.model, source_accuracy, statistics.median(comparison.source_seconds), source_scores)
-    result = CompressionResult(
-        source.folder,
-        output,
-        method,
-        before,
-        comparison.stats,
-        comparison.speedup,
-        eval_set.description,
-        eval_set.split,
-    )
-    with staged_directory(output) as staging:
-        save_compressed(source, model, staging, result, base_model=base_model)
-    return result
+    with locked_output_dir(output_dir, model_dir, overwrite) as output:
+        source = load_model(model_dir)
+        check_choices(source.model.config, basis, num_basis, num_steps, method, state_num_basis)
+        eval_set = load_eval_set(source, eval_file) if eval_file is not None else synthetic_eval_set(source)
+        source_scores, source_accuracy = score(eval_set, source.model)
+        model = compressed_copy(source.model, basis, num_basis, num_steps, method, state_num_basis)
+        comparison = compare(source.model, model, eval_set, repeats, torch_compile)
+        before = model_stats(source.model, source_accuracy, statistics.median(comparison.source_seconds), source_scores)
+        result = CompressionResult(
+            source.folder,
+            output,
+            method,
+            before,
+            comparison.stats,
+            comparison.speedup,
+            eval_set.description,
+            eval_set.split,
+        )
+        with staged_directory(output, MODEL_KIND) as staging:
+            save_compressed(source, model, staging, result, base_model=base_model)
+        return result

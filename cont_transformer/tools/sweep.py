@@ -36,10 +36,10 @@ from .compression import (
     CompressionResult,
     ModelStats,
     PathLike,
-    check_output_dir,
     compare,
     load_eval_set,
     load_model,
+    locked_output_dir,
     model_stats,
     save_compressed,
 )
@@ -317,81 +317,82 @@ def sweep(
 ) -> SweepResult:
     """Sweep the model in ``model_dir`` (see :func:`sweep_points`) on ``eval_file``.
 
-    Writes ``sweep.csv``, ``sweep.md`` and the two plots into ``output_dir`` (atomically,
-    like :func:`~cont_transformer.tools.compression.compress`). With ``max_accuracy_drop``
-    (percentage points), the model :func:`select_smallest` picks is saved there too,
-    as a complete model folder. ``progress`` is called with each row as it is measured.
+    Writes ``sweep.csv``, ``sweep.md`` and the two plots into ``output_dir`` (atomically and
+    under its lock, like :func:`~cont_transformer.tools.compression.compress`). With
+    ``max_accuracy_drop`` (percentage points), the model :func:`select_smallest` picks is
+    saved there too, as a complete model folder. ``progress`` is called with each row as it is measured.
     """
     check_arguments(None, None, None, method)
     check_count("repeats", repeats)
     if max_accuracy_drop is not None:
         check_accuracy_drop(max_accuracy_drop)
-    output = check_output_dir(output_dir, model_dir, overwrite)
-    source = load_model(model_dir)
-    config = source.model.config
-    points = sweep_points(
-        config.basis,
-        config.num_basis,
-        config.num_steps,
-        config.time_horizon,
-        bases,
-        num_basis_values,
-        num_steps_values,
-        source_states := statistics_num_basis(config),
-    )
+    with locked_output_dir(output_dir, model_dir, overwrite) as output:
+        source = load_model(model_dir)
+        config = source.model.config
+        points = sweep_points(
+            config.basis,
+            config.num_basis,
+            config.num_steps,
+            config.time_horizon,
+            bases,
+            num_basis_values,
+            num_steps_values,
+            source_states := statistics_num_basis(config),
+        )
 
-    def states_for(grid: str, k: int) -> int | None:  # the statistics' K a grid asks for
-        if grid == STATES_KEPT:
-            return source_states
-        # Fig. 5a's lines: the statistics follow the weights (compressed_copy would keep them).
-        return k if grid == "num_basis" and source_states is not None else None
+        def states_for(grid: str, k: int) -> int | None:  # the statistics' K a grid asks for
+            if grid == STATES_KEPT:
+                return source_states
+            # Fig. 5a's lines: the statistics follow the weights (compressed_copy would keep them).
+            return k if grid == "num_basis" and source_states is not None else None
 
-    for _, basis, k, n in points:
-        check_choices(config, basis, k, n, method)
-    eval_set = load_eval_set(source, eval_file)
-    source_stats = model_stats(source.model, eval_set.accuracy(source.model), None)
-    comparisons = []
-    for grid, basis, k, n in points:
-        model = compressed_copy(source.model, basis, k, n, method, states_for(grid, k))
-        comparisons.append(compare(source.model, model, eval_set, repeats, torch_compile))
-        if progress is not None:
-            progress(SweepRow.from_stats(grid, method, comparisons[-1], source_stats))
-    # The source was timed beside every point: its time is the median over the whole run.
-    source_times = [t for comparison in comparisons for t in comparison.source_seconds]
-    source_stats.inference_seconds = statistics.median(source_times)
-    comparisons.insert(0, Comparison(source_stats, 1.0, source_times))
-    grids = ["source", *(point[0] for point in points)]
-    rows = [SweepRow.from_stats(g, method, c, source_stats) for g, c in zip(grids, comparisons)]
-    selected = select_smallest(rows, max_accuracy_drop) if max_accuracy_drop is not None else None
-    with staged_directory(output) as staging:
-        write_sweep_files(rows, staging)
-        if selected is not None:
-            comparison = comparisons[next(i for i, row in enumerate(rows) if row is selected)]
-            stats = comparison.stats
-            model = compressed_copy(
-                source.model,
-                stats.basis,
-                stats.num_basis,
-                stats.num_steps,
-                method,
-                states_for(selected.grid, stats.num_basis),
-            )
-            result = CompressionResult(
-                source.folder,
-                output,
-                method,
-                source_stats,
-                stats,
-                comparison.speedup,
-                eval_set.description,
-                eval_set.split,
-            )
-            rule = (
-                f"the smallest model of the sweep ({CSV_NAME}) within {max_accuracy_drop} accuracy points of the source"
-            )
-            files = (
-                f"[table]({TABLE_NAME}), [CSV]({CSV_NAME}), ![accuracy against parameters]"
-                f"({PARAMETERS_PLOT}) ![accuracy against N_T]({NUM_STEPS_PLOT})"
-            )
-            save_compressed(source, model, staging, result, {"selected": rule, "sweep": files})
-    return SweepResult(output, rows, selected)
+        for _, basis, k, n in points:
+            check_choices(config, basis, k, n, method)
+        eval_set = load_eval_set(source, eval_file)
+        source_stats = model_stats(source.model, eval_set.accuracy(source.model), None)
+        comparisons = []
+        for grid, basis, k, n in points:
+            model = compressed_copy(source.model, basis, k, n, method, states_for(grid, k))
+            comparisons.append(compare(source.model, model, eval_set, repeats, torch_compile))
+            if progress is not None:
+                progress(SweepRow.from_stats(grid, method, comparisons[-1], source_stats))
+        # The source was timed beside every point: its time is the median over the whole run.
+        source_times = [t for comparison in comparisons for t in comparison.source_seconds]
+        source_stats.inference_seconds = statistics.median(source_times)
+        comparisons.insert(0, Comparison(source_stats, 1.0, source_times))
+        grids = ["source", *(point[0] for point in points)]
+        rows = [SweepRow.from_stats(g, method, c, source_stats) for g, c in zip(grids, comparisons)]
+        selected = select_smallest(rows, max_accuracy_drop) if max_accuracy_drop is not None else None
+        with staged_directory(output, "sweep") as staging:
+            write_sweep_files(rows, staging)
+            if selected is not None:
+                comparison = comparisons[next(i for i, row in enumerate(rows) if row is selected)]
+                stats = comparison.stats
+                model = compressed_copy(
+                    source.model,
+                    stats.basis,
+                    stats.num_basis,
+                    stats.num_steps,
+                    method,
+                    states_for(selected.grid, stats.num_basis),
+                )
+                result = CompressionResult(
+                    source.folder,
+                    output,
+                    method,
+                    source_stats,
+                    stats,
+                    comparison.speedup,
+                    eval_set.description,
+                    eval_set.split,
+                )
+                rule = (
+                    f"the smallest model of the sweep ({CSV_NAME}) within {max_accuracy_drop} accuracy points "
+                    "of the source"
+                )
+                files = (
+                    f"[table]({TABLE_NAME}), [CSV]({CSV_NAME}), ![accuracy against parameters]"
+                    f"({PARAMETERS_PLOT}) ![accuracy against N_T]({NUM_STEPS_PLOT})"
+                )
+                save_compressed(source, model, staging, result, {"selected": rule, "sweep": files})
+        return SweepResult(output, rows, selected)

@@ -2,7 +2,9 @@
 
 A checkpoint is written into a staging folder (Accelerate's state from every process,
 then ``trainer_state.json``, the completion marker) and renamed to ``step-N`` only when
-complete, so a kill never leaves a half-written ``step-N``. The newest
+complete, so a kill never leaves a half-written ``step-N``; each is named in the manifest
+of ``checkpoints/`` before it appears (:mod:`.outputs`), so replacing the run deletes
+the checkpoints and nothing else of that folder. The newest
 ``save_total_limit`` complete checkpoints are kept. Resuming from ``"latest"`` tries the
 complete checkpoints newest first: one that cannot be read (a damaged file, a random
 state that does not load) is named in a warning and the previous one is used. A checkpoint
@@ -21,7 +23,7 @@ from pathlib import Path
 from accelerate.utils import load as safe_torch_load
 from safetensors.torch import load_file
 
-from .outputs import CHECKPOINTS_DIR, RUN_FILE, write_json
+from .outputs import CHECKPOINTS_DIR, RUN_FILE, forget_outputs, record_outputs, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -67,11 +69,13 @@ def finish_checkpoint(output_dir: PathLike, step: int, state: dict, keep: int) -
     completion marker, move the checkpoint into place and delete all but the newest ``keep``."""
     staging, final = staging_folder(output_dir, step), checkpoint_folder(output_dir, step)
     write_json(staging / TRAINER_STATE, state)
+    record_outputs(final.parent, final.name, kind=CHECKPOINTS_DIR)  # before it exists (outputs.py)
     if final.exists():  # the same step saved again (a run resumed from before it)
         shutil.rmtree(final)
     staging.rename(final)
     for old in complete_checkpoints(output_dir)[:-keep]:
         shutil.rmtree(old)
+        forget_outputs(old.parent, old.name)
     return final
 
 

@@ -13,6 +13,18 @@
   at the end of training, as transformers' ``Trainer`` leaves its model in
   ``output_dir``: ``from_pretrained("runs/pos")`` loads it.
 
+What a run owns. Every folder the package writes holds a manifest,
+``.cont_transformer_manifest.json`` (:data:`MANIFEST_FILE`), naming the files and folders
+its writer put there, recorded before they are written (:func:`record_outputs`; a staged
+folder's is written inside the staging folder, so it arrives with the outputs). Replacing
+a folder deletes only what its manifest names (:func:`remove_outputs`, recursing into a
+named folder with a manifest of its own: ``best/``, ``checkpoints/``), and
+:func:`staged_directory` carries every other file of the old folder (a user's notes, the
+lock file) into the new one: ``--overwrite-output-dir`` and ``compress.py --overwrite``
+leave a user's files where they are. A folder written before manifests existed has
+none: a run folder's fixed outputs (:data:`RUN_OUTPUTS`) and its published model files
+are replaced as before, and compression refuses to replace it.
+
 Locks and leftovers. :func:`lock_output_folder` holds an exclusive lock on
 ``<folder>/.lock`` (``flock``) from :func:`prepare_run_folder` until the process ends
 (the kernel releases it, also after a kill) or :func:`release_output_folder`: a second run
@@ -27,10 +39,11 @@ import contextlib
 import ctypes
 import ctypes.util
 import json
+import logging
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from huggingface_hub import HfApi
@@ -40,6 +53,8 @@ try:
 except ImportError:  # not POSIX: no locks, no stale-file cleanup
     fcntl = None
 
+logger = logging.getLogger(__name__)
+
 PathLike = str | os.PathLike
 
 BEST_MODEL_DIR = "best"
@@ -47,8 +62,15 @@ METRICS_FILE = "metrics.json"
 RUN_FILE = "run.json"
 CHECKPOINTS_DIR = "checkpoints"
 LOCK_FILE = ".lock"
-# What a run writes into its output folder; --overwrite-output-dir removes these only.
+# What a run writes into its output folder; in a folder without a manifest (written before
+# manifests existed) --overwrite-output-dir removes these and the published model files.
 RUN_OUTPUTS = (BEST_MODEL_DIR, CHECKPOINTS_DIR, METRICS_FILE, RUN_FILE)
+# The record of what the package wrote into a folder (module docstring).
+MANIFEST_FILE = ".cont_transformer_manifest.json"
+RUN_KIND = "run"  # the manifest of a training run's output folder
+MODEL_KIND = "model"  # of a model folder (best/, a compressed model)
+# Files of a model folder that hold its weights (as transformers looks for them).
+_WEIGHTS_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
 _STAGING = ".staging-"
 _RETIRED = ".retired-"
 _RENAME_EXCHANGE = 2
@@ -56,6 +78,178 @@ _RENAME_EXCHANGE = 2
 
 class OutputFolderError(ValueError):
     """An output folder this run must not write into (as given, it would lose data)."""
+
+
+# --- manifests -------------------------------------------------------------------------
+def _check_name(name: object, path: Path) -> str:
+    """A manifest entry: one name inside the folder (never a path that leaves it)."""
+    if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise OutputFolderError(f"{path}: {name!r} is not the name of a file in the folder; the manifest is damaged")
+    return name
+
+
+def read_manifest(folder: PathLike) -> dict | None:
+    """``{"kind": ..., "outputs": [names]}`` of the folder's manifest, None where it has
+    none. Raises :class:`OutputFolderError` naming a damaged manifest."""
+    path = Path(folder) / MANIFEST_FILE
+    if not path.is_file():
+        return None
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        outputs = saved["outputs"]
+        if not isinstance(outputs, list):
+            raise TypeError("outputs is not a list")
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise OutputFolderError(f"{path}: unreadable record of what this package wrote ({err})") from None
+    return {"kind": saved.get("kind"), "outputs": [_check_name(name, path) for name in outputs]}
+
+
+def _write_manifest(folder: Path, kind: str | None, outputs: Iterable[str]) -> None:
+    write_json(
+        folder / MANIFEST_FILE,
+        {"written_by": "cont_transformer", "kind": kind, "outputs": sorted(set(outputs))},
+    )
+
+
+def record_outputs(folder: PathLike, *names: str, kind: str | None = None) -> None:
+    """Add ``names`` to what the manifest of ``folder`` says the package wrote there (the
+    manifest is made if missing, with ``kind``), atomically; call it before writing them,
+    so that a kill in between leaves nothing of ours unrecorded."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    known = manifest["outputs"] if manifest else []
+    saved_kind = manifest["kind"] if manifest else None
+    for name in names:
+        _check_name(name, folder / MANIFEST_FILE)
+    if manifest is not None and set(names) <= set(known) and (kind is None or kind == saved_kind):
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    _write_manifest(folder, kind or saved_kind, [*known, *names])
+
+
+def forget_outputs(folder: PathLike, *names: str) -> None:
+    """Drop ``names`` from the manifest of ``folder`` (after deleting them)."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    if manifest is not None and set(names) & set(manifest["outputs"]):
+        _write_manifest(folder, manifest["kind"], set(manifest["outputs"]) - set(names))
+
+
+def _remove_path(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
+
+
+def remove_outputs(folder: PathLike) -> None:
+    """Delete what the manifest of ``folder`` names; a named folder with a manifest of its own
+    loses only what that one names (and goes if nothing else is left in it). Every other file
+    stays; the manifest goes too unless other files remain (then it names nothing, so the
+    folder stays known as one the package wrote and its next writer keeps them)."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    if manifest is None:
+        return
+    for name in manifest["outputs"]:
+        path = folder / name
+        if path.is_dir() and not path.is_symlink() and (path / MANIFEST_FILE).is_file():
+            remove_outputs(path)
+            with contextlib.suppress(OSError):
+                path.rmdir()  # only when nothing of the user's is left in it
+        else:
+            _remove_path(path)
+    if {p.name for p in folder.iterdir()} - {MANIFEST_FILE, LOCK_FILE}:
+        _write_manifest(folder, manifest["kind"], [])
+    else:
+        (folder / MANIFEST_FILE).unlink()
+
+
+def _link_or_copy(source: str, destination: str) -> None:
+    try:
+        os.link(source, destination)  # the same file (a held lock stays held), no copy
+    except OSError:
+        shutil.copy2(source, destination)
+
+
+def _carry_over(target: Path, staging: Path) -> None:
+    """Put into ``staging`` what ``target`` holds that its manifest does not name (a user's
+    files, the lock file), as hard links where the file system allows. Without a manifest
+    (a folder written before manifests) only the lock file is carried."""
+    manifest = read_manifest(target)
+    owned = set(manifest["outputs"]) if manifest is not None else None
+    for path in target.iterdir():
+        if path.name == MANIFEST_FILE or (owned is None and path.name != LOCK_FILE):
+            continue
+        if owned is not None and path.name in owned:
+            continue
+        destination = staging / path.name
+        if destination.exists() or destination.is_symlink():
+            logger.warning("%s: replaced by the new output of that name", path)
+            continue
+        if path.is_symlink():
+            destination.symlink_to(os.readlink(path))
+        elif path.is_dir():
+            shutil.copytree(path, destination, symlinks=True, copy_function=_link_or_copy)
+        else:
+            _link_or_copy(str(path), str(destination))
+
+
+def _looks_like_model_folder(folder: Path) -> bool:
+    """Whether ``folder`` is a model folder (config.json beside weights), a training run's
+    folder (run.json) or a folder this package wrote a model or a run into (its manifest)."""
+    if (folder / RUN_FILE).is_file():
+        return True
+    if (folder / "config.json").is_file() and any(
+        next(folder.glob(pattern), None) is not None for pattern in _WEIGHTS_PATTERNS
+    ):
+        return True
+    try:
+        manifest = read_manifest(folder)
+    except OutputFolderError:
+        return True  # a damaged manifest: the package wrote it
+    return manifest is not None and manifest["kind"] in (RUN_KIND, MODEL_KIND)
+
+
+def model_folder_containing(path: PathLike) -> Path | None:
+    """The nearest folder above ``path`` that is a model or run folder, or None."""
+    for folder in Path(os.path.abspath(path)).resolve().parents:
+        if _looks_like_model_folder(folder):
+            return folder
+    return None
+
+
+def check_outside_model_folders(path: PathLike | None, flag: str = "output") -> None:
+    """Refuse, in one line, a file to write that lies inside a model or run folder: the
+    model's own files (its config, weights, tokenizer) would be at the mercy of a typo."""
+    if path is None or str(path) == "-":
+        return
+    folder = model_folder_containing(path)
+    if folder is not None:
+        raise OutputFolderError(
+            f"{flag}: {path} lies inside the model folder {folder}; write it outside the model's folder"
+        )
+
+
+def run_folder_owning(path: PathLike) -> Path | None:
+    """The training run folder whose outputs ``path`` is or lies in (the run folder itself,
+    or a path under one of the names its manifest lists, :data:`RUN_OUTPUTS` without one):
+    what ``--overwrite-output-dir`` of that run would delete. None otherwise."""
+    path = Path(os.path.abspath(path)).resolve()
+    for folder in [path, *path.parents]:
+        try:
+            manifest = read_manifest(folder)
+        except OutputFolderError:
+            manifest = None
+        is_run = (manifest is not None and manifest["kind"] == RUN_KIND) or (folder / RUN_FILE).is_file()
+        if not is_run:
+            continue
+        if folder == path:
+            return folder
+        owned = set(manifest["outputs"]) if manifest is not None else set(RUN_OUTPUTS)
+        if path.relative_to(folder).parts[0] in owned:
+            return folder
+    return None
 
 
 def hold_lock(path: PathLike) -> int | None:
@@ -181,10 +375,13 @@ def recover_directory(target: PathLike) -> None:
 
 
 @contextlib.contextmanager
-def staged_directory(target: PathLike) -> Iterator[Path]:
+def staged_directory(target: PathLike, kind: str = MODEL_KIND) -> Iterator[Path]:
     """Yield an empty staging folder next to ``target``; on success it replaces ``target``.
 
-    On an error the staging folder is removed and ``target`` is untouched.
+    What the caller wrote into the staging folder is recorded in its manifest (``kind``),
+    and what the old ``target`` holds beyond its own manifest (a user's files, the lock
+    file) is carried over first, so the swap replaces only what the package wrote. On an
+    error the staging folder is removed and ``target`` is untouched.
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -194,6 +391,9 @@ def staged_directory(target: PathLike) -> Iterator[Path]:
     lock = hold_lock(staging)  # marks it as being written (see remove_stale)
     try:
         yield staging
+        _write_manifest(staging, kind, [p.name for p in staging.iterdir() if p.name != MANIFEST_FILE])
+        if target.is_dir():
+            _carry_over(target, staging)
         replace_directory(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -211,24 +411,35 @@ def write_json(path: PathLike, value: object) -> None:
     os.replace(temporary, path)
 
 
-def prepare_run_folder(output_dir: PathLike, *, resuming: bool, overwrite: bool) -> Path:
+def prepare_run_folder(
+    output_dir: PathLike,
+    *,
+    resuming: bool,
+    overwrite: bool,
+    sources: Mapping[str, PathLike | None] | None = None,
+) -> Path:
     """Check that a run may write into ``output_dir``, make it exist and lock it for this
     process (:func:`lock_output_folder`).
 
-    A new run needs a missing or empty folder (its lock file aside, and a ``run.json``
-    alone, from a run that failed before saving anything, counts as empty); with
-    ``overwrite`` the outputs of an earlier run (:data:`RUN_OUTPUTS`) are deleted first and
-    any other file is left alone, and only in a folder a run of this package wrote (it
-    holds ``run.json``). A resumed run writes into its own folder (its identity is checked
-    by the caller). Raises :class:`OutputFolderError` naming the folder.
+    A new run needs a missing or empty folder (its lock file and manifest aside, and a
+    ``run.json`` alone, from a run that failed before saving anything, counts as empty);
+    with ``overwrite`` the outputs of an earlier run are deleted first, and only in a
+    folder a run of this package wrote (it holds ``run.json``): what its manifest names
+    (:func:`remove_outputs`), or in a folder without one :data:`RUN_OUTPUTS` and the
+    published model files. Any other file is left alone. ``sources``: what the run will
+    read, by flag (``{"--model-name-or-path": path}``); one inside the folder to be
+    replaced is refused before anything is deleted. A resumed run writes into its own
+    folder (its identity is checked by the caller). Raises :class:`OutputFolderError`
+    naming the folder.
     """
     folder = Path(output_dir)
     if folder.exists() and not folder.is_dir():
         raise OutputFolderError(f"--output-dir: {folder} exists and is not a folder")
     lock_output_folder(folder)
-    contents = {path.name for path in folder.iterdir()} - {LOCK_FILE}
+    contents = {path.name for path in folder.iterdir()} - {LOCK_FILE, MANIFEST_FILE}
     if not resuming and contents and contents != {RUN_FILE}:
-        if not (folder / RUN_FILE).is_file():
+        manifest = read_manifest(folder)
+        if not (folder / RUN_FILE).is_file() and not (manifest is not None and manifest["kind"] == RUN_KIND):
             raise OutputFolderError(
                 f"--output-dir: {folder} is not empty and no run of this package wrote it "
                 f"(no {RUN_FILE}); choose another folder"
@@ -240,16 +451,42 @@ def prepare_run_folder(output_dir: PathLike, *, resuming: bool, overwrite: bool)
                 "--resume-from-checkpoint latest, choose another folder, or pass "
                 "--overwrite-output-dir to replace its run"
             )
-        published = [p.name for p in (folder / BEST_MODEL_DIR).glob("*") if p.is_file()]
-        for name in {*published, *RUN_OUTPUTS} - {LOCK_FILE}:
-            path = folder / name
-            if path.is_dir():
-                shutil.rmtree(path)
-            elif path.exists():
-                path.unlink()
+        _check_sources(folder, sources or {})
+        if manifest is not None:
+            remove_outputs(folder)
+        else:  # written before manifests: the fixed outputs and the published model files
+            published = [p.name for p in (folder / BEST_MODEL_DIR).glob("*") if p.is_file()]
+            for name in {*published, *RUN_OUTPUTS} - {LOCK_FILE}:
+                _remove_path(folder / name)
     folder.mkdir(parents=True, exist_ok=True)
     recover_directory(folder / BEST_MODEL_DIR)
     return folder
+
+
+def _check_sources(folder: Path, sources: Mapping[str, PathLike | None]) -> None:
+    """Refuse a source (a model to start from) that is the run folder to be replaced or
+    lies inside it: it would be deleted before the run reads it."""
+    resolved = folder.resolve()
+    for flag, source in sources.items():
+        if source is None or not Path(source).exists():
+            continue  # not given, or not a local path (a Hub id)
+        path = Path(source).resolve()
+        if path == resolved or resolved in path.parents:
+            raise OutputFolderError(
+                f"{flag}: {source} lies inside --output-dir {folder}, whose run --overwrite-output-dir "
+                "replaces; copy the model elsewhere first or choose another --output-dir"
+            )
+
+
+def record_run_outputs(output_dir: PathLike, names: Iterable[str]) -> None:
+    """Record in the run folder's manifest the names a run writes at its top (before it
+    writes them). A folder of a run that began before manifests existed is adopted with
+    its model files published at the top (those of ``best/``)."""
+    folder = Path(output_dir)
+    adopted = []
+    if read_manifest(folder) is None and (folder / RUN_FILE).is_file():
+        adopted = [p.name for p in (folder / BEST_MODEL_DIR).glob("*") if p.is_file() and (folder / p.name).is_file()]
+    record_outputs(folder, *names, *adopted, kind=RUN_KIND)
 
 
 def resolve_model_dir(path: PathLike) -> Path:
@@ -268,18 +505,36 @@ def resolve_model_dir(path: PathLike) -> Path:
 
 
 def publish_best_model(output_dir: PathLike) -> list[str]:
-    """Copy the files of ``output_dir/best`` to the top of ``output_dir`` (each replaced
-    atomically; the run's own ``metrics.json`` and ``run.json`` stay), so the run folder
-    loads with ``from_pretrained`` as a transformers ``Trainer``'s does. Returns the names."""
+    """Copy the model files of ``output_dir/best`` (those its manifest names) to the top of
+    ``output_dir`` (each recorded in the run's manifest, then replaced atomically; the run's
+    own ``metrics.json`` and ``run.json`` stay, and so does a file of that name the run did
+    not write), so the run folder loads with ``from_pretrained`` as a transformers
+    ``Trainer``'s does. Returns the names."""
     folder = Path(output_dir)
+    best = folder / BEST_MODEL_DIR
+    manifest = read_manifest(best)
+    owned = set(manifest["outputs"]) if manifest is not None else None
+    run_manifest = read_manifest(folder)
+    ours = set(run_manifest["outputs"]) if run_manifest is not None else set()
     names = []
-    for path in sorted((folder / BEST_MODEL_DIR).iterdir()):
-        if not path.is_file() or path.name in RUN_OUTPUTS or path.name == LOCK_FILE:
+    for path in sorted(best.iterdir()):
+        name = path.name
+        if not path.is_file() or name in RUN_OUTPUTS or name in (LOCK_FILE, MANIFEST_FILE):
             continue
-        temporary = folder / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
-        shutil.copy2(path, temporary)
-        os.replace(temporary, folder / path.name)
-        names.append(path.name)
+        if owned is not None and name not in owned:
+            continue  # a user's file beside the model
+        if run_manifest is not None and name not in ours and (folder / name).exists():
+            logger.warning(
+                "%s: not written by this run; the best model's %s is not published over it", folder / name, name
+            )
+            continue
+        names.append(name)
+    if run_manifest is not None:
+        record_outputs(folder, *names)
+    for name in names:
+        temporary = folder / f".{name}.{uuid.uuid4().hex[:8]}.tmp"
+        shutil.copy2(best / name, temporary)
+        os.replace(temporary, folder / name)
     return names
 
 
@@ -287,5 +542,6 @@ def push_folder_to_hub(folder: Path | str, repo_id: str) -> str:
     """Upload a saved model folder to the Hub model repo ``repo_id``; returns the commit URL."""
     api = HfApi()
     api.create_repo(repo_id, exist_ok=True)
-    commit = api.upload_folder(repo_id=repo_id, folder_path=str(folder), ignore_patterns=[f"{CHECKPOINTS_DIR}/*"])
+    ignored = [f"{CHECKPOINTS_DIR}/*", LOCK_FILE, MANIFEST_FILE, f"*/{MANIFEST_FILE}"]
+    commit = api.upload_folder(repo_id=repo_id, folder_path=str(folder), ignore_patterns=ignored)
     return commit.commit_url

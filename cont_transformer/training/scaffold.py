@@ -15,7 +15,9 @@ of a batch and the evaluation; the scaffold does the rest the same way for all:
   step (:func:`.refinement.refine_with_optimizer`: the optimiser's state is projected
   like the coefficients); a checkpoint if due. A checkpoint therefore holds the sizes the
   refinement schedule gives after ``s``, and resuming rebuilds them before loading.
-* Folders. A new run refuses a non-empty ``output_dir`` unless ``overwrite_output_dir``;
+* Folders. A new run refuses a non-empty ``output_dir`` unless ``overwrite_output_dir``,
+  which deletes only what the earlier run's manifest names (:mod:`.outputs`), never a
+  ``model_name_or_path`` inside the folder;
   ``run.json`` records the run's identity and a resumed run must match it
   (:mod:`.identity`), also when resuming from a checkpoint of another run folder, whose
   history then stays out of this run's ``metrics.json``; checkpoints are complete or
@@ -71,11 +73,14 @@ from .divergence import check_loss, check_weights
 from .identity import check_identity, file_fingerprints, read_identity, record_identity
 from .outputs import (
     BEST_MODEL_DIR,
+    CHECKPOINTS_DIR,
     METRICS_FILE,
+    RUN_FILE,
     OutputFolderError,
     prepare_run_folder,
     publish_best_model,
     push_folder_to_hub,
+    record_run_outputs,
     release_output_folder,
     staged_directory,
     write_json,
@@ -87,6 +92,10 @@ logger = logging.getLogger(__name__)
 
 COMPRESSION_FILE = "compression.json"
 LOGS_DIR = "logs"
+# What every run writes at the top of its output folder, recorded in its manifest at the
+# start (a trainer records what it adds, e.g. the tagger's predictions/). logs/ (the
+# trackers' files) is the run's as a whole.
+RUN_WRITES = (BEST_MODEL_DIR, CHECKPOINTS_DIR, METRICS_FILE, RUN_FILE, COMPRESSION_FILE, LOGS_DIR)
 
 
 @dataclass
@@ -164,7 +173,11 @@ class Trainer:
         self.source_run = foreign_run_folder(args.resume_from_checkpoint, self.output_dir) if resuming else None
         resume_here = resuming and (self.source_run is None or read_identity(self.output_dir) is not None)
         if accelerator.is_main_process:
-            prepare_run_folder(self.output_dir, resuming=resume_here, overwrite=args.overwrite_output_dir)
+            sources = {"--model-name-or-path": getattr(args, "model_name_or_path", None)}
+            prepare_run_folder(
+                self.output_dir, resuming=resume_here, overwrite=args.overwrite_output_dir, sources=sources
+            )
+            record_run_outputs(self.output_dir, RUN_WRITES)
             remove_abandoned(self.output_dir)
         accelerator.wait_for_everyone()
         self.load_data()
