@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from cont_transformer.language_modeling.arguments import PretrainingArguments
 from cont_transformer.tagging import arguments as tagging
 from cont_transformer.tools.cli import run_cli
 from cont_transformer.tools.training_benchmark import gum_recipe
@@ -18,12 +19,15 @@ from image_models import training as imaging
 ROOT = Path(__file__).resolve().parents[1]
 TAGGER = (tagging.TrainingArguments, tagging.preset_defaults)
 IMAGES = (imaging.ImageTrainingArguments, imaging.preset_defaults)
+LANGUAGE_MODEL = (PretrainingArguments, None)
 # Each recipe and the arguments of the script that reads it.
 KINDS = {
     "en_gum": TAGGER,
     "en_gum_bf16": TAGGER,
     "de_lit": TAGGER,
     "sample": TAGGER,
+    "en_gum_pretrained": TAGGER,
+    "en_text_lm": LANGUAGE_MODEL,
     "mnist_small": IMAGES,
     "cifar10_small": IMAGES,
     "cifar10_fast": IMAGES,
@@ -48,14 +52,23 @@ def test_recipes_are_the_repository_files():
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))
-def test_every_recipe_parses_into_valid_arguments(name):
-    args, extra = _parse(name)
+def test_every_recipe_parses_into_valid_arguments(name, tiny_tagger_config, tmp_path, monkeypatch):
     recipe = json.loads((RECIPES / f"{name}.json").read_text())
+    if "model_name_or_path" in recipe:  # the language model it fine-tunes, as the pretraining recipe writes it
+        from cont_transformer import ContTransformerForMaskedLM
+
+        monkeypatch.chdir(tmp_path)
+        ContTransformerForMaskedLM(tiny_tagger_config(word_representation="word")).save_pretrained(
+            tmp_path / recipe["model_name_or_path"]
+        )
+    args, extra = _parse(name)
     assert extra["given_fields"] == set(recipe)  # every key a field, given like a flag
     assert args.output_dir.startswith("runs/")
     for key, value in recipe.items():
         parsed = getattr(args, key)
-        assert parsed == (tuple(int(s) for s in value.split(",")) if key == "refine_steps" else value)
+        if key == "refine_steps":
+            value = () if value == "none" else tuple(int(s) for s in value.split(","))
+        assert parsed == value
 
 
 def test_a_flag_beats_the_recipe_file():
