@@ -8,7 +8,11 @@
 remote code: a ``save_pretrained`` folder gets the model files and, in ``config.json``, an
 ``auto_map`` for the config, ``AutoModel``, the task class and (ODE-ResNet) the image
 processor, so it loads with ``trust_remote_code=True`` where this package is not installed
-(see :mod:`cont_transformer.pretrained`).
+(see :mod:`cont_transformer.pretrained`). The tagger's pipeline
+(:mod:`cont_transformer.pipeline_cont_transformer`, task ``"pos-tagging"``) is registered with
+transformers' ``PIPELINE_REGISTRY`` and saved with every tagger (``custom_pipelines`` in
+``config.json``, and its code), so ``pipeline(model=folder, trust_remote_code=True)`` tags
+every column where this package is not installed.
 
 Importing this module registers (once; the function is idempotent). The first use of any
 public name of ``cont_transformer`` imports it, and so does every module of the
@@ -36,6 +40,7 @@ def register_auto_classes() -> None:
         AutoModelForMaskedLM,
         AutoModelForTokenClassification,
     )
+    from transformers.pipelines import PIPELINE_REGISTRY
 
     from .configuration_cont_transformer import ContTransformerConfig
     from .configuration_ode_resnet import OdeResNetConfig
@@ -46,6 +51,8 @@ def register_auto_classes() -> None:
         ContTransformerModel,
     )
     from .modeling_ode_resnet import OdeResNetForImageClassification, OdeResNetModel
+    from .pipeline_cont_transformer import TASK as PIPELINE_TASK
+    from .pipeline_cont_transformer import ContTransformerTaggingPipeline
 
     AutoConfig.register(ContTransformerConfig.model_type, ContTransformerConfig, exist_ok=True)
     AutoModel.register(ContTransformerConfig, ContTransformerModel, exist_ok=True)
@@ -57,6 +64,15 @@ def register_auto_classes() -> None:
     ContTransformerForMaskedLM.register_for_auto_class("AutoModelForMaskedLM")
     ContTransformerModel.register_for_auto_class("AutoModel")
     ContTransformerForTokenClassification.register_for_auto_class("AutoModelForTokenClassification")
+    # The whole tagger as a pipeline (every column, one entry per word): a saved tagger's
+    # config.json names it (custom_pipelines) and its folder carries the code (pretrained.py).
+    PIPELINE_REGISTRY.register_pipeline(
+        PIPELINE_TASK,
+        pipeline_class=ContTransformerTaggingPipeline,
+        pt_model=AutoModelForTokenClassification,
+        type="text",
+    )
+    ContTransformerForTokenClassification.custom_pipeline = (PIPELINE_TASK, ContTransformerTaggingPipeline)
 
     AutoConfig.register(OdeResNetConfig.model_type, OdeResNetConfig, exist_ok=True)
     AutoModel.register(OdeResNetConfig, OdeResNetModel, exist_ok=True)

@@ -4,7 +4,9 @@
   (weights, config, the model code with the ``auto_map`` entry of the task class), the
   ``auto_map`` entries of the base model (``AutoModel``) and, for a model with one, of
   its image processor (``AutoImageProcessor``), so every Auto class and ``pipeline``
-  load the folder with ``trust_remote_code=True``; and a model card
+  load the folder with ``trust_remote_code=True``; for a model with a pipeline of its
+  own (the tagger's, ``pipeline_cont_transformer.py``), its ``custom_pipelines`` entry
+  and code; and a model card
   (:func:`~cont_transformer.model_card.write_model_card`) unless the folder holds one
   the user wrote.
 * Parameter counts split into embedding and non-embedding parameters (compression acts
@@ -37,6 +39,7 @@ from pathlib import Path
 
 import torch
 from transformers import PreTrainedModel
+from transformers.dynamic_module_utils import custom_object_save
 
 from .model_card import write_model_card
 from .ode_block import OdeBlock
@@ -104,6 +107,7 @@ OWN_CODE_MODULES = (
     "configuration_ode_resnet",
     "modeling_ode_resnet",
     "image_processing_ode_resnet",
+    "pipeline_cont_transformer",  # the tagger's pipeline (config.json's custom_pipelines)
 )
 OWN_CLASS_PREFIXES = ("ContTransformer", "OdeResNet")
 # The files of a model folder through which transformers' Auto classes import code.
@@ -158,6 +162,17 @@ def _references(auto_map) -> list[tuple[str, str]]:
     return found
 
 
+def _pipeline_references(custom_pipelines) -> list[tuple[str, str]]:
+    """``("custom_pipelines[task]", reference)`` of every pipeline class a ``config.json``'s
+    ``custom_pipelines`` names (its ``impl``; an entry without one is named by its value)."""
+    if not isinstance(custom_pipelines, dict):
+        return [("custom_pipelines", str(custom_pipelines))]
+    return [
+        (f"custom_pipelines[{task}]", str(info.get("impl") if isinstance(info, dict) else info))
+        for task, info in custom_pipelines.items()
+    ]
+
+
 def _shipped_tokenizer_class(name: str) -> bool:
     """Whether ``name`` is a tokenizer class transformers ships (or a class registered in
     this process)."""
@@ -170,8 +185,9 @@ def check_no_custom_code(folder: str | os.PathLike) -> None:
     """Refuse a local model folder that would have transformers import code from it.
 
     Raises :class:`CustomCodeError` (a ``ValueError``) naming the file and the entry when
-    the ``auto_map`` of any of :data:`CODE_NAMING_FILES` names a class that is not one of
-    this package's (:func:`is_own_class`), when ``config.json``'s ``auto_map`` names them
+    the ``auto_map`` of any of :data:`CODE_NAMING_FILES`, or the ``custom_pipelines`` of
+    ``config.json``, names a class that is not one of this package's
+    (:func:`is_own_class`), when ``config.json``'s ``auto_map`` names them
     for a ``model_type`` that is not one of this package's (:func:`own_model_types`), or
     when a ``tokenizer_class`` is not a class transformers ships. Loads also pass
     ``trust_remote_code=False``, so nothing runs either way; this says why in one line,
@@ -190,6 +206,8 @@ def check_no_custom_code(folder: str | os.PathLike) -> None:
         if not isinstance(saved, dict):
             continue
         references = _references(saved.get("auto_map") or {})
+        if name == "config.json":
+            references += _pipeline_references(saved.get("custom_pipelines") or {})
         foreign = [(key, ref) for key, ref in references if not is_own_class(ref)]
         if foreign:
             named = ", ".join(f"{key} -> {ref}" for key, ref in foreign)
@@ -223,6 +241,9 @@ class ContinuousPreTrainedModel(PreTrainedModel):
 
     supports_gradient_checkpointing = True
     image_processor_class: type | None = None
+    # (task, pipeline class) that a saved folder names in config.json's custom_pipelines and
+    # carries the code of, for remote code; set by auto.register_auto_classes (the tagger's).
+    custom_pipeline: tuple[str, type] | None = None
 
     def num_parameters_split(self) -> dict[str, int]:
         """Parameter counts: ``embedding`` (word and learned position embeddings),
@@ -279,19 +300,31 @@ class ContinuousPreTrainedModel(PreTrainedModel):
         return super()._finalize_model_loading(model, load_config, loading_info)
 
     def save_pretrained(self, save_directory: str | Path, *args, regenerate_model_card: bool = False, **kwargs) -> None:
-        """``PreTrainedModel.save_pretrained``, with the whole ``auto_map`` and a model card.
+        """``PreTrainedModel.save_pretrained``, with the whole ``auto_map``, the model's
+        pipeline and a model card.
 
-        ``README.md`` states the basis, K, N_T, scheme and parameter counts; a card the
-        user wrote (or edited) is kept unless ``regenerate_model_card``.
+        A model with a :attr:`custom_pipeline` (the tagger: ``pipeline_cont_transformer.py``)
+        names it in ``config.json``'s ``custom_pipelines`` and the folder gets its code, so
+        ``pipeline(model=folder, trust_remote_code=True)`` runs it. ``README.md`` states the
+        basis, K, N_T, scheme and parameter counts; a card the user wrote (or edited) is
+        kept unless ``regenerate_model_card``.
         """
+        pipeline = self.custom_pipeline if self._auto_class is not None else None
         if self._auto_class is not None:  # registered for remote code (importing the package does it)
             auto_map = dict(getattr(self.config, "auto_map", None) or {})
             auto_map["AutoModel"] = class_reference(type(self.base_model))
             if self.image_processor_class is not None:
                 auto_map["AutoImageProcessor"] = class_reference(self.image_processor_class)
             self.config.auto_map = auto_map
+        if pipeline is not None:
+            task, pipeline_class = pipeline
+            self.config.custom_pipelines = {
+                task: {"impl": class_reference(pipeline_class), "pt": [self._auto_class], "type": "text"}
+            }
         super().save_pretrained(save_directory, *args, **kwargs)
         if kwargs.get("is_main_process", True):
+            if pipeline is not None:  # the pipeline's file and the files it imports, flat
+                custom_object_save(pipeline[1], save_directory)
             write_model_card(self, save_directory, overwrite=regenerate_model_card)
 
 

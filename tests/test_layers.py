@@ -36,6 +36,8 @@ MODELS = [
     "word_representation",
     "pretrained",
     "model_card",
+    "word_tagging",  # the decoding a saved tagger's pipeline shares with the tagging application
+    "pipeline_cont_transformer",  # the tagger's pipeline, saved with it for remote code
 ]
 LAYERS = [
     ("core", ["basis", "integrators", "ode_block", "transform", "choices"]),

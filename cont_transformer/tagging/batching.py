@@ -44,6 +44,7 @@ import numpy as np
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from ..word_tagging import evaluation_windows  # written once, for a saved tagger's pipeline too
 from .tokenization import encode_words
 
 IGNORE_INDEX = -100
@@ -125,32 +126,6 @@ def encode_for_training(
         cut += len(sentence.word_ids) - kept
         rows.append(sentence.row(0, kept))
     return rows, cut
-
-
-def evaluation_windows(length: int, capacity: int) -> list[tuple[int, int, int]]:
-    """Cover positions ``0 .. length-1`` with windows of at most ``capacity`` positions.
-
-    Returns ``(start, owned_start, owned_end)`` per window: the window spans
-    ``[start, start + capacity)`` and scores positions ``[owned_start, owned_end)``.
-    Windows overlap by about half; the owned ranges partition ``[0, length)``, each
-    position owned by the window where it is farthest from an edge (ties: the earlier).
-    """
-    if capacity < 1:
-        raise ValueError(f"capacity must be >= 1, got {capacity}")
-    if length <= capacity:
-        return [(0, 0, length)]
-    stride = max(capacity // 2, 1)
-    starts = list(range(0, length - capacity, stride)) + [length - capacity]
-    owner = [
-        max(range(len(starts)), key=lambda w: (min(j - starts[w], starts[w] + capacity - 1 - j), -w))
-        for j in range(length)
-    ]
-    windows = []
-    for w, start in enumerate(starts):
-        owned = [j for j in range(length) if owner[j] == w]
-        if owned:
-            windows.append((start, owned[0], owned[-1] + 1))
-    return windows
 
 
 def encode_for_evaluation(

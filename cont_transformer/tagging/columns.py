@@ -37,8 +37,9 @@ from ..configuration_cont_transformer import (
     PREDICTED_COLUMNS,
     feature_groups,
 )
+from ..word_tagging import canonical_feats, decode_column  # written once, for remote code too
 from .data import UNSEEN_TAG
-from .lemmas import apply_script, edit_script, script_labels
+from .lemmas import edit_script, script_labels
 
 __all__ = [
     "ABSENT_FEATURE",
@@ -60,14 +61,6 @@ def label_field(column: str, primary: str) -> str:
     """The name of a column's label ids in a batch and in the model's forward: ``labels``
     for the primary column, ``{column}_labels`` for the others."""
     return "labels" if column == primary else f"{column}_labels"
-
-
-def canonical_feats(feats: str) -> str:
-    """``"Number=Sing|Case=Nom"`` -> ``"Case=Nom|Number=Sing"`` (UD's order: by feature
-    name, case-insensitively); ``_`` stays ``_``."""
-    if feats == "_" or not feats:
-        return "_"
-    return "|".join(sorted(feats.split("|"), key=lambda pair: pair.partition("=")[0].lower()))
 
 
 def _features(feats: str) -> dict[str, str]:
@@ -175,26 +168,3 @@ def encode_column(
     if column == "feats":
         values = [[canonical_feats(v) for v in sentence] for sentence in values]
     return [[ids.get(value, UNSEEN_TAG) for value in sentence] for sentence in values]
-
-
-def decode_column(
-    column: str,
-    words: Sequence[str],
-    ids: Sequence[int] | Sequence[Sequence[int]],
-    labels: Sequence[str],
-    feats_mode: str = "whole",
-) -> list[str]:
-    """The column's values for one sentence's ``words`` from predicted label ``ids``
-    (factored features: per word one value id per feature)."""
-    if column == "feats" and feats_mode == "factored":
-        groups = feature_groups(list(labels))
-        result = []
-        for word_ids in ids:
-            pairs = [
-                f"{name}={values[i]}" for (name, values), i in zip(groups, word_ids) if values[i] != ABSENT_FEATURE
-            ]
-            result.append(canonical_feats("|".join(pairs)))
-        return result
-    if column == "lemma":
-        return [apply_script(labels[i], word) for word, i in zip(words, ids)]
-    return [labels[i] for i in ids]

@@ -122,15 +122,21 @@ CARD = CardText(
     ),
     usage=(
         "```python\n"
-        "from transformers import AutoModelForTokenClassification, AutoTokenizer, pipeline\n\n"
-        'model = AutoModelForTokenClassification.from_pretrained("<this repo>", trust_remote_code=True)\n'
-        'tokenizer = AutoTokenizer.from_pretrained("<this repo>")\n'
-        'tagger = pipeline("token-classification", model="<this repo>", trust_remote_code=True,\n'
-        '                  aggregation_strategy="first")  # one entry per word\n'
+        "from transformers import pipeline\n\n"
+        'tagger = pipeline(model="<this repo>", trust_remote_code=True)  # the pipeline comes with the model\n'
+        'for word in tagger("The old dog saw a bird. Tom didn\'t see it!"):\n'
+        '    print(word["word"], word["upos"], word["xpos"], word["feats"], word["lemma"])\n'
         "```\n\n"
+        "One entry per word (`word`, `start`, `end` and every column the model predicts; None for\n"
+        "one it does not), decoded as the `cont-transformer` package decodes them: UPOS, XPOS and\n"
+        "FEATS jointly over the combinations seen in training, a lemma by applying the predicted\n"
+        "edit script to the word. The text is split into words by the model's tokenizer and into\n"
+        "sentences after `.`, `!`, `?` and at blank lines; a sentence longer than the model's\n"
+        '`max_position_embeddings` is tagged in overlapping windows. `pipeline("token-classification",\n'
+        "...)` gives the primary column's tag per token piece.\n\n"
         "With the `cont-transformer` package installed, `import cont_transformer` registers the\n"
-        "Auto classes (no remote code needed) and `cont_transformer.tag(sentence, model, tokenizer)`\n"
-        "returns `(word, tag)` pairs."
+        "Auto classes (no remote code needed) and `cont_transformer.tag(text, model, tokenizer)`\n"
+        "tags every column, splitting raw text with spaCy's rules."
     ),
     facts=card_facts,
 )

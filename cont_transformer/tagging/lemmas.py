@@ -33,66 +33,22 @@ lower-cased form) or ``=lemma`` for an absolute one; :func:`parse_script` reads 
 The lemma head's labels (``config.column_labels["lemma"]``) are these strings, the
 scripts of the training treebank seen at least ``min_count`` times
 (:func:`script_labels`).
+
+Where. :class:`EditScript`, :func:`parse_script` and :func:`apply_script` live in
+``cont_transformer/word_tagging.py`` (re-exported here): a saved tagger's pipeline applies
+scripts where this package is not installed (remote code), with the same code.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 
-CASINGS = ("lower", "keep", "title", "upper")
-_TEXT = re.compile(r"(lower|keep|title|upper)\|-(\d+)\+(.*?)\|-(\d+)\+(.*)", re.DOTALL)
-
-
-@dataclass(frozen=True)
-class EditScript:
-    """Turns a form into a lemma (see the module docstring); ``absolute`` set: the lemma
-    is that string whatever the form."""
-
-    casing: str = "keep"
-    prefix_strip: int = 0
-    prefix_add: str = ""
-    suffix_strip: int = 0
-    suffix_add: str = ""
-    absolute: str | None = None
-
-    def __str__(self) -> str:
-        if self.absolute is not None:
-            return f"={self.absolute}"
-        return f"{self.casing}|-{self.prefix_strip}+{self.prefix_add}|-{self.suffix_strip}+{self.suffix_add}"
-
-    @property
-    def cost(self) -> int:
-        """Characters stripped and added (how specific the script is to its form)."""
-        if self.absolute is not None:
-            return 2 * len(self.absolute) + 1  # worse than any rewrite that adds the same
-        return self.prefix_strip + len(self.prefix_add) + self.suffix_strip + len(self.suffix_add)
-
-
-def parse_script(text: str) -> EditScript:
-    """The script written as ``text`` (``ValueError`` naming it if malformed)."""
-    if text.startswith("="):
-        return EditScript(absolute=text[1:])
-    match = _TEXT.fullmatch(text)
-    if match is None:
-        raise ValueError(f"lemma script: cannot read {text!r} (expected 'casing|-P+text|-S+text' or '=lemma')")
-    casing, prefix_strip, prefix_add, suffix_strip, suffix_add = match.groups()
-    return EditScript(casing, int(prefix_strip), prefix_add, int(suffix_strip), suffix_add)
-
-
-def _cased(form: str, casing: str) -> str:
-    """The form the rewrite starts from."""
-    return form if casing == "keep" else form.lower()
-
-
-def _finish(text: str, casing: str) -> str:
-    if casing == "title":
-        return text[:1].upper() + text[1:]
-    if casing == "upper":
-        return text.upper()
-    return text
+# Applying a script is written once, beside the pipeline a saved tagger carries (remote code
+# copies that module, not this one); learning scripts is here.
+from ..word_tagging import CASINGS, EditScript, apply_script, parse_script
+from ..word_tagging import cased as _cased
+from ..word_tagging import finish as _finish
 
 
 def _longest_common_substring(a: str, b: str) -> tuple[int, int, int]:
@@ -138,21 +94,6 @@ def edit_script(form: str, lemma: str) -> EditScript:
     return min(candidates, key=lambda script: script.cost)  # min keeps the first of ties
 
 
-def apply_script(script: EditScript | str, form: str) -> str:
-    """The lemma ``script`` gives ``form``; the form under the script's casing alone where
-    the script would strip all of it (a learned rewrite always keeps the characters its
-    form and lemma share, at least one)."""
-    if isinstance(script, str):
-        script = parse_script(script)
-    if script.absolute is not None:
-        return script.absolute
-    source = _cased(form, script.casing)
-    if script.prefix_strip + script.suffix_strip >= len(source):
-        return _finish(source, script.casing)
-    stem = source[script.prefix_strip : len(source) - script.suffix_strip]
-    return _finish(script.prefix_add + stem + script.suffix_add, script.casing)
-
-
 def script_labels(pairs: Iterable[tuple[str, str]], min_count: int = 1) -> list[str]:
     """The scripts (as text) of ``(form, lemma)`` pairs seen at least ``min_count`` times,
     most frequent first, ties alphabetically: the lemma head's labels. A word whose script
@@ -161,3 +102,6 @@ def script_labels(pairs: Iterable[tuple[str, str]], min_count: int = 1) -> list[
         raise ValueError(f"lemma_min_count: must be >= 1, got {min_count}")
     counts = Counter(str(edit_script(form, lemma)) for form, lemma in pairs)
     return sorted((s for s, n in counts.items() if n >= min_count), key=lambda s: (-counts[s], s))
+
+
+__all__ = ["CASINGS", "EditScript", "apply_script", "edit_script", "parse_script", "script_labels"]

@@ -24,6 +24,10 @@ whole tag::
                       pipeline_class=WordTaggingPipeline)
     [(e["word"], e["entity_group"]) for e in tagger("The big old dog barks.")]
     # [('The', 'DT'), ('big', 'JJ'), ('old', 'JJ'), ('dog', 'NN'), ('barks', 'VBZ'), ('.', '.')]
+
+That is the primary column only. Every column per word (UPOS, XPOS, FEATS, lemma) comes
+from the pipeline a saved tagger carries, ``pipeline(model=folder, trust_remote_code=True)``
+(``cont_transformer/pipeline_cont_transformer.py``).
 """
 
 from __future__ import annotations

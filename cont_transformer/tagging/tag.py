@@ -32,14 +32,22 @@ from pathlib import Path
 
 import torch
 
-from ..configuration_cont_transformer import JOINT_COLUMNS, feature_groups
 from ..pretrained import check_no_custom_code
 from ..training.compiling import compiled
 from ..training.outputs import METRICS_FILE, resolve_model_dir
+
+# The decoding is written once, for this tagger and for the pipeline a saved folder carries
+# (cont_transformer/pipeline_cont_transformer.py, remote code): joint decoding, lemma scripts.
+from ..word_tagging import (
+    combination_index,
+    decode_column,
+    model_column_labels,
+    parsed_labels,
+    predicted_columns,
+    token_batches,
+)
 from .batching import IGNORE_INDEX, PaddingCollator, encode_for_evaluation
-from .columns import decode_column
 from .conllu_document import COLUMNS
-from .lemmas import parse_script
 from .segmentation import check_language, split_text, tokenize_sentences
 from .tokenization import load_tokenizer, word_shortener
 
@@ -93,98 +101,12 @@ def saved_tag_column(folder: str | os.PathLike) -> str:
     return json.loads(metrics.read_text()).get("tag_column", "xpos") if metrics.is_file() else "xpos"
 
 
-def model_column_labels(config, column: str = "xpos") -> dict[str, list[str]]:
-    """Every column a tagger's ``config`` predicts -> its labels (lemma scripts as text),
-    the primary column first (``config.primary_column``, else ``column``: models saved
-    before there were several heads)."""
-    primary = getattr(config, "primary_column", None) or column
-    primary_labels = [config.id2label[i] for i in range(config.num_labels)]
-    return {primary: primary_labels, **(getattr(config, "column_labels", None) or {})}
-
-
-def parsed_labels(labels: dict[str, list]) -> dict[str, list]:
-    """``labels`` with the lemma scripts parsed (decoding applies them word by word)."""
-    if "lemma" not in labels:
-        return dict(labels)
-    return {**labels, "lemma": [parse_script(text) for text in labels["lemma"]]}
-
-
-def combination_index(config, labels: dict[str, list], device=None) -> torch.Tensor | None:
-    """``(n, 3)`` label ids of the config's ``tag_combinations`` (UPOS, XPOS, FEATS) whose
-    labels are all in ``labels``, on ``device``; None when the config records none
-    (each column is then decoded on its own)."""
-    combinations = getattr(config, "tag_combinations", None)
-    if not combinations or getattr(config, "feats_mode", "whole") != "whole":
-        return None
-    if any(column not in labels for column in JOINT_COLUMNS):
-        return None
-    ids = [{label: i for i, label in enumerate(labels[column])} for column in JOINT_COLUMNS]
-    index = [
-        [i[label] for i, label in zip(ids, triple)]
-        for triple in combinations
-        if all(label in i for i, label in zip(ids, triple))
-    ]
-    return torch.tensor(index, dtype=torch.long, device=device) if index else None
-
-
-def predicted_columns(
-    output,
-    columns: Sequence[str],
-    primary: str,
-    labels: dict[str, list],
-    feats_mode: str,
-    combinations: torch.Tensor | None = None,
-) -> dict[str, torch.Tensor]:
-    """Each of ``columns`` -> its ``(batch, seq)`` label ids from a tagger's ``output``
-    (``logits`` for the ``primary`` column; factored features ``(batch, seq, features)``).
-    Each column's argmax, except with ``combinations`` (from :func:`combination_index`):
-    UPOS, XPOS and FEATS then come from the combination with the highest summed
-    log-probability."""
-
-    def logits(column: str) -> torch.Tensor:
-        return output.logits if column == primary else output[f"{column}_logits"]
-
-    ids: dict[str, torch.Tensor] = {}
-    if combinations is not None:
-        combinations = combinations.to(output.logits.device)
-        total = sum(
-            torch.log_softmax(logits(column).float(), -1)[..., combinations[:, i]]
-            for i, column in enumerate(JOINT_COLUMNS)
-        )  # (batch, seq, combinations)
-        best = combinations[total.argmax(-1)]  # (batch, seq, 3)
-        ids = {column: best[..., i] for i, column in enumerate(JOINT_COLUMNS)}
-    for column in columns:
-        if column in ids:
-            continue
-        if column != "feats" or feats_mode != "factored":
-            ids[column] = logits(column).argmax(-1)
-        else:
-            groups = logits(column).split([len(v) for _, v in feature_groups(labels["feats"])], dim=-1)
-            ids[column] = torch.stack([group.argmax(-1) for group in groups], dim=-1)
-    return {column: ids[column] for column in columns}
-
-
 def check_words(sentences: Sequence[Sequence[str]]) -> None:
     """Raise ``ValueError`` naming the first word that is not a non-blank string."""
     for number, words in enumerate(sentences):
         for position, word in enumerate(words):
             if not isinstance(word, str) or not word.strip():
                 raise ValueError(f"sentence {number + 1}, word {position + 1}: empty or non-string word {word!r}")
-
-
-def token_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
-    """Indices of rows of ``lengths`` tokens in batches of at most ``batch_size`` tokens,
-    padding included: longest rows first, each batch as many rows as fit (a row longer
-    than ``batch_size`` alone)."""
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    batch: list[int] = []
-    for i in order:
-        if batch and (len(batch) + 1) * lengths[batch[0]] > batch_size:
-            yield batch
-            batch = []
-        batch.append(i)
-    if batch:
-        yield batch
 
 
 class Tagger:

@@ -44,7 +44,7 @@ then the continuation pieces.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 import torch
@@ -55,14 +55,15 @@ from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 from ..pretrained import check_no_custom_code
 from ..word_representation import NUM_RESERVED_CHARS, clip_spelling
 
+# Written once, for a saved tagger's pipeline (remote code) too: the continuation prefix
+# (" ##", a space no word contains), words kept whole, long words cut.
+from ..word_tagging import CONTINUATION_PREFIX, encode_words, word_shortener  # noqa: F401 (re-exported)
+
 PAD_TOKEN = "[PAD]"
 UNK_TOKEN = "[UNK]"
 ROOT_TOKEN = "[ROOT]"
 MASK_TOKEN = "[MASK]"  # a masked language model's tokenizers only (mask=True), id 3
 SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, ROOT_TOKEN)
-# Continuation pieces start with a space, which no word contains (words are split on
-# whitespace): a word such as "##x" can never be read as a continuation piece.
-CONTINUATION_PREFIX = " ##"
 # Longer words are [UNK] for the spelling tokenizer (unless a training word is longer):
 # WordPiece's time grows faster than the square of a word's length. The tagger shortens
 # long words first (word_shortener), so it spells words of any length.
@@ -156,20 +157,6 @@ def build_tokenizer(
 TOKENIZER_FILE = "tokenizer.json"
 
 
-def encode_words(tokenizer: PreTrainedTokenizerBase, sentences: Sequence[Sequence[str]], **options):
-    """``tokenizer(sentences, is_split_into_words=True, **options)`` with each given word kept whole: the
-    raw-text pre-tokenizer (:data:`UD_WORDS`) is replaced by a whitespace split meanwhile."""
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    saved = backend.pre_tokenizer if backend is not None else None
-    if backend is not None:
-        backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    try:
-        return tokenizer([list(words) for words in sentences], is_split_into_words=True, **options)
-    finally:
-        if backend is not None:
-            backend.pre_tokenizer = saved
-
-
 def load_tokenizer(folder: str | os.PathLike, **options) -> PreTrainedTokenizerFast:
     """The tokenizer saved in a tagger's folder (``AutoTokenizer`` with ``options``); an
     error naming the folder when it holds none, or one that does not load (instead of
@@ -185,38 +172,6 @@ def load_tokenizer(folder: str | os.PathLike, **options) -> PreTrainedTokenizerF
         return AutoTokenizer.from_pretrained(folder, **{**options, "trust_remote_code": False})
     except (OSError, ValueError) as err:
         raise OSError(f"{folder / TOKENIZER_FILE}: the tokenizer does not load ({err})") from None
-
-
-def word_shortener(tokenizer: PreTrainedTokenizerBase, max_word_length: int) -> Callable[[str], str] | None:
-    """A function that cuts a word too long to tokenize quickly, without changing what a
-    spelling model computes for it; None for a tokenizer that is not WordPiece (a
-    word-level vocabulary looks a word up in constant time).
-
-    A word longer than ``limit`` (one more than the longest vocabulary entry, and at
-    least ``max_word_length``, the characters the model reads) keeps its first ``limit -
-    limit // 2`` and last ``limit // 2`` characters: the model reads the same clipped
-    spelling (:func:`~cont_transformer.word_representation.clip_spelling`) and the word is
-    still no training word. A character the vocabulary lacks, from the cut middle, is kept
-    so that such a word stays ``[UNK]``.
-    """
-    backend = tokenizer.backend_tokenizer.model if tokenizer.is_fast else None
-    if not isinstance(backend, models.WordPiece):
-        return None
-    special = set(tokenizer.all_special_tokens)
-    texts = [t.removeprefix(CONTINUATION_PREFIX) for t in tokenizer.get_vocab() if t not in special]
-    alphabet = set("".join(texts))
-    limit = max(1 + max(map(len, texts), default=0), max_word_length)
-    limit = min(limit, backend.max_input_chars_per_word - 1)
-    head, tail = limit - limit // 2, limit // 2
-
-    def shorten(word: str) -> str:
-        if len(word) <= limit:
-            return word
-        middle = word[head : len(word) - tail]
-        unknown = next((c for c in middle if c not in alphabet), "")
-        return word[:head] + unknown + word[len(word) - tail :]
-
-    return shorten
 
 
 def character_ids(tokenizer: PreTrainedTokenizerBase) -> dict[str, int]:

@@ -1,0 +1,330 @@
+"""What turns a tagger's outputs into the CoNLL-U columns of words, written once for the
+package's ``Tagger`` and for the pipeline a saved folder carries (docs/design.md §6, §10).
+
+Remote code (``trust_remote_code=True``) copies the model's files and the files they reach
+through one-level relative imports, flat, into the user's module cache; this module is
+one of them (``pipeline_cont_transformer.py`` imports it), so it imports only torch,
+``tokenizers`` (a dependency of transformers) and the configuration module. The tagging
+application (``tagging/tag.py``, ``lemmas.py``, ``columns.py``, ``batching.py``,
+``tokenization.py``) imports every name below from here.
+
+* Words to tokens: :func:`encode_words` keeps each given word whole (the saved
+  tokenizer's raw-text pre-tokenizer set aside); :func:`word_shortener` cuts a word too
+  long to spell quickly without changing what the model computes for it.
+* Long sentences: :func:`evaluation_windows` covers a sentence longer than the model's
+  ``max_position_embeddings`` with overlapping windows, each word scored in one.
+* Batches: :func:`token_batches` groups rows by a token budget, longest first.
+* Decoding: :func:`model_column_labels` / :func:`parsed_labels` read a config's columns
+  and labels; :func:`combination_index` and :func:`predicted_columns` decode UPOS, XPOS
+  and FEATS jointly over the triples seen in training (``config.tag_combinations``), or
+  each head alone; :func:`decode_column` turns label ids into values: a lemma by applying
+  the predicted edit script to the word (:func:`apply_script`, :class:`EditScript`; how
+  scripts are learnt is ``tagging/lemmas.py``), factored features assembled into one
+  canonical FEATS string (:func:`canonical_feats`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+from tokenizers import models, pre_tokenizers
+
+from .configuration_cont_transformer import ABSENT_FEATURE, JOINT_COLUMNS, feature_groups
+
+# --- words to tokens ------------------------------------------------------------------------
+
+# Continuation pieces start with a space, which no word contains (words are split on
+# whitespace): a word such as "##x" can never be read as a continuation piece.
+CONTINUATION_PREFIX = " ##"
+
+
+def encode_words(tokenizer, sentences: Sequence[Sequence[str]], **options):
+    """``tokenizer(sentences, is_split_into_words=True, **options)`` with each given word kept whole: the
+    raw-text pre-tokenizer (``tagging/tokenization.py``, ``UD_WORDS``) is replaced by a whitespace split
+    meanwhile."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    saved = backend.pre_tokenizer if backend is not None else None
+    if backend is not None:
+        backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    try:
+        return tokenizer([list(words) for words in sentences], is_split_into_words=True, **options)
+    finally:
+        if backend is not None:
+            backend.pre_tokenizer = saved
+
+
+def word_shortener(tokenizer, max_word_length: int) -> Callable[[str], str] | None:
+    """A function that cuts a word too long to tokenize quickly, without changing what a
+    spelling model computes for it; None for a tokenizer that is not WordPiece (a
+    word-level vocabulary looks a word up in constant time).
+
+    A word longer than ``limit`` (one more than the longest vocabulary entry, and at
+    least ``max_word_length``, the characters the model reads) keeps its first ``limit -
+    limit // 2`` and last ``limit // 2`` characters: the model reads the same clipped
+    spelling (``word_representation.clip_spelling``) and the word is still no training
+    word. A character the vocabulary lacks, from the cut middle, is kept so that such a
+    word stays ``[UNK]``.
+    """
+    backend = tokenizer.backend_tokenizer.model if tokenizer.is_fast else None
+    if not isinstance(backend, models.WordPiece):
+        return None
+    special = set(tokenizer.all_special_tokens)
+    texts = [t.removeprefix(CONTINUATION_PREFIX) for t in tokenizer.get_vocab() if t not in special]
+    alphabet = set("".join(texts))
+    limit = max(1 + max(map(len, texts), default=0), max_word_length)
+    limit = min(limit, backend.max_input_chars_per_word - 1)
+    head, tail = limit - limit // 2, limit // 2
+
+    def shorten(word: str) -> str:
+        if len(word) <= limit:
+            return word
+        middle = word[head : len(word) - tail]
+        unknown = next((c for c in middle if c not in alphabet), "")
+        return word[:head] + unknown + word[len(word) - tail :]
+
+    return shorten
+
+
+# --- long sentences and batches ---------------------------------------------------------------
+
+
+def evaluation_windows(length: int, capacity: int) -> list[tuple[int, int, int]]:
+    """Cover positions ``0 .. length-1`` with windows of at most ``capacity`` positions.
+
+    Returns ``(start, owned_start, owned_end)`` per window: the window spans
+    ``[start, start + capacity)`` and scores positions ``[owned_start, owned_end)``.
+    Windows overlap by about half; the owned ranges partition ``[0, length)``, each
+    position owned by the window where it is farthest from an edge (ties: the earlier).
+    """
+    if capacity < 1:
+        raise ValueError(f"capacity must be >= 1, got {capacity}")
+    if length <= capacity:
+        return [(0, 0, length)]
+    stride = max(capacity // 2, 1)
+    starts = list(range(0, length - capacity, stride)) + [length - capacity]
+    owner = [
+        max(range(len(starts)), key=lambda w: (min(j - starts[w], starts[w] + capacity - 1 - j), -w))
+        for j in range(length)
+    ]
+    windows = []
+    for w, start in enumerate(starts):
+        owned = [j for j in range(length) if owner[j] == w]
+        if owned:
+            windows.append((start, owned[0], owned[-1] + 1))
+    return windows
+
+
+def token_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
+    """Indices of rows of ``lengths`` tokens in batches of at most ``batch_size`` tokens,
+    padding included: longest rows first, each batch as many rows as fit (a row longer
+    than ``batch_size`` alone)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    batch: list[int] = []
+    for i in order:
+        if batch and (len(batch) + 1) * lengths[batch[0]] > batch_size:
+            yield batch
+            batch = []
+        batch.append(i)
+    if batch:
+        yield batch
+
+
+# --- lemma scripts: applying them -------------------------------------------------------------
+
+CASINGS = ("lower", "keep", "title", "upper")
+_SCRIPT_TEXT = re.compile(r"(lower|keep|title|upper)\|-(\d+)\+(.*?)\|-(\d+)\+(.*)", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class EditScript:
+    """Turns a form into a lemma (``tagging/lemmas.py`` says how); ``absolute`` set: the
+    lemma is that string whatever the form."""
+
+    casing: str = "keep"
+    prefix_strip: int = 0
+    prefix_add: str = ""
+    suffix_strip: int = 0
+    suffix_add: str = ""
+    absolute: str | None = None
+
+    def __str__(self) -> str:
+        if self.absolute is not None:
+            return f"={self.absolute}"
+        return f"{self.casing}|-{self.prefix_strip}+{self.prefix_add}|-{self.suffix_strip}+{self.suffix_add}"
+
+    @property
+    def cost(self) -> int:
+        """Characters stripped and added (how specific the script is to its form)."""
+        if self.absolute is not None:
+            return 2 * len(self.absolute) + 1  # worse than any rewrite that adds the same
+        return self.prefix_strip + len(self.prefix_add) + self.suffix_strip + len(self.suffix_add)
+
+
+def parse_script(text: str) -> EditScript:
+    """The script written as ``text`` (``ValueError`` naming it if malformed)."""
+    if text.startswith("="):
+        return EditScript(absolute=text[1:])
+    match = _SCRIPT_TEXT.fullmatch(text)
+    if match is None:
+        raise ValueError(f"lemma script: cannot read {text!r} (expected 'casing|-P+text|-S+text' or '=lemma')")
+    casing, prefix_strip, prefix_add, suffix_strip, suffix_add = match.groups()
+    return EditScript(casing, int(prefix_strip), prefix_add, int(suffix_strip), suffix_add)
+
+
+def cased(form: str, casing: str) -> str:
+    """The form a script's rewrite starts from."""
+    return form if casing == "keep" else form.lower()
+
+
+def finish(text: str, casing: str) -> str:
+    """A rewrite's result under the script's casing."""
+    if casing == "title":
+        return text[:1].upper() + text[1:]
+    if casing == "upper":
+        return text.upper()
+    return text
+
+
+def apply_script(script: EditScript | str, form: str) -> str:
+    """The lemma ``script`` gives ``form``; the form under the script's casing alone where
+    the script would strip all of it (a learned rewrite always keeps the characters its
+    form and lemma share, at least one)."""
+    if isinstance(script, str):
+        script = parse_script(script)
+    if script.absolute is not None:
+        return script.absolute
+    source = cased(form, script.casing)
+    if script.prefix_strip + script.suffix_strip >= len(source):
+        return finish(source, script.casing)
+    stem = source[script.prefix_strip : len(source) - script.suffix_strip]
+    return finish(script.prefix_add + stem + script.suffix_add, script.casing)
+
+
+# --- decoding ---------------------------------------------------------------------------------
+
+
+def canonical_feats(feats: str) -> str:
+    """``"Number=Sing|Case=Nom"`` -> ``"Case=Nom|Number=Sing"`` (UD's order: by feature
+    name, case-insensitively); ``_`` stays ``_``."""
+    if feats == "_" or not feats:
+        return "_"
+    return "|".join(sorted(feats.split("|"), key=lambda pair: pair.partition("=")[0].lower()))
+
+
+def model_column_labels(config, column: str = "xpos") -> dict[str, list[str]]:
+    """Every column a tagger's ``config`` predicts -> its labels (lemma scripts as text),
+    the primary column first (``config.primary_column``, else ``column``: models saved
+    before there were several heads)."""
+    primary = getattr(config, "primary_column", None) or column
+    primary_labels = [config.id2label[i] for i in range(config.num_labels)]
+    return {primary: primary_labels, **(getattr(config, "column_labels", None) or {})}
+
+
+def parsed_labels(labels: dict[str, list]) -> dict[str, list]:
+    """``labels`` with the lemma scripts parsed (decoding applies them word by word)."""
+    if "lemma" not in labels:
+        return dict(labels)
+    return {**labels, "lemma": [parse_script(text) for text in labels["lemma"]]}
+
+
+def combination_index(config, labels: dict[str, list], device=None) -> torch.Tensor | None:
+    """``(n, 3)`` label ids of the config's ``tag_combinations`` (UPOS, XPOS, FEATS) whose
+    labels are all in ``labels``, on ``device``; None when the config records none
+    (each column is then decoded on its own)."""
+    combinations = getattr(config, "tag_combinations", None)
+    if not combinations or getattr(config, "feats_mode", "whole") != "whole":
+        return None
+    if any(column not in labels for column in JOINT_COLUMNS):
+        return None
+    ids = [{label: i for i, label in enumerate(labels[column])} for column in JOINT_COLUMNS]
+    index = [
+        [i[label] for i, label in zip(ids, triple)]
+        for triple in combinations
+        if all(label in i for i, label in zip(ids, triple))
+    ]
+    return torch.tensor(index, dtype=torch.long, device=device) if index else None
+
+
+def predicted_columns(
+    output,
+    columns: Sequence[str],
+    primary: str,
+    labels: dict[str, list],
+    feats_mode: str,
+    combinations: torch.Tensor | None = None,
+) -> dict[str, torch.Tensor]:
+    """Each of ``columns`` -> its ``(batch, seq)`` label ids from a tagger's ``output``
+    (``logits`` for the ``primary`` column; factored features ``(batch, seq, features)``).
+    Each column's argmax, except with ``combinations`` (from :func:`combination_index`):
+    UPOS, XPOS and FEATS then come from the combination with the highest summed
+    log-probability."""
+
+    def logits(column: str) -> torch.Tensor:
+        return output.logits if column == primary else output[f"{column}_logits"]
+
+    ids: dict[str, torch.Tensor] = {}
+    if combinations is not None:
+        combinations = combinations.to(output.logits.device)
+        total = sum(
+            torch.log_softmax(logits(column).float(), -1)[..., combinations[:, i]]
+            for i, column in enumerate(JOINT_COLUMNS)
+        )  # (batch, seq, combinations)
+        best = combinations[total.argmax(-1)]  # (batch, seq, 3)
+        ids = {column: best[..., i] for i, column in enumerate(JOINT_COLUMNS)}
+    for column in columns:
+        if column in ids:
+            continue
+        if column != "feats" or feats_mode != "factored":
+            ids[column] = logits(column).argmax(-1)
+        else:
+            groups = logits(column).split([len(v) for _, v in feature_groups(labels["feats"])], dim=-1)
+            ids[column] = torch.stack([group.argmax(-1) for group in groups], dim=-1)
+    return {column: ids[column] for column in columns}
+
+
+def decode_column(
+    column: str,
+    words: Sequence[str],
+    ids: Sequence[int] | Sequence[Sequence[int]],
+    labels: Sequence,
+    feats_mode: str = "whole",
+) -> list[str]:
+    """The column's values for one sentence's ``words`` from predicted label ``ids``
+    (factored features: per word one value id per feature; lemma labels: scripts, as
+    text or parsed)."""
+    if column == "feats" and feats_mode == "factored":
+        groups = feature_groups(list(labels))
+        result = []
+        for word_ids in ids:
+            pairs = [
+                f"{name}={values[i]}" for (name, values), i in zip(groups, word_ids) if values[i] != ABSENT_FEATURE
+            ]
+            result.append(canonical_feats("|".join(pairs)))
+        return result
+    if column == "lemma":
+        return [apply_script(labels[i], word) for word, i in zip(words, ids)]
+    return [labels[i] for i in ids]
+
+
+__all__ = [
+    "CASINGS",
+    "CONTINUATION_PREFIX",
+    "EditScript",
+    "apply_script",
+    "canonical_feats",
+    "cased",
+    "combination_index",
+    "decode_column",
+    "encode_words",
+    "evaluation_windows",
+    "finish",
+    "model_column_labels",
+    "parse_script",
+    "parsed_labels",
+    "predicted_columns",
+    "token_batches",
+    "word_shortener",
+]
