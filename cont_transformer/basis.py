@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
+from .choices import check_count, check_even_num_basis, check_positive
+
 SIDES = ("right", "left")
 
 # Snaps element positions that float arithmetic left a hair off an edge
@@ -42,10 +44,8 @@ class Basis:
     degree: int = 0
 
     def __init__(self, num_basis: int, time_horizon: float = 1.0):
-        if isinstance(num_basis, bool) or not isinstance(num_basis, int) or num_basis < 1:
-            raise ValueError(f"num_basis must be an integer >= 1, got {num_basis!r}")
-        if not isinstance(time_horizon, (int, float)) or not time_horizon > 0:
-            raise ValueError(f"time_horizon must be a positive number, got {time_horizon!r}")
+        check_count("num_basis", num_basis)
+        check_positive("time_horizon", time_horizon)
         self.num_basis = num_basis
         self.time_horizon = float(time_horizon)
 
@@ -272,8 +272,7 @@ class DiscontinuousLinear(Basis):
 
     def __init__(self, num_basis: int, time_horizon: float = 1.0):
         super().__init__(num_basis, time_horizon)
-        if num_basis % 2:
-            raise ValueError(f"num_basis must be even for {self.name!r} (two values per element), got {num_basis}")
+        check_even_num_basis(self.name, num_basis)
 
     @property
     def num_elements(self) -> int:

@@ -8,8 +8,8 @@ them with it.
 
 from __future__ import annotations
 
-from .basis import BASES
-from .integrators import SCHEMES
+# The registries are imported where they are read: basis.py and integrators.py check
+# their own sizes through this module.
 
 
 def check_count(name: str, value: object, *, optional: bool = False) -> None:
@@ -21,8 +21,23 @@ def check_count(name: str, value: object, *, optional: bool = False) -> None:
         raise ValueError(f"{name}: must be an integer >= 1, got {value!r}")
 
 
+def check_positive(name: str, value: object) -> None:
+    """Raise ``ValueError`` naming ``name`` unless ``value`` is a positive number (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"{name}: must be a positive number, got {value!r}")
+
+
+def check_even_num_basis(basis: str, num_basis: int) -> None:
+    """Raise ``ValueError`` unless ``num_basis`` suits ``basis`` (``discontinuous_linear``: even,
+    two values per element)."""
+    if basis == "discontinuous_linear" and num_basis % 2:
+        raise ValueError(f"num_basis: must be even for {basis!r} (two values per element), got {num_basis}")
+
+
 def check_basis_name(name: str, value: object, *, optional: bool = False) -> None:
     """Raise ``ValueError`` unless ``value`` names a registered basis."""
+    from .basis import BASES
+
     if optional and value is None:
         return
     if value not in BASES:
@@ -31,6 +46,8 @@ def check_basis_name(name: str, value: object, *, optional: bool = False) -> Non
 
 def check_scheme_name(name: str, value: object, *, optional: bool = False) -> None:
     """Raise ``ValueError`` unless ``value`` names a registered Runge–Kutta scheme."""
+    from .integrators import SCHEMES
+
     if optional and value is None:
         return
     if value not in SCHEMES:
@@ -49,9 +66,7 @@ def check_continuous_choices(
     check_basis_name("basis", basis)
     check_scheme_name("scheme", scheme)
     check_count("num_basis", num_basis)
-    if basis == "discontinuous_linear" and num_basis % 2:
-        raise ValueError(f"num_basis: must be even for 'discontinuous_linear' (two per element), got {num_basis}")
+    check_even_num_basis(basis, num_basis)
     check_count("num_steps", num_steps)
     check_count("state_num_basis", state_num_basis, optional=True)
-    if isinstance(time_horizon, bool) or not isinstance(time_horizon, (int, float)) or not time_horizon > 0:
-        raise ValueError(f"time_horizon: must be a positive number, got {time_horizon!r}")
+    check_positive("time_horizon", time_horizon)

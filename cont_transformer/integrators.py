@@ -20,6 +20,8 @@ from functools import partial
 
 import torch
 
+from .choices import check_count, check_positive
+
 
 @dataclass(frozen=True)
 class ButcherTableau:
@@ -79,8 +81,7 @@ def get_scheme(name: str) -> ButcherTableau:
 
 
 def check_num_steps(num_steps: int) -> int:
-    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
-        raise ValueError(f"num_steps must be an integer >= 1, got {num_steps!r}")
+    check_count("num_steps", num_steps)
     return num_steps
 
 
@@ -163,8 +164,7 @@ def odeint_stepwise(
     """
     tableau = get_scheme(scheme) if isinstance(scheme, str) else scheme
     check_num_steps(num_steps)
-    if not time_horizon > 0:
-        raise ValueError(f"time_horizon must be positive, got {time_horizon!r}")
+    check_positive("time_horizon", time_horizon)
     dt = time_horizon / num_steps
 
     def step(n: int, x: torch.Tensor) -> torch.Tensor:
