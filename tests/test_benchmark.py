@@ -76,7 +76,7 @@ def test_quick_benchmark_writes_report(tmp_path):
     assert report["mode"] == "quick"
     assert MACHINE_KEYS <= set(report["machine"])
     results = report["results"]
-    assert {r["measure"] for r in results} == {*range(1, 9), 10, 11}  # 9 needs --training-steps
+    assert {r["measure"] for r in results} == {*range(1, 9), 10, 11, 12}  # 9 needs --training-steps
     for entry in results:
         assert ENTRY_KEYS <= set(entry), entry["name"]
         assert isinstance(entry["pass"], bool)
@@ -105,7 +105,7 @@ def _word_lines(conllu: str) -> list[list[str]]:
 
 
 def test_column_tagging_case_tags_raw_text_with_every_column_and_the_same_xpos():
-    (case,) = column_tagging_cases("quick", torch.device("cpu"))
+    case, _ = column_tagging_cases("quick", torch.device("cpu"))
     every, xpos_only = case.build()
     every_lines, xpos_lines = _word_lines(every.run()), _word_lines(xpos_only.run())
     assert len(every_lines) == len(xpos_lines) >= 300 * 0.9
@@ -116,6 +116,18 @@ def test_column_tagging_case_tags_raw_text_with_every_column_and_the_same_xpos()
     assert all(line[2] == line[3] == line[5] == "_" for line in xpos_lines)
     result = run_case(case, QUICK, torch.device("cpu"))
     assert result["measure"] == 11 and result["ratio"] > 0 and result["target_limit"] == pytest.approx(1 / 0.9)
+
+
+def test_a_language_models_vocabulary_tags_the_same_words_as_the_treebanks():
+    """Measure 12: the tagger with a language model's vocabulary in front tags the same
+    text into the same words, every column filled; only the vocabulary differs."""
+    _, case = column_tagging_cases("quick", torch.device("cpu"))
+    pretrained, treebank = case.build()
+    pretrained_lines, treebank_lines = _word_lines(pretrained.run()), _word_lines(treebank.run())
+    assert [line[1] for line in pretrained_lines] == [line[1] for line in treebank_lines]
+    assert all(line[3] != "_" and line[4] != "_" for line in pretrained_lines)
+    result = run_case(case, QUICK, torch.device("cpu"))
+    assert result["measure"] == 12 and result["target_limit"] == pytest.approx(1 / 0.95)
 
 
 def test_peak_memory_counts_resident_bytes_and_the_highest_rise():

@@ -1,4 +1,5 @@
-"""Tagging raw text into CoNLL-U with every column, against XPOS alone (measure 11).
+"""Tagging raw text into CoNLL-U with every column, against XPOS alone (measure 11), and
+with a language model's vocabulary against the treebank's (measure 12).
 
 A tagger that fills UPOS, XPOS, FEATS and LEMMA runs three more heads than the
 single-column XPOS tagger, decodes four columns (a lemma by applying its predicted edit
@@ -31,7 +32,7 @@ from ..tagging.columns import canonical_feats
 from ..tagging.lemmas import script_labels
 from ..tagging.tag import Tagger
 from ..tagging.tag_files import tag_file
-from ..tagging.tokenization import build_tokenizer, spelling_tables
+from ..tagging.tokenization import build_tokenizer, spelling_tables, training_words
 from ..tagging.trainer import model_config
 from .training_benchmark import gum_recipe
 
@@ -48,6 +49,7 @@ COLUMN_TAGGING_SIZES = {
         "hidden_size": 16,
         "char_hidden_size": 16,
         "num_basis": 2,
+        "pretrained_vocab_size": 500,
     },
     "full": {
         "words": 4000,
@@ -57,6 +59,9 @@ COLUMN_TAGGING_SIZES = {
         "xpos": 46,
         "feats": 190,
         "lemma": 330,
+        # recipes/en_text_lm.json's vocabulary: a tagger fine-tuned from it has these
+        # words and then the treebank's (measure 12)
+        "pretrained_vocab_size": 50000,
     },
 }
 
@@ -395,6 +400,27 @@ def column_taggers(sizes: dict, device: torch.device) -> tuple[Tagger, Tagger, s
     )
 
 
+def pretrained_vocabulary_taggers(sizes: dict, device: torch.device) -> tuple[Tagger, Tagger, str]:
+    """The every-column tagger of :func:`column_taggers` over the treebank's vocabulary, the
+    same with a language model's vocabulary in front (``pretrained_vocab_size`` words, as
+    a tagger fine-tuned from ``recipes/en_text_lm.json`` has: ``[MASK]``, the language
+    model's words, then the treebank's), and the text."""
+    every, _, text = column_taggers(sizes, device)
+    rng = random.Random(1)
+    vocabulary = sorted(training_words(every.tokenizer, every.model))
+    pretrained = list(dict.fromkeys(_content_word(rng) for _ in range(sizes["pretrained_vocab_size"])))
+    tokenizer = build_tokenizer([*pretrained, *vocabulary], spelling=True, mask=True)
+    args = recipe_arguments(sizes)
+    spelling, char_vocab_size = spelling_tables(tokenizer, {*pretrained, *vocabulary}, args.max_word_length)
+    columns = {"xpos": every.model.config.id2label.values(), **every.model.config.column_labels}
+    torch.manual_seed(0)
+    model = ContTransformerForTokenClassification(
+        model_config(args, tokenizer, {k: list(v) for k, v in columns.items()}, "en", char_vocab_size)
+    )
+    model.cont_transformer.embeddings.set_spelling(**spelling)
+    return every, Tagger(model.to(device), tokenizer, language="en"), text
+
+
 def text_to_conllu(name: str, tagger: Tagger, text: str) -> Workload:
     """``tag_file`` from raw ``text`` to a CoNLL-U file; ``run()`` returns the file's text."""
     folder = tempfile.TemporaryDirectory(prefix="column-tagging-")
@@ -434,6 +460,13 @@ def column_tagging_cases(mode: str, device: torch.device) -> list[Case]:
             text_to_conllu(f"XPOS only {grid}", xpos_only, text),
         )
 
+    def build_pretrained() -> tuple[Workload, Workload]:
+        treebank, pretrained, text = pretrained_vocabulary_taggers(sizes, device)
+        return (
+            text_to_conllu(f"language model's vocabulary {grid}", pretrained, text),
+            text_to_conllu(f"treebank vocabulary {grid}", treebank, text),
+        )
+
     limit = 1 / 0.9
     return [
         Case(
@@ -445,7 +478,18 @@ def column_tagging_cases(mode: str, device: torch.device) -> list[Case]:
             limit,
             f"words/s >= 0.9 x XPOS only (ratio <= {limit:.3f})",
             sizes={**sizes, **model_sizes},
-        )
+        ),
+        Case(
+            "pretrained_vocabulary_tagging",
+            12,
+            f"raw text -> CoNLL-U (tag_file), every column, a language model's "
+            f"{sizes['pretrained_vocab_size']:,} words + the treebank's vs the treebank's vocabulary, "
+            f"{args.word_representation} {grid}",
+            build_pretrained,
+            1 / 0.95,
+            f"words/s >= 0.95 x the treebank's vocabulary (ratio <= {1 / 0.95:.3f})",
+            sizes={**sizes, **model_sizes},
+        ),
     ]
 
 
