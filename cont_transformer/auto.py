@@ -40,6 +40,7 @@ def register_auto_classes() -> None:
         AutoModelForMaskedLM,
         AutoModelForTokenClassification,
     )
+    from transformers.utils import is_vision_available
     from transformers.pipelines import PIPELINE_REGISTRY
 
     from .configuration_cont_transformer import ContTransformerConfig
@@ -77,7 +78,8 @@ def register_auto_classes() -> None:
     AutoConfig.register(OdeResNetConfig.model_type, OdeResNetConfig, exist_ok=True)
     AutoModel.register(OdeResNetConfig, OdeResNetModel, exist_ok=True)
     AutoModelForImageClassification.register(OdeResNetConfig, OdeResNetForImageClassification, exist_ok=True)
-    AutoImageProcessor.register(OdeResNetConfig, slow_image_processor_class=OdeResNetImageProcessor, exist_ok=True)
+    if is_vision_available():  # transformers' image processors need pillow (the [images] extra)
+        AutoImageProcessor.register(OdeResNetConfig, slow_image_processor_class=OdeResNetImageProcessor, exist_ok=True)
     OdeResNetConfig.register_for_auto_class()
     OdeResNetModel.register_for_auto_class("AutoModel")
     OdeResNetForImageClassification.register_for_auto_class("AutoModelForImageClassification")

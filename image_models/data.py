@@ -13,6 +13,8 @@ It returns a `DatasetDict` with splits `train` and `test` and columns `image` an
 `Array3D` (height, width, channels); Hub sources keep their PIL `Image` column. For
 training, `to_tensors(split)` returns the whole split as (images uint8 (N, C, H, W),
 labels int64 (N,)) so that the loop indexes tensors instead of decoding item by item.
+Image files and PIL columns are decoded with pillow, the ``[images]`` extra, imported only
+then (:func:`pil_image`: without it, one line saying how to install it).
 """
 
 import gzip
@@ -29,7 +31,6 @@ import datasets
 import numpy as np
 import pyarrow as pa
 import torch
-from PIL import Image
 
 SPLITS = ("train", "test")
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "cont_transformer"
@@ -324,8 +325,19 @@ def _find_idx(folder: Path, prefix: str, kind: str, ndim: int) -> Path:
     return found
 
 
+def pil_image():
+    """PIL's ``Image`` module: pillow is the ``[images]`` extra, imported when images are
+    read; OSError in one line without it."""
+    try:
+        from PIL import Image
+    except ImportError:
+        raise OSError('reading images needs pillow: pip install "cont-transformer[images]"') from None
+    return Image
+
+
 def _common_mode(files: Sequence[Path]) -> str:
     """'L' when every file is grayscale, else 'RGB' (headers only: nothing is decoded)."""
+    Image = pil_image()  # the module, as PIL names it
 
     def mode(path: Path) -> str:
         try:
@@ -340,6 +352,7 @@ def _common_mode(files: Sequence[Path]) -> str:
 
 def _decode_files(files: Sequence[Path], mode: str) -> np.ndarray:
     """Decode image files into one uint8 array (N, height, width, channels), in parallel."""
+    Image = pil_image()  # the module, as PIL names it
 
     def decode(path: Path) -> np.ndarray:
         try:
@@ -367,6 +380,7 @@ def _decode_files(files: Sequence[Path], mode: str) -> np.ndarray:
 def _decode_pil_column(split: datasets.Dataset) -> np.ndarray:
     """The PIL `image` column as uint8 (N, height, width, channels); grayscale only when every
     image is."""
+    pil_image()  # datasets decodes the column with pillow
     images = split.with_format(None).select_columns(["image"])
     first = images[0]["image"]
     mode = "RGB" if any(_pil_mode(example["image"]) == "RGB" for example in images) else "L"
@@ -379,7 +393,7 @@ def _decode_pil_column(split: datasets.Dataset) -> np.ndarray:
     return out
 
 
-def _pil_mode(image: Image.Image) -> str:
+def _pil_mode(image) -> str:
     """Target mode for decoding: 'L' for grayscale sources, 'RGB' for everything else."""
     return "L" if image.mode in ("1", "L", "LA") else "RGB"
 

@@ -26,6 +26,7 @@ from cont_transformer.tagging.tag import Tagger
 from cont_transformer.tagging.tag_files import INPUT_FORMATS, OUTPUT_FORMATS, tag_file
 from cont_transformer.tools.cli import add_precision_flags, both_spellings
 from cont_transformer.training.accelerator import inference_autocast
+from cont_transformer.training.compiling import check_compile_mode
 from cont_transformer.training.outputs import check_outside_model_folders
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -80,8 +81,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def run(args: argparse.Namespace) -> None:
     transformers_logging.disable_progress_bar()  # stderr is for errors, progress and speed
     check_outside_model_folders(args.output, "output")  # never over a model's own files
-    if args.num_threads:
+    if args.num_threads is not None:
+        if args.num_threads < 1:
+            raise ValueError(f"--num-threads: give a positive number of CPU threads, got {args.num_threads}")
         torch.set_num_threads(args.num_threads)
+    check_compile_mode(args.torch_compile_mode)
     tagger = Tagger.from_pretrained(
         args.model_dir,
         device=args.device,

@@ -60,7 +60,9 @@ def main(argv: list[str]) -> None:
             split=extra["eval_split"],
             eval_file=extra["eval_file"] or args.dev_file,
             tag_column=args.tag_column if "tag_column" in extra["given_fields"] else None,
-            batch_size=args.batch_size,
+            batch_size=args.batch_size
+            if args.per_device_eval_batch_size is None
+            else args.per_device_eval_batch_size * PartialState().num_processes,
         )
     else:
         metrics = train(args)

@@ -8,9 +8,10 @@ a tagger fine-tuned from the model has the sizes it was pretrained with. The def
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from ..choices import check_count
-from ..tagging.arguments import EncoderArguments
+from ..tagging.arguments import INVERSE_SQRT, INVERSE_SQRT_DESCRIPTION, EncoderArguments
 from ..training.arguments import RunArguments, _help
 
 
@@ -55,6 +56,9 @@ class PretrainingArguments(EncoderArguments, RunArguments):
     )
     eval_steps: int = field(default=2000, **_help("evaluate on the held-out text every N steps"))
     save_steps: int = field(default=2000, **_help("checkpoint every N steps"))
+
+    lr_scheduler_types: ClassVar[tuple[str, ...]] = (INVERSE_SQRT,)  # as the tagger's
+    lr_schedule_description: ClassVar[str] = INVERSE_SQRT_DESCRIPTION
 
     def __post_init__(self):
         self.text_files = list(self.text_files)

@@ -12,8 +12,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
 
 from transformers import AutoConfig
 
@@ -28,7 +32,7 @@ from ..configuration_cont_transformer import (
 from ..pretrained import check_no_custom_code
 from ..training.arguments import RunArguments, _help
 from ..training.schedules import parse_steps
-from .data import TAG_COLUMNS
+from .data import TAG_COLUMNS, TREEBANKS
 from .pretrained_encoder import ENCODER_FIELDS, is_language_model
 
 logger = logging.getLogger(__name__)
@@ -41,6 +45,15 @@ PAPER_REFINE_STEPS = "1000,2000,3000,4000,5000,6000"  # the paper's schedule
 DEFAULT_REFINE_STEPS = "1000,2000,3000,4000,5000,28000"
 DEFAULT_COOLDOWN_FRACTION = 0.2
 COMPILE_LENGTH_BUCKETS = 8  # with --torch-compile: eight padded lengths
+# The Hub's Universal Dependencies data set (run_ner.py's --dataset_name), whose
+# configurations are the treebanks (en_gum): read here from the UD release files.
+UD_DATASET_NAMES = ("universal_dependencies", "universal-dependencies/universal_dependencies")
+# The learning-rate schedule, as transformers names it (--lr-scheduler-type).
+INVERSE_SQRT = "inverse_sqrt"
+INVERSE_SQRT_DESCRIPTION = (
+    "the recipe's schedule is inverse_sqrt (a linear warm-up over --warmup-steps, then 1/sqrt(step)) "
+    "with a linear cool-down over --cooldown-steps"
+)
 
 
 @dataclass
@@ -120,6 +133,13 @@ class TrainingArguments(EncoderArguments, RunArguments):
             "$UD_DIR) | a UD release folder | a Hub dataset name"
         ),
     )
+    dataset_config_name: str | None = field(
+        default=None,
+        **_help(
+            "with --dataset-name universal_dependencies (run_ner.py's flags): the treebank, e.g. "
+            "en_gum, read from its UD release folder under --data-dir or $UD_DIR"
+        ),
+    )
     data_dir: str | None = field(default=None, **_help("folder of UD release folders ($UD_DIR)"))
     train_file: list[str] = field(default_factory=list, **_help("CoNLL-U file(s) or glob(s) replacing the train split"))
     dev_file: list[str] = field(
@@ -192,8 +212,13 @@ class TrainingArguments(EncoderArguments, RunArguments):
     eval_steps: int = field(default=1000, **_help("evaluate on dev every N steps"))
     save_steps: int = field(default=1000, **_help("checkpoint every N steps"))
 
+    lr_scheduler_types: ClassVar[tuple[str, ...]] = (INVERSE_SQRT,)
+    lr_schedule_description: ClassVar[str] = INVERSE_SQRT_DESCRIPTION
+    takes_eval_batch_size: ClassVar[bool] = True
+
     def __post_init__(self):
         self.train_file, self.dev_file = list(self.train_file), list(self.dev_file)
+        self._resolve_hub_dataset()
         if self.tag_column not in TAG_COLUMNS:
             raise ValueError(f"tag_column: choose one of {TAG_COLUMNS}, got {self.tag_column!r}")
         if self.columns is not None:
@@ -231,6 +256,23 @@ class TrainingArguments(EncoderArguments, RunArguments):
                 self.num_basis,
             )
 
+    def _resolve_hub_dataset(self) -> None:
+        """run_ner.py's ``--dataset_name universal_dependencies --dataset_config_name en_gum``
+        (``--dataset-name`` is ``--treebank``): the treebank of that configuration, from its UD
+        release files; any other Hub data set is read in its default configuration."""
+        config = self.dataset_config_name
+        if self.treebank in UD_DATASET_NAMES:
+            if not config:
+                raise ValueError(
+                    f"dataset_config_name: {self.treebank} needs the treebank's configuration, e.g. en_gum"
+                )
+            self.treebank, self.dataset_config_name = ud_treebank(config, self.data_dir), None
+        elif config is not None:
+            raise ValueError(
+                f"dataset_config_name: a configuration is read only with --dataset-name universal_dependencies "
+                f"(a UD treebank, e.g. en_gum); {self.treebank!r} is read in its default one, got {config!r}"
+            )
+
     def _adopt_saved_sizes(self) -> None:
         """Fine-tuning keeps the saved model's continuous choices; refinements (if any)
         grow them from there."""
@@ -252,6 +294,23 @@ class TrainingArguments(EncoderArguments, RunArguments):
             current = current.refine()
         self.basis, self.scheme, self.time_horizon = config.basis, config.scheme, config.time_horizon
         self.num_basis, self.num_steps = current.num_basis, refined_num_steps(config.num_steps, refinements)
+
+
+def ud_treebank(config: str, data_dir: str | None = None) -> str:
+    """The ``--treebank`` of the UD configuration ``config`` (``en_gum``): a treebank this
+    package names, else the release folder under ``data_dir`` or ``$UD_DIR`` holding
+    ``{config}-ud-train*.conllu``. ValueError naming ``dataset_config_name`` otherwise."""
+    if config in TREEBANKS:
+        return config
+    if not re.fullmatch(r"[A-Za-z0-9_]+", config):
+        raise ValueError(f"dataset_config_name: a UD treebank's name (letters, digits, _: en_gum), got {config!r}")
+    root = data_dir or os.environ.get("UD_DIR")
+    found = sorted({path.parent for path in Path(root).glob(f"UD_*/{config}-ud-train*.conllu")}) if root else []
+    if len(found) == 1:
+        return str(found[0])
+    where = f"under {root}" if root else "(no --data-dir or $UD_DIR to look under)"
+    problem = f"is in several release folders {where}" if found else f"has no UD_*/{config}-ud-train*.conllu {where}"
+    raise ValueError(f"dataset_config_name: {config!r} is none of the treebanks {', '.join(TREEBANKS)} and {problem}")
 
 
 def parse_columns(text: str) -> tuple[str, ...]:

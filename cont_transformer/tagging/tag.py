@@ -94,6 +94,31 @@ class TaggedSentence:
         return len(self.words)
 
 
+def resolve_device(device: str | torch.device | None = None) -> torch.device:
+    """``--device``: a torch device that works here (default: CUDA when available, else the
+    CPU). ValueError in one line naming ``--device`` for a name torch does not know, a build
+    of torch without that kind of device (CUDA on a CPU build), or a device this machine lacks."""
+    if device is None or device == "":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(f"--device: {str(device)!r} is not a torch device (cpu, cuda, cuda:1, mps, ...)") from None
+    if resolved.type == "meta":
+        raise ValueError("--device: meta holds no weights to tag with; give cpu or a GPU")
+    if resolved.type == "cuda" and torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
+        raise ValueError(
+            f"--device: {device} needs a build of torch with CUDA; this one ({torch.__version__}) has none: "
+            "leave out --device to tag on the CPU"
+        )
+    try:
+        torch.empty(0, device=resolved)
+    except Exception as err:  # AssertionError, RuntimeError, NotImplementedError, ...: one line
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0].split(". ")[0]
+        raise ValueError(f"--device: {device} is not available here ({reason})") from err
+    return resolved
+
+
 def saved_tag_column(folder: str | os.PathLike) -> str:
     """The CoNLL-U column a saved tagger predicts, from its ``metrics.json`` (``xpos`` if
     absent)."""
@@ -184,7 +209,7 @@ class Tagger:
 
         folder = resolve_model_dir(folder)
         check_no_custom_code(folder)  # before any load: no code from the folder, no prompt
-        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        device = resolve_device(device)  # before any load: a bad --device is one line
         model = AutoModelForTokenClassification.from_pretrained(folder, trust_remote_code=False).to(device, dtype)
         # No length limit: the tagger windows long sentences itself (older folders saved
         # the training length here, and the tokenizer would warn about it).

@@ -288,7 +288,7 @@ class PosTrainer(Trainer):
         self.collate = PaddingCollator(tokenizer.pad_token_id, self.buckets)
         self.train_loader, self.eval_loader = accelerator.prepare(
             DataLoader(train_rows, batch_sampler=self.sampler, collate_fn=self.collate),
-            eval_loader(dev_rows, args.batch_size, tokenizer.pad_token_id, self.buckets),
+            eval_loader(dev_rows, self.eval_batch_size, tokenizer.pad_token_id, self.buckets),
         )
 
     @property

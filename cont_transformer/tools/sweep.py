@@ -19,8 +19,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from matplotlib.figure import Figure
-
 from ..basis import get_basis
 from ..choices import check_count
 from ..compression import (
@@ -225,10 +223,19 @@ def markdown_table(rows: Sequence[SweepRow]) -> str:
     return compression_table(records, ["accuracy"], columns=SWEEP_COLUMNS, name="grid")
 
 
+def figure_class() -> type:
+    """matplotlib's ``Figure`` (the ``[plots]`` extra); OSError in one line without it."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise OSError('the sweep\'s plots need matplotlib: pip install "cont-transformer[plots]"') from None
+    return Figure
+
+
 def plot_parameters(rows: Sequence[SweepRow], path: Path) -> None:
     """Fig. 5a: accuracy against non-embedding parameters, one line per basis."""
     source = next(r for r in rows if r.grid == "source")
-    figure = Figure(figsize=(6, 4.2))
+    figure = figure_class()(figsize=(6, 4.2))
     axes = figure.subplots()
     for basis in dict.fromkeys(r.basis for r in rows if r.grid == "num_basis"):
         line = sorted(
@@ -264,7 +271,7 @@ def plot_num_steps(rows: Sequence[SweepRow], path: Path) -> None:
     """Fig. 5b: accuracy (left axis) and inference time (right axis) against N_T."""
     source = next(r for r in rows if r.grid == "source")
     line = sorted((r for r in rows if r.grid == "num_steps"), key=lambda r: r.num_steps)
-    figure = Figure(figsize=(6, 4.2))
+    figure = figure_class()(figsize=(6, 4.2))
     axes = figure.subplots()
     steps = [r.num_steps for r in line]
     axes.plot(steps, [100 * r.accuracy for r in line], "o-", color="tab:red", label=f"K = {source.num_basis}")
@@ -326,6 +333,7 @@ def sweep(
     check_count("repeats", repeats)
     if max_accuracy_drop is not None:
         check_accuracy_drop(max_accuracy_drop)
+    figure_class()  # the plots' matplotlib is there before the sweep starts
     with locked_output_dir(output_dir, model_dir, overwrite) as output:
         source = load_model(model_dir)
         config = source.model.config

@@ -17,23 +17,29 @@ import os
 
 import torch
 from accelerate import Accelerator, DataLoaderConfiguration
-from accelerate.state import AcceleratorState
+from accelerate.state import AcceleratorState, PartialState
 
 _LAUNCHED_PRECISION = "ACCELERATE_MIXED_PRECISION"  # set by accelerate launch --mixed_precision
 
 
-def make_accelerator(mixed_precision: str | None = None, **kwargs) -> Accelerator:
+def make_accelerator(mixed_precision: str | None = None, cpu: bool = False, **kwargs) -> Accelerator:
     """An Accelerator that splits each batch over the processes, in ``mixed_precision``
     (``"no"``, ``"bf16"``, ``"fp16"``; None: as launched); CPU processes (gloo) when there
-    is no GPU. Raises ValueError naming ``--fp16`` on a machine without a GPU."""
+    is no GPU or ``cpu`` (``--use-cpu``). Raises ValueError naming ``--fp16`` on a machine
+    without a GPU."""
     wanted = mixed_precision or os.environ.get(_LAUNCHED_PRECISION, "no")
-    if wanted == "fp16" and not torch.cuda.is_available():
+    cpu = cpu or not torch.cuda.is_available()
+    if wanted == "fp16" and cpu:
         flag = "--fp16" if mixed_precision else "accelerate launch --mixed_precision fp16"
-        raise ValueError(f"{flag}: float16 mixed precision needs a GPU; on a CPU use --bf16")
+        chosen = " (--use-cpu trains on the CPU)" if torch.cuda.is_available() else ""
+        raise ValueError(f"{flag}: float16 mixed precision needs a GPU{chosen}; on a CPU use --bf16")
     if AcceleratorState._shared_state.get("_mixed_precision", wanted) != wanted:
         AcceleratorState._reset_state()
+    device = PartialState._shared_state.get("device")
+    if cpu and device is not None and device.type != "cpu" and PartialState._shared_state.get("num_processes") == 1:
+        AcceleratorState._reset_state(reset_partial_state=True)  # one process on a GPU so far: now the CPU
     return Accelerator(
-        cpu=not torch.cuda.is_available(),
+        cpu=cpu,
         dataloader_config=DataLoaderConfiguration(split_batches=True),
         mixed_precision=wanted,
         **kwargs,

@@ -20,7 +20,16 @@ The flags a transformers user brings mean what they mean in ``Trainer``: ``--bf1
 (a trainer converts it to steps once it knows the data size, :class:`.schedules.RunPlan`),
 ``--do_train`` / ``--do_eval``, ``--push_to_hub`` (a switch; ``--hub_model_id`` names the
 repository, or ``--push-to-hub REPO_ID``), ``--report_to`` any Accelerate tracker, and
-the aliases in :data:`ALIASES` (``--validation_file`` is ``--dev-file``).
+the aliases in :data:`ALIASES` (``--validation_file`` is ``--dev-file``,
+``--dataset_name`` the tagger's ``--treebank``, ``--max_seq_length`` its ``--max-length``).
+So do ``--eval_strategy`` / ``--save_strategy`` (``steps``, ``epoch``, ``no``: the run
+plan's cadence, set by :mod:`.scaffold`), ``--warmup_ratio`` (warm-up steps once the
+run's length is known), ``--per_device_eval_batch_size``, ``--logging_dir`` and
+``--run_name`` (the trackers'), ``--gradient_checkpointing``, ``--use_cpu``, and the flags
+that name what this package always does: ``--lr_scheduler_type`` the trainer's own
+schedule, ``--load_best_model_at_end`` true, ``--metric_for_best_model`` its selection
+metric, ``--dataloader_num_workers`` 0. A value this package cannot honour is refused in
+one line saying why.
 """
 
 from __future__ import annotations
@@ -34,19 +43,32 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, ClassVar, NoReturn, TypeVar
 
 from transformers import HfArgumentParser
 
 from ..choices import check_basis_name, check_count, check_scheme_name
+from .compiling import check_compile_mode
 from .identity import RESUMABLE
 from .schedules import RefinementSchedule, parse_steps
 
 # --report_to: "none", "all" (every tracker installed) or Accelerate trackers, comma-separated.
 TRACKERS = ("aim", "clearml", "comet_ml", "dvclive", "mlflow", "swanlab", "tensorboard", "trackio", "wandb")
-# Trainer's flag names for fields these trainers call otherwise: alias -> the first of
-# the fields that the arguments have.
-ALIASES = {"validation_file": ("dev_file",), "train_file": ("train_file", "dataset")}
+# Trainer's and run_ner.py's flag names for fields these trainers call otherwise: alias ->
+# the first of the fields that the arguments have.
+ALIASES = {
+    "validation_file": ("dev_file",),
+    "train_file": ("train_file", "dataset"),
+    "dataset_name": ("dataset_name", "treebank", "dataset"),
+    "max_seq_length": ("max_length",),
+    "evaluation_strategy": ("eval_strategy",),  # transformers 4's spelling
+    "activation_checkpointing": ("gradient_checkpointing",),  # transformers 5's spelling
+}
+# --eval-strategy / --save-strategy: transformers' values this package's plan follows.
+STRATEGIES = ("steps", "epoch", "no")
+# Flags of which a user gives one: given as a flag, one beats the other from a recipe;
+# both as flags (or both in a recipe) are refused.
+EXCLUSIVE = (("warmup_ratio", "warmup_steps"),)
 # The recipes of a source checkout (the README's commands): <repository>/recipes/*.json.
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 RECIPE_SUFFIX = ".json"
@@ -163,6 +185,65 @@ class RunArguments:
     torch_compile_backend: str = field(
         default="inductor", **_help("torch.compile backend (inductor; aot_eager to debug)")
     )
+    # transformers' Trainer flags (module docstring).
+    eval_strategy: str | None = field(
+        default=None,
+        **_help(
+            "when to evaluate on dev: steps (every --eval-steps, the default), epoch (after every "
+            "pass over the training data) or no (once, at the end: best/ is the final model)"
+        ),
+    )
+    save_strategy: str | None = field(
+        default=None,
+        **_help(
+            "when to write a checkpoint: steps (every --save-steps, the default), epoch or no "
+            "(none: the run cannot be resumed); best/ holds the best model either way"
+        ),
+    )
+    lr_scheduler_type: str | None = field(
+        default=None,
+        **_help(
+            "transformers' name of the learning-rate schedule: only this trainer's own (the tagger's: inverse_sqrt)"
+        ),
+    )
+    warmup_ratio: float | None = field(
+        default=None,
+        **_help("the warm-up as a share of the run's steps (instead of --warmup-steps; from the planned steps)"),
+    )
+    per_device_eval_batch_size: int | None = field(
+        default=None, **_help("evaluation examples per process (default: --batch-size over all processes)")
+    )
+    logging_dir: str | None = field(
+        default=None, **_help("the trackers' folder (--report-to; default: --output-dir/logs)")
+    )
+    run_name: str | None = field(
+        default=None,
+        **_help("the trackers' run name (default: train; tensorboard writes under --logging-dir/RUN_NAME)"),
+    )
+    load_best_model_at_end: bool = field(
+        default=True,
+        **_help("always true here: the best evaluation's model is kept in best/ and copied to --output-dir at the end"),
+    )
+    metric_for_best_model: str | None = field(
+        default=None, **_help("the dev metric that selects the best model: only the trainer's own (accuracy)")
+    )
+    dataloader_num_workers: int = field(
+        default=0, **_help("0 only: batches are built in the main process from data already in memory")
+    )
+    gradient_checkpointing: bool = field(
+        default=False,
+        **_help("recompute each ODE step's activations in the backward pass: less memory, more time"),
+    )
+    use_cpu: bool = field(default=False, **_help("train on the CPU even where a GPU is available"))
+
+    # What a trainer honours of transformers' flags (set by the subclasses):
+    # --lr-scheduler-type values that name its schedule, and the schedule in words.
+    lr_scheduler_types: ClassVar[tuple[str, ...]] = ()
+    lr_schedule_description: ClassVar[str] = (
+        "this trainer's learning-rate schedule is none of transformers' (its own flags set it: see --help)"
+    )
+    # Whether its evaluation takes batches of --per-device-eval-batch-size.
+    takes_eval_batch_size: ClassVar[bool] = False
 
     def __post_init__(self):
         if self.num_steps is None:
@@ -192,6 +273,8 @@ class RunArguments:
         if self.bf16 and self.fp16:
             raise ValueError("fp16: choose one of --bf16 and --fp16")
         self.report_to = ",".join(check_trackers(self.report_to))
+        check_compile_mode(self.torch_compile_mode, "torch_compile_mode")
+        self._check_trainer_flags()
         self._resolve_hub_repository()
         epochs = getattr(self, "epochs", None)
         if self.num_train_epochs is not None and isinstance(epochs, int):
@@ -200,6 +283,56 @@ class RunArguments:
                 raise ValueError(f"num_train_epochs: this trainer counts whole epochs, got {self.num_train_epochs}")
             self.epochs = int(self.num_train_epochs)
         self.refinement_schedule  # noqa: B018 (validates K and N_T against the refinements)
+        if self.num_train_epochs is None:  # else once the plan knows the steps
+            self.resolve_warmup(self.max_steps)
+
+    def _check_trainer_flags(self) -> None:
+        """transformers' Trainer flags: a value this trainer cannot honour is refused in one
+        line saying why (module docstring)."""
+        counted_in_epochs = not any(f.name == "eval_steps" and f.init for f in dataclasses.fields(self))
+        for name in ("eval_strategy", "save_strategy"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if value == "best" and name == "save_strategy":
+                raise ValueError(
+                    "save_strategy: best is not offered: every new best evaluation's model is written to best/ "
+                    "whatever the strategy, and checkpoints (for resuming) follow steps, epoch or no"
+                )
+            if value not in STRATEGIES:
+                raise ValueError(f"{name}: choose one of {', '.join(STRATEGIES)}, got {value!r}")
+            if value == "steps" and counted_in_epochs:
+                raise ValueError(f"{name}: this trainer counts its run in epochs (no --eval-steps): give epoch or no")
+        if self.lr_scheduler_type is not None and self.lr_scheduler_type not in self.lr_scheduler_types:
+            offered = f"accepted: {', '.join(self.lr_scheduler_types)}" if self.lr_scheduler_types else "none accepted"
+            raise ValueError(
+                f"lr_scheduler_type: {self.lr_schedule_description}; {self.lr_scheduler_type} is not offered ({offered})"
+            )
+        if self.warmup_ratio is not None:
+            if not (math.isfinite(self.warmup_ratio) and 0 <= self.warmup_ratio <= 1):
+                raise ValueError(f"warmup_ratio: must lie between 0 and 1, got {self.warmup_ratio}")
+            if not any(f.name == "warmup_steps" and f.init for f in dataclasses.fields(self)):
+                raise ValueError(
+                    "warmup_ratio: this trainer has no warm-up counted in steps (see --help for its schedule)"
+                )
+        check_count("per_device_eval_batch_size", self.per_device_eval_batch_size, optional=True)
+        if self.per_device_eval_batch_size is not None and not self.takes_eval_batch_size:
+            raise ValueError("per_device_eval_batch_size: this trainer sets its evaluation batches itself")
+        if not self.load_best_model_at_end:
+            raise ValueError(
+                "load_best_model_at_end: this package always keeps the best model in best/ (and copies it to "
+                "--output-dir at the end); it cannot be turned off"
+            )
+        if self.dataloader_num_workers != 0:
+            raise ValueError(
+                "dataloader_num_workers: 0 only: this package builds its batches in the main process from data "
+                f"already in memory (tokenised sentences, image tensors), got {self.dataloader_num_workers}"
+            )
+
+    def resolve_warmup(self, max_steps: int) -> None:
+        """``--warmup-ratio`` in steps of a run of ``max_steps`` (rounded up, as transformers does)."""
+        if self.warmup_ratio is not None:
+            self.warmup_steps = math.ceil(self.warmup_ratio * max_steps)
 
     def _resolve_hub_repository(self) -> None:
         """``--push-to-hub`` as a switch (also ``true`` in a recipe) pushes to
@@ -221,8 +354,10 @@ class RunArguments:
         return RefinementSchedule(self.basis, self.num_basis, self.num_steps, self.refine_steps)
 
     def identity(self) -> dict[str, Any]:
-        """The arguments that determine what the run computes (see :data:`RESUMABLE`)."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k not in RESUMABLE}
+        """The arguments that determine what the run computes (see :data:`RESUMABLE`); with
+        ``--warmup-ratio``, the ratio (its steps follow the run's length)."""
+        derived = {"warmup_steps"} if self.warmup_ratio is not None else set()
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in RESUMABLE | derived}
 
 
 Arguments = TypeVar("Arguments", bound=RunArguments)
@@ -267,6 +402,10 @@ def _one_line_error(message: str) -> NoReturn:
 
 
 _NOT_GIVEN = object()
+
+
+def _dashed(name: str) -> str:
+    return name.replace("_", "-")
 
 
 def _recipe_value(action: argparse.Action, value: Any) -> Any:
@@ -364,11 +503,17 @@ def parse_arguments(
     # still counts as given (the first parser's help shows the real defaults).
     marked = build()
     marked.set_defaults(**{name: _NOT_GIVEN for name in names})
-    given = recipe | {
+    flags = {
         name: values[name]
         for name, value in vars(marked.parse_args(argv)).items()
         if name in names and value is not _NOT_GIVEN
     }
+    given = recipe | flags
+    for pair in EXCLUSIVE:
+        if all(name in given for name in pair):
+            if (pair[0] in flags) == (pair[1] in flags):
+                raise ValueError(f"{pair[0]}: give --{_dashed(pair[0])} or --{_dashed(pair[1])}, not both")
+            given.pop(pair[1] if pair[0] in flags else pair[0])  # the flag beats the recipe
     defaults = dict(preset_defaults(given)) if preset_defaults else {}
     extra_values = {k: v for k, v in values.items() if k not in names}
     extra_values["given_fields"] = set(given)

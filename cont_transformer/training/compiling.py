@@ -45,6 +45,18 @@ def compile_problem(device: torch.device, backend: str, training: bool = False) 
     return None
 
 
+def check_compile_mode(mode: str | None, flag: str = "--torch-compile-mode") -> None:
+    """ValueError in one line naming ``flag`` when ``mode`` (None: the default) is not one of
+    torch.compile's modes (Inductor's list, read only when a mode is given)."""
+    if mode is None:
+        return
+    import torch._inductor  # ~1 s: only for a given mode
+
+    modes = list(torch._inductor.list_mode_options())
+    if mode not in modes:
+        raise ValueError(f"{flag}: choose one of {', '.join(modes)}, got {mode!r}")
+
+
 def default_mode(device: torch.device) -> str:
     """CUDA graphs on a GPU (these small models are launch-bound); plain Inductor on a CPU."""
     return "reduce-overhead" if device.type == "cuda" else "default"

@@ -11,7 +11,7 @@ What a resumed run may change (decided here, once):
 
 * :data:`RESUMABLE`: fields that do not change what the run computes up to the resumed
   step (where to write, how often to evaluate and save, logging, compilation, where the
-  same data lies).
+  same data lies, the device, activation checkpointing).
 * :data:`RUN_LENGTH` (``max_steps``, ``num_train_epochs``, the image trainer's ``epochs``):
   extending (or shortening) a run. When one of them changes, so may the fields whose
   default derives from the length (:data:`FOLLOWS_RUN_LENGTH`: the tagger's cool-down, 20%
@@ -56,6 +56,19 @@ RESUMABLE = frozenset(
         "train_file",
         "dev_file",
         "dataset",
+        # transformers' Trainer flags of cadence, logging, devices and memory, and those that
+        # name what the package always does (training/arguments.py)
+        "eval_strategy",
+        "save_strategy",
+        "lr_scheduler_type",
+        "per_device_eval_batch_size",
+        "logging_dir",
+        "run_name",
+        "load_best_model_at_end",
+        "metric_for_best_model",
+        "dataloader_num_workers",
+        "gradient_checkpointing",
+        "use_cpu",
     }
 )
 RUN_LENGTH = frozenset({"max_steps", "num_train_epochs", "epochs"})

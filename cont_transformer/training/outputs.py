@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import functools
 import json
 import logging
 import os
@@ -47,6 +48,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from huggingface_hub import HfApi
+from huggingface_hub.errors import LocalTokenNotFoundError, OfflineModeIsEnabled
 
 try:
     import fcntl
@@ -538,6 +540,52 @@ def publish_best_model(output_dir: PathLike) -> list[str]:
     return names
 
 
+class HubError(OSError):
+    """The Hub cannot be used as asked (no token, no connection, no write access), in one line."""
+
+
+def _hub_problem(error: BaseException, endpoint: str | None = None) -> str:
+    """What went wrong with a Hub call, in a few words (the first line of its message)."""
+    if isinstance(error, LocalTokenNotFoundError):
+        return "no Hugging Face token: log in with `hf auth login` or set HF_TOKEN"
+    if isinstance(error, OfflineModeIsEnabled):
+        return "HF_HUB_OFFLINE is set"
+    lines = str(error).strip().splitlines()
+    problem = f"{type(error).__name__}: {lines[0] if lines else 'no message'}"
+    # httpx's transport errors (no network, no such host, refused): the Hub is out of reach.
+    transport = isinstance(error, ConnectionError) or type(error).__name__ in ("ConnectError", "ConnectTimeout")
+    return f"cannot reach {endpoint or 'the Hub'}: {problem}" if transport else problem
+
+
+def check_hub_access(repo_id: str, flag: str = "--push-to-hub") -> None:
+    """Check, before any work whose result goes to the Hub, that a token is there, the Hub
+    answers and the token may write; :class:`HubError` naming ``flag`` in one line if not."""
+    api = HfApi()
+    try:
+        info = api.whoami()
+    except Exception as err:  # no token, no network, a refused token: one line, the chain under --debug
+        problem = _hub_problem(err, getattr(api, "endpoint", None))
+        raise HubError(f"{flag} {repo_id}: cannot use the Hub ({problem}); fix that or leave out {flag}") from err
+    role = ((info.get("auth") or {}).get("accessToken") or {}).get("role") if isinstance(info, dict) else None
+    if role == "read":
+        raise HubError(f"{flag} {repo_id}: the Hugging Face token is read-only; log in with one that may write")
+
+
+def _one_line_hub_errors(push):
+    """``push(folder, repo_id)`` whose failures (the network, the token, the repository) are one
+    :class:`HubError` line naming the repository; ``--debug`` shows the chain."""
+
+    @functools.wraps(push)
+    def wrapper(folder: Path | str, repo_id: str) -> str:
+        try:
+            return push(folder, repo_id)
+        except Exception as err:
+            raise HubError(f"--push-to-hub {repo_id}: the upload of {folder} failed ({_hub_problem(err)})") from err
+
+    return wrapper
+
+
+@_one_line_hub_errors
 def push_folder_to_hub(folder: Path | str, repo_id: str) -> str:
     """Upload a saved model folder to the Hub model repo ``repo_id``; returns the commit URL."""
     api = HfApi()

@@ -28,8 +28,14 @@ of a batch and the evaluation; the scaffold does the rest the same way for all:
 * After training: the compression report (optional: the best model at K/2, K/4, N_T/2,
   N_T/4, both halved, scored on dev), the subclass's ``finish`` (e.g. a final test
   evaluation), the best model's files at the top of ``output_dir`` (``from_pretrained``
-  loads the run folder, as after transformers' ``Trainer``), the Hub upload, and the
-  output folder's lock released.
+  loads the run folder, as after transformers' ``Trainer``), the Hub upload (its token and
+  connection checked at the start, before anything is trained), and the output folder's
+  lock released.
+* transformers' flags (:mod:`.arguments`): ``eval_strategy`` / ``save_strategy`` set the
+  plan's cadence (``epoch``: every pass; ``no``: one evaluation at the end, no
+  checkpoints), ``warmup_ratio`` the warm-up steps of the planned run,
+  ``gradient_checkpointing`` the model's activation checkpointing, ``use_cpu`` the
+  device, ``logging_dir`` / ``run_name`` the trackers' folder and run.
 
 docs/design.md describes how the tagger and the image trainer fill the hooks.
 """
@@ -77,6 +83,7 @@ from .outputs import (
     METRICS_FILE,
     RUN_FILE,
     OutputFolderError,
+    check_hub_access,
     prepare_run_folder,
     publish_best_model,
     push_folder_to_hub,
@@ -165,9 +172,13 @@ class Trainer:
         self.compiled = False
         self.output_dir = Path(args.output_dir)
         resuming = args.resume_from_checkpoint is not None
+        self._check_selection_metric()
+        if args.push_to_hub:  # a token and the connection, before anything is trained
+            check_hub_access(args.push_to_hub)
         trackers = check_trackers(args.report_to)
-        tracker = {"log_with": trackers, "project_dir": str(self.output_dir / LOGS_DIR)} if trackers else {}
-        self.accelerator = accelerator = make_accelerator(args.mixed_precision, **tracker)
+        logging_dir = args.logging_dir or str(self.output_dir / LOGS_DIR)
+        tracker = {"log_with": trackers, "project_dir": logging_dir} if trackers else {}
+        self.accelerator = accelerator = make_accelerator(args.mixed_precision, cpu=args.use_cpu, **tracker)
         self._resolve_batch_size()
         # A checkpoint of another run folder: that run must be this one (its identity).
         self.source_run = foreign_run_folder(args.resume_from_checkpoint, self.output_dir) if resuming else None
@@ -181,7 +192,8 @@ class Trainer:
             remove_abandoned(self.output_dir)
         accelerator.wait_for_everyone()
         self.load_data()
-        self.plan = self.run_plan()  # derived once, after the data size is known
+        self.plan = self._follow_strategies(self.run_plan())  # derived once, after the data size is known
+        args.resolve_warmup(self.plan.max_steps)  # --warmup-ratio: a share of the planned steps
         identity = (args.identity(), self.data_fingerprint(), file_fingerprints(self.data_files()))
         if self.source_run is not None:
             try:
@@ -212,8 +224,12 @@ class Trainer:
                     err,
                     candidates[index + 1],
                 )
-        if tracker:
-            accelerator.init_trackers("train", config=_loggable(dataclasses.asdict(args)))
+        if tracker:  # --run-name: the trackers' run (tensorboard's folder, wandb's run name)
+            accelerator.init_trackers(
+                args.run_name or "train",
+                config=_loggable(dataclasses.asdict(args)),
+                init_kwargs={"wandb": {"name": args.run_name}} if args.run_name else None,
+            )
 
     def _resolve_batch_size(self) -> None:
         args, processes = self.args, self.accelerator.num_processes
@@ -224,6 +240,30 @@ class Trainer:
                 f"batch_size: {args.batch_size} must be divisible by the {processes} processes "
                 f"x {args.gradient_accumulation_steps} accumulation steps"
             )
+        # Evaluation batches over all processes (split like the training batches).
+        per_device = args.per_device_eval_batch_size
+        self.eval_batch_size = args.batch_size if per_device is None else per_device * processes
+
+    def _check_selection_metric(self) -> None:
+        """``--metric-for-best-model`` names the metric this trainer selects by, or is refused."""
+        wanted, metric = self.args.metric_for_best_model, self.selection_metric
+        if wanted is not None and wanted.removeprefix("eval_") != metric:
+            raise ValueError(
+                f"metric_for_best_model: this trainer selects the best model by dev {metric} (higher is "
+                f"better); {wanted} is not offered"
+            )
+
+    def _follow_strategies(self, plan: RunPlan) -> RunPlan:
+        """``plan`` with the cadence of ``--eval-strategy`` / ``--save-strategy``: ``epoch``
+        every pass over the training data, ``no`` one evaluation at the end (the final model
+        is the best) and no checkpoint (``save_steps`` 0); ``steps`` as planned."""
+        changes = {}
+        for name, strategy in (("eval_steps", self.args.eval_strategy), ("save_steps", self.args.save_strategy)):
+            if strategy == "epoch":
+                changes[name] = self.steps_per_epoch
+            elif strategy == "no":
+                changes[name] = plan.max_steps if name == "eval_steps" else 0
+        return dataclasses.replace(plan, **changes)
 
     def _start(self, checkpoint: Path | None) -> None:
         """Build the model and optimiser at the sizes of ``checkpoint`` (or the start) and
@@ -242,6 +282,8 @@ class Trainer:
                 f"{checkpoint} holds K, N_T = {self.state.num_basis}, {self.state.num_steps} but "
                 f"the refinement schedule gives {sizes} at step {self.state.step}"
             )
+        if args.gradient_checkpointing:
+            enable_activation_checkpointing(model)
         if args.torch_compile:
             self.graphs_before = compiled_graphs()  # the counter is per process
             self.compiled = compile_model(
@@ -379,7 +421,9 @@ class Trainer:
                     )
                     progress.update(1)
                     evaluate_now = state.step % plan.eval_steps == 0 or state.step == plan.max_steps
-                    save_now = state.step % plan.save_steps == 0 or state.step == plan.max_steps
+                    save_now = bool(plan.save_steps) and (
+                        state.step % plan.save_steps == 0 or state.step == plan.max_steps
+                    )
                     refine_now = state.step in self.schedule.refine_steps
                     if evaluate_now or save_now:
                         state.train_seconds += time.perf_counter() - tick
@@ -609,6 +653,17 @@ class Trainer:
         if self.accelerator.is_main_process:
             write_json(self.output_dir / COMPRESSION_FILE, rows)
         return rows
+
+
+def enable_activation_checkpointing(model: nn.Module) -> None:
+    """``--gradient-checkpointing``: transformers' activation checkpointing of ``model``
+    (every ``OdeBlock`` recomputes its steps in the backward pass); ValueError for a model
+    without it."""
+    enable = getattr(model, "activation_checkpointing_enable", None)  # transformers >= 5.x's name
+    enable = enable or getattr(model, "gradient_checkpointing_enable", None)
+    if enable is None or not getattr(model, "supports_gradient_checkpointing", False):
+        raise ValueError(f"gradient_checkpointing: {type(model).__name__} does not support it")
+    enable()
 
 
 def _sizes(model: nn.Module) -> tuple[int, int]:
