@@ -76,6 +76,7 @@ _LAZY = {
     "OdeResNetPreTrainedModel": ".modeling_ode_resnet",
     "register_auto_classes": ".auto",
     # The tagging application's entry points.
+    "Document": ".tagging.document",
     "Tagger": ".tagging.tag",
     "build_tokenizer": ".tagging.tokenization",
     "tag": ".tagging.tag",
@@ -106,6 +107,7 @@ __all__ = [
     "ContTransformerForTokenClassification",
     "ContTransformerModel",
     "ContTransformerPreTrainedModel",
+    "Document",
     "OdeBlock",
     "OdeResNetConfig",
     "OdeResNetForImageClassification",

@@ -143,13 +143,13 @@ def test_tag_takes_text_sentences_or_words(tagger):
     words = [["The", "dog", "saw", "a", "bird", "."], ["I", "do", "n't", "know", "!"]]
     from_words = tag(words, tagger.model, tagger.tokenizer)
     for result in (from_text, from_sentences, from_words):
-        assert [s.words for s in result] == words
+        assert [[w.text for w in s.words] for s in result] == words
         assert [s.tags for s in result] == [expected_tags(tagger, w) for w in words]
     assert [text[a:b] for a, b in from_text[1].spans] == words[1]
     assert next(iter(from_words[0])) == ("The", from_words[0].tags[0]) and len(from_words[0]) == 6
     assert from_words[0].spans is None
-    assert tag("", tagger.model, tagger.tokenizer) == []
-    assert tag([], tagger.model, tagger.tokenizer) == []
+    assert tag("", tagger.model, tagger.tokenizer).sentences == []
+    assert tag([], tagger.model, tagger.tokenizer).sentences == []
 
 
 def test_empty_or_mixed_input_is_an_error(tagger):
@@ -204,7 +204,7 @@ def test_a_2000_word_sentence_is_tagged_completely(tmp_path, tagger, model_dir, 
     rng = random.Random(1)
     words = [rng.choice(WORDS[:6]) for _ in range(2000)]
     [sentence] = tag([words], tagger.model, tagger.tokenizer)  # windows of 32 tokens
-    assert sentence.words == words and len(sentence.tags) == 2000
+    assert [w.text for w in sentence.words] == words and len(sentence.tags) == 2000
     input_ids = tagger.tokenizer(words, is_split_into_words=True, return_tensors="pt")["input_ids"]
     with torch.no_grad():
         logits = tagger.model(input_ids=input_ids).logits  # sinusoidal: no length limit

@@ -7,7 +7,8 @@ their labels, ids and back) and :mod:`.lemmas` (lemmas as edit scripts learnt fr
 treebank). Training: :mod:`.arguments` (``TrainingArguments``, presets),
 :mod:`.optimization` (AdamW), :mod:`.evaluation` (accuracy, saved models), :mod:`.trainer`
 (``PosTrainer``, ``train``). Tagging text: :mod:`.segmentation` (raw text to sentences of
-UD words), :mod:`.tag` (``tag()``, ``Tagger``), :mod:`.tag_files` (files in and out, behind
+UD words), :mod:`.tag` (``tag()``, ``Tagger``), :mod:`.document` (what tagging returns:
+``Document``, in stanza's shape), :mod:`.tag_files` (files in and out, behind
 ``scripts/tag.py``), :mod:`.conllu_document` (CoNLL-U line for line) and :mod:`.scoring`
 (the CoNLL 2018 scores, by the local `evaluate` module :mod:`.metrics.conll18`).
 

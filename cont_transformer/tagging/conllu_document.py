@@ -13,11 +13,14 @@ character for character: ``SpaceAfter=No`` where none did, nothing for one space
 ``SpacesAfter=`` for anything else (and ``SpacesBefore=`` on a document's first token),
 escaped as UDPipe does (``\\s`` space, ``\\t``, ``\\r``, ``\\n``, ``\\p`` for ``|``,
 ``\\\\`` for ``\\``; other whitespace as ``\\uXXXX``). ``# text`` follows UD: the forms
-joined by one space except where ``SpaceAfter=No``.
+joined by one space except where ``SpaceAfter=No``. :func:`format_text_sentence` writes a
+sentence of raw text from its words' offsets (what ``scripts/tag.py`` and
+:meth:`~cont_transformer.tagging.document.Document.to_conllu` write).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -38,6 +41,7 @@ def by_column(tags: Sequence[T] | Mapping[str, Sequence[T]], column: str | None)
     return columns
 
 
+_SPACES = re.compile(r"\s*")
 _ESCAPES = {" ": "\\s", "\t": "\\t", "\r": "\\r", "\n": "\\n", "|": "\\p", "\\": "\\\\"}
 
 
@@ -187,6 +191,39 @@ def format_sentence(
             fields[position] = values[index]
         rows.append("\t".join(fields))
     return "\n".join(rows) + "\n\n"
+
+
+def format_text_sentence(
+    sent_id: str,
+    text: str,
+    spans: Sequence[tuple[int, int]],
+    tags: Mapping[str, Sequence[str]],
+    multiword: Mapping[int, int] | None = None,
+    first: bool = False,
+    paragraph_start: bool | None = None,
+) -> str:
+    """One sentence of raw ``text`` as a CoNLL-U block (:func:`format_sentence`).
+
+    Args:
+        sent_id: the ``# sent_id``.
+        text: the whole input text.
+        spans: ``(start, end)`` of each word in ``text`` (at least one); MISC records the
+            whitespace after each word, up to the next visible character of ``text``.
+        tags: ``{column: one value per word}``.
+        multiword: ``first -> end`` word indices of multiword tokens.
+        first: the document's first sentence (whitespace before it in ``SpacesBefore=``).
+        paragraph_start: for text cut into paragraphs, whether the sentence begins one
+            (``# newpar``; ``# newdoc`` too on the first sentence); None for text that is
+            not (no such comments).
+    """
+    words = [text[start:end] for start, end in spans]
+    ends = [start for start, _ in spans[1:]] + [_SPACES.match(text, spans[-1][1]).end()]
+    spaces_after = [text[end:next_start] for (_, end), next_start in zip(spans, ends)]
+    spaces_before = text[: spans[0][0]] if first else ""
+    comments = []
+    if paragraph_start is not None:
+        comments = (["# newdoc"] if first else []) + (["# newpar"] if paragraph_start else [])
+    return format_sentence(sent_id, words, tags, None, spaces_after, spaces_before, comments, multiword)
 
 
 def _with_spaces_before(misc: str, index: int, spaces_before: str) -> str:

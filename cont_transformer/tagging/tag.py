@@ -3,12 +3,14 @@
 A model may predict several CoNLL-U columns (UPOS, XPOS, features, lemmas: one head
 each, see ``ContTransformerConfig``); every one is filled: a lemma by applying the
 predicted edit script to the word (:mod:`.lemmas`), factored features assembled into
-one FEATS string (:mod:`.columns`). ``TaggedSentence.tags`` and the ``(word, tag)``
-pairs it iterates hold the primary column, as for a model of one column.
+one FEATS string (:mod:`.columns`). ``sentence.tags`` and the ``(word, tag)`` pairs a
+sentence iterates hold the primary column, as for a model of one column.
 
 :func:`tag` takes raw text (split into sentences and UD words by
-:mod:`~cont_transformer.tagging.segmentation`), a list of sentences (each tokenized) or a list of
-already tokenized sentences, and returns one :class:`TaggedSentence` per sentence.
+:mod:`~cont_transformer.tagging.segmentation`), a list of sentences (each tokenized), a list of
+already tokenized sentences or a :class:`~cont_transformer.tagging.document.Document` (e.g. read
+from CoNLL-U), and returns a ``Document``: ``doc.sentences[i].words[j].upos``, multiword tokens,
+character offsets, ``to_conllu()``, in stanza's shape (:mod:`.document`).
 :class:`Tagger` holds a model, its tokenizer and the options, and is what
 :func:`~cont_transformer.tagging.tag_files.tag_file` and ``scripts/tag.py`` use.
 
@@ -26,8 +28,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -48,50 +49,11 @@ from ..word_tagging import (
 )
 from .batching import IGNORE_INDEX, PaddingCollator, encode_for_evaluation
 from .conllu_document import COLUMNS
+from .document import Document, Sentence
 from .segmentation import check_language, split_text, tokenize_sentences
 from .tokenization import load_tokenizer, word_shortener
 
-
-@dataclass
-class TaggedSentence:
-    """One tagged sentence: iterate it for ``(word, tag)`` pairs (the primary column).
-
-    Attributes:
-        words: the words (UD syntactic words).
-        tags: one tag per word, of the model's primary column.
-        spans: ``(start, end)`` of each word in the input string (raw text input only,
-            else None).
-        columns: every predicted column (``"upos"``, ``"xpos"``, ``"feats"``,
-            ``"lemma"``) -> one value per word, the primary column included; also read
-            as ``upos``, ``xpos``, ``feats``, ``lemma`` (None where not predicted).
-    """
-
-    words: list[str]
-    tags: list[str]
-    spans: list[tuple[int, int]] | None = None
-    columns: dict[str, list[str]] | None = None
-
-    @property
-    def upos(self) -> list[str] | None:
-        return (self.columns or {}).get("upos")
-
-    @property
-    def xpos(self) -> list[str] | None:
-        return (self.columns or {}).get("xpos")
-
-    @property
-    def feats(self) -> list[str] | None:
-        return (self.columns or {}).get("feats")
-
-    @property
-    def lemma(self) -> list[str] | None:
-        return (self.columns or {}).get("lemma")
-
-    def __iter__(self) -> Iterator[tuple[str, str]]:
-        return zip(self.words, self.tags)
-
-    def __len__(self) -> int:
-        return len(self.words)
+TaggedSentence = Sentence  # the name of a tagged sentence before it held Word objects (kept for imports)
 
 
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
@@ -274,42 +236,51 @@ class Tagger:
             for words, sentence_ids in zip(sentences, ids)
         ]
 
-    def __call__(self, inputs: str | Sequence[str] | Sequence[Sequence[str]]) -> list[TaggedSentence]:
-        """Tag raw text, sentences, or tokenized sentences; see :func:`tag`."""
+    def __call__(self, inputs: str | Sequence[str] | Sequence[Sequence[str]] | Document) -> Document:
+        """Tag raw text, sentences, tokenized sentences or a document; see :func:`tag`."""
+        if isinstance(inputs, Document):
+            words = [[word.text for word in sentence.words] for sentence in inputs.sentences]
+            check_words(words)
+            return inputs.fill(self.predict_columns(words), self.column)
         if isinstance(inputs, str):
-            sentences = list(split_text(inputs, self.language))
-            words = [sentence.words(inputs) for sentence in sentences]
-            return [
-                TaggedSentence(w, c[self.column], s.spans, c)
-                for w, c, s in zip(words, self.predict_columns(words), sentences)
-            ]
+            segments = list(split_text(inputs, self.language))
+            columns = self.predict_columns([segment.words(inputs) for segment in segments])
+            return Document.from_text(inputs, segments, columns, self.column)
         inputs = list(inputs)
         if all(isinstance(item, str) for item in inputs):
-            words = [s.words(text) for s, text in zip(tokenize_sentences(inputs, self.language), inputs)]
-        elif all(isinstance(item, (list, tuple)) for item in inputs):
+            # One text of the sentences, one per line (as scripts/tag.py --input-format lines reads them).
+            text, offsets = "\n".join(inputs), [0]
+            for item in inputs[:-1]:
+                offsets.append(offsets[-1] + len(item) + 1)
+            segments = list(tokenize_sentences(inputs, self.language, offsets))
+            columns = self.predict_columns([segment.words(text) for segment in segments])
+            return Document.from_text(text, segments, columns, self.column, paragraphs=False)
+        if all(isinstance(item, (list, tuple)) for item in inputs):
             words = [list(item) for item in inputs]
             check_words(words)
-        else:
-            raise TypeError(
-                "tag() takes a string, a list of strings (sentences) or a list of lists of strings (words), not a mix"
-            )
-        return [TaggedSentence(w, c[self.column], None, c) for w, c in zip(words, self.predict_columns(words))]
+            return Document.from_words(words, self.predict_columns(words), self.column)
+        raise TypeError(
+            "tag() takes a string, a list of strings (sentences) or a list of lists of strings (words), not a mix"
+        )
 
 
 def tag(
-    inputs: str | Sequence[str] | Sequence[Sequence[str]],
+    inputs: str | Sequence[str] | Sequence[Sequence[str]] | Document,
     model,
     tokenizer,
     *,
     language: str | None = None,
     batch_size: int = 2048,
-) -> list[TaggedSentence]:
-    """Tag text; returns one :class:`TaggedSentence` per sentence, in input order.
+) -> Document:
+    """Tag text; returns a :class:`~cont_transformer.tagging.document.Document` of its sentences, in input order.
 
     Args:
-        inputs: raw text (a string: split into sentences and UD words, with character
-            offsets in ``spans``), a list of strings (one sentence each, tokenized), or
-            a list of lists of words (already tokenized; an empty word is an error).
+        inputs: raw text (a string: split into sentences and UD words, multiword tokens
+            such as ``didn't`` = ``did`` ``n't``, character offsets into it), a list of
+            strings (one sentence each, tokenized; offsets into them joined by newlines,
+            ``doc.text``), a list of lists of words (already tokenized, no offsets; an empty
+            word is an error), or a ``Document`` (e.g. ``Document.read_conllu(path)``: its
+            words tagged as they are, in place).
         model: a token classifier (e.g. ``ContTransformerForTokenClassification``).
         tokenizer: its tokenizer.
         language: ``"en"`` or ``"de"`` for tokenizing; default the model's, else English.
@@ -319,7 +290,10 @@ def tag(
 
         model = AutoModelForTokenClassification.from_pretrained(folder)
         tokenizer = AutoTokenizer.from_pretrained(folder)
-        for sentence in tag("The cat didn't sit. It ran.", model, tokenizer):
+        doc = tag("The cat didn't sit. It ran.", model, tokenizer)
+        for sentence in doc:
             print(list(sentence))  # [("The", "DT"), ("cat", "NN"), ("did", "VBD"), ("n't", "RB"), ...]
+        doc.sentences[0].words[2].upos  # "AUX"; doc.sentences[0].tokens[2].text: "didn't"
+        doc.to_conllu()  # as scripts/tag.py writes it
     """
     return Tagger(model, tokenizer, language=language, batch_size=batch_size)(inputs)

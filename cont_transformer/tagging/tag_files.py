@@ -12,8 +12,9 @@ Outputs (``output_format``):
 
 * ``conllu``: from a CoNLL-U input, that file with only the predicted columns changed
   (:meth:`ConlluDocument.retagged`); from the other inputs, one block per sentence
-  (:func:`format_sentence`: ``# newdoc`` / ``# newpar`` for raw text, ``# sent_id``,
-  ``# text``, the predicted columns, whitespace in MISC so the input can be rebuilt);
+  (:func:`~.conllu_document.format_text_sentence`: ``# newdoc`` / ``# newpar`` for raw
+  text, ``# sent_id``, ``# text``, the predicted columns, whitespace in MISC so the input
+  can be rebuilt; :meth:`.Document.to_conllu` writes the same);
 * ``tsv``: ``word<TAB>value...`` lines, a value per predicted column in CoNLL-U order
   (LEMMA, UPOS, XPOS, FEATS; ``word<TAB>tag`` for a model of one column), a blank line
   after each sentence;
@@ -49,7 +50,7 @@ from typing import BinaryIO
 from tqdm.auto import tqdm
 
 from ..training.outputs import hold_lock, remove_stale
-from .conllu_document import ConlluDocument, format_sentence
+from .conllu_document import ConlluDocument, format_sentence, format_text_sentence
 from .data import decode_utf8
 from .segmentation import (
     Sentence,
@@ -63,7 +64,6 @@ from .tag import Tagger
 INPUT_FORMATS = ("text", "lines", "tokens", "conllu")
 OUTPUT_FORMATS = ("conllu", "tsv", "json")
 CHUNK_SENTENCES = 4096  # sentences sorted and tagged together
-_SPACES = re.compile(r"\s*")
 _STAGING_SUFFIX = re.compile(r"\.[0-9a-f]{32}\.tmp")
 
 
@@ -138,20 +138,14 @@ class _Formatter:
     def __call__(self, words: list[str], columns: dict[str, list[str]], sentence: Sentence | None) -> str:
         self.count += 1
         sent_id = str(self.count)
-        spaces_after, spaces_before, comments, multiword = None, "", [], None
-        if sentence is not None:
-            spans, text = sentence.spans, self.text
-            ends = [start for start, _ in spans[1:]] + [_SPACES.match(text, spans[-1][1]).end()]
-            spaces_after = [text[end:next_start] for (_, end), next_start in zip(spans, ends)]
-            multiword = sentence.multiword
-            if self.count == 1:
-                spaces_before = text[: spans[0][0]]
-            if self.raw_format == "text":
-                comments = (["# newdoc"] if self.count == 1 else []) + (
-                    ["# newpar"] if sentence.paragraph_start else []
-                )
         if self.format == "conllu":
-            return format_sentence(sent_id, words, columns, None, spaces_after, spaces_before, comments, multiword)
+            if sentence is None:
+                return format_sentence(sent_id, words, columns)
+            paragraph_start = sentence.paragraph_start if self.raw_format == "text" else None
+            first = self.count == 1
+            return format_text_sentence(
+                sent_id, self.text, sentence.spans, columns, sentence.multiword, first, paragraph_start
+            )
         if self.format == "tsv":
             lines = zip(words, *columns.values())
             return "".join("\t".join(values) + "\n" for values in lines) + "\n"

@@ -1,0 +1,395 @@
+"""What tagging returns: a :class:`Document` of sentences, tokens and words, in stanza's shape and names.
+
+``doc.sentences[i].words[j]`` is a :class:`Word` (``id`` 1-based in its sentence,
+``text``, ``lemma``, ``upos``, ``xpos``, ``feats``, and ``start`` / ``end``: its
+characters in the input text, ``doc.text[word.start:word.end] == word.text``; also read
+as stanza's ``start_char`` / ``end_char``). ``sentence.tokens[k]`` is a :class:`Token`:
+what the raw text shows, one word, or a multiword token over several (``didn't`` = ``did``
+``n't``; ``token.id`` is ``(2, 3)``, as CoNLL-U writes ``2-3``). A column the model does
+not predict is None, and so is an empty value (``_``: no features), as in stanza.
+Offsets are None where there is no text to point into (pre-tokenized words, CoNLL-U).
+
+Documents come from :class:`~cont_transformer.tagging.tag.Tagger` (raw text, sentence
+strings, word lists) and from CoNLL-U (:meth:`Document.from_conllu`,
+:meth:`Document.read_conllu`: its multiword tokens and ids kept); a tagger given a
+document tags its words as they are and fills the predicted columns in place.
+:meth:`Document.to_conllu` writes what ``scripts/tag.py`` writes for the same input, by the
+same functions (:mod:`.conllu_document`); :meth:`Document.to_dict` is stanza's.
+
+Like stanza's, the objects compare and hash by identity (a word can key a dict).
+
+Kept from the lists the tagger returned before (``TaggedSentence``, still that name in
+:mod:`.tag`): a document iterates, indexes and counts its sentences; a sentence iterates
+``(word, tag)`` pairs of the primary column, and ``tags``, ``spans``, ``columns`` and the
+per-column lists ``upos``, ``xpos``, ``feats``, ``lemma`` (None when not predicted, ``_``
+for an empty value) read its words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .conllu_document import COLUMNS, ConlluDocument, format_sentence, format_text_sentence
+from .data import PathLike
+
+TAG_COLUMNS = COLUMNS[2:6]  # lemma, upos, xpos, feats: what a tagger predicts, in CoNLL-U order
+
+
+def _value(value: str | None, text: str = "") -> str | None:
+    """A column's value as stanza keeps it: None for CoNLL-U's empty ``_`` (a lemma ``_`` of
+    the word ``_`` stays)."""
+    return None if value is None or (value == "_" and text != "_") else value
+
+
+def _written(value: str | None) -> str:
+    return "_" if value is None else value
+
+
+@dataclass(eq=False)
+class Word:
+    """One syntactic word (a CoNLL-U word line)."""
+
+    id: int
+    text: str
+    lemma: str | None = None
+    upos: str | None = None
+    xpos: str | None = None
+    feats: str | None = None
+    start: int | None = None
+    end: int | None = None
+    parent: Token | None = field(default=None, repr=False)  # the token it belongs to
+
+    @property
+    def start_char(self) -> int | None:
+        return self.start
+
+    @property
+    def end_char(self) -> int | None:
+        return self.end
+
+    @property
+    def pos(self) -> str | None:
+        """stanza's other name of ``upos``."""
+        return self.upos
+
+    def to_dict(self) -> dict[str, Any]:
+        """stanza's: ``id``, ``text``, ``lemma``, ``upos``, ``xpos``, ``feats``,
+        ``start_char``, ``end_char``, those that are not None."""
+        values = {
+            "id": self.id,
+            "text": self.text,
+            "lemma": self.lemma,
+            "upos": self.upos,
+            "xpos": self.xpos,
+            "feats": self.feats,
+            "start_char": self.start,
+            "end_char": self.end,
+        }
+        return {key: value for key, value in values.items() if value is not None}
+
+
+@dataclass(eq=False)
+class Token:
+    """What the text shows: one word, or a multiword token (``id`` ``(first, last)``)
+    whose ``text`` is written as one and whose ``words`` are several."""
+
+    id: tuple[int, ...]
+    text: str
+    words: list[Word]
+    start: int | None = None
+    end: int | None = None
+
+    def __post_init__(self):
+        for word in self.words:
+            word.parent = self
+
+    @property
+    def start_char(self) -> int | None:
+        return self.start
+
+    @property
+    def end_char(self) -> int | None:
+        return self.end
+
+    def is_mwt(self) -> bool:
+        return len(self.words) > 1
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        """stanza's: the token's own entry first if it is a multiword token (``id`` a
+        tuple), then one per word."""
+        words = [word.to_dict() for word in self.words]
+        if not self.is_mwt():
+            return words
+        values = {"id": self.id, "text": self.text, "start_char": self.start, "end_char": self.end}
+        return [{key: value for key, value in values.items() if value is not None}, *words]
+
+
+@dataclass(eq=False)
+class Sentence:
+    """One sentence: its ``tokens`` and ``words`` (a multiword token's words in its place).
+
+    Attributes:
+        tokens: what the text shows, in order.
+        text: the sentence's text (raw text: ``doc.text`` from its first word to its last;
+            CoNLL-U: its ``# text``; words: the words joined by a space).
+        words: every word of every token, in order (``words[j].id == j + 1``).
+        predicted: the columns the tagger filled, in CoNLL-U order (empty before tagging).
+        column: the tagger's primary column (``tags``, iteration); None before tagging.
+        paragraph_start: raw text cut into paragraphs: the sentence begins one (CoNLL-U
+            ``# newpar``); None for text not cut into paragraphs.
+    """
+
+    tokens: list[Token]
+    text: str | None = None
+    predicted: tuple[str, ...] = ()
+    column: str | None = None
+    paragraph_start: bool | None = field(default=None, repr=False)
+    words: list[Word] = field(init=False, repr=False)
+
+    def __post_init__(self):
+        self.words = [word for token in self.tokens for word in token.words]
+
+    def fill(self, columns: Mapping[str, Sequence[str]], column: str | None = None) -> Sentence:
+        """Set the words' ``columns`` (``{column: one value per word}``, ``_`` read as None)
+        and the primary ``column``; returns the sentence."""
+        for name, values in columns.items():
+            if name not in TAG_COLUMNS:
+                raise ValueError(f"column: {name!r} is not one of {TAG_COLUMNS}")
+            if len(values) != len(self.words):
+                raise ValueError(f"{len(values)} values of {name} for a sentence of {len(self.words)} words")
+            for word, value in zip(self.words, values):
+                setattr(word, name, _value(value, word.text))
+        self.predicted = tuple(c for c in TAG_COLUMNS if c in columns or c in self.predicted)
+        self.column = column
+        return self
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        return [entry for token in self.tokens for entry in token.to_dict()]
+
+    def values(self, column: str) -> list[str]:
+        """``column`` of each word as CoNLL-U writes it (``_`` for None)."""
+        return [_written(getattr(word, column)) for word in self.words]
+
+    # What TaggedSentence held (parallel lists), read from the words.
+
+    @property
+    def tags(self) -> list[str] | None:
+        """The primary column's value of each word."""
+        return None if self.column is None else self.values(self.column)
+
+    @property
+    def columns(self) -> dict[str, list[str]]:
+        """Every predicted column -> its value for each word."""
+        return {column: self.values(column) for column in self.predicted}
+
+    def _predicted(self, column: str) -> list[str] | None:
+        return self.values(column) if column in self.predicted else None
+
+    @property
+    def spans(self) -> list[tuple[int, int]] | None:
+        """``(start, end)`` of each word in the text, or None where the words have no offsets."""
+        spans = [(word.start, word.end) for word in self.words]
+        return None if any(start is None or end is None for start, end in spans) else spans
+
+    @property
+    def upos(self) -> list[str] | None:
+        return self._predicted("upos")
+
+    @property
+    def xpos(self) -> list[str] | None:
+        return self._predicted("xpos")
+
+    @property
+    def feats(self) -> list[str] | None:
+        return self._predicted("feats")
+
+    @property
+    def lemma(self) -> list[str] | None:
+        return self._predicted("lemma")
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        """``(word, tag)`` pairs of the primary column."""
+        return zip([word.text for word in self.words], self.tags or [])
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+
+@dataclass(eq=False)
+class Document:
+    """Tagged sentences (stanza's ``Document``): ``doc.sentences``, ``doc.text``.
+
+    Iterate, index or count a document for its sentences (``doc[0] is doc.sentences[0]``).
+    """
+
+    sentences: list[Sentence]
+    text: str | None = None
+    conllu: ConlluDocument | None = field(default=None, repr=False)  # the CoNLL-U it was read from
+
+    # Building. -------------------------------------------------------------------------
+
+    @classmethod
+    def from_text(
+        cls,
+        text: str,
+        segments: Sequence,
+        columns: Sequence[Mapping[str, Sequence[str]]] = (),
+        column: str | None = None,
+        paragraphs: bool = True,
+    ) -> Document:
+        """A document of raw ``text`` split into ``segments``
+        (:class:`~cont_transformer.tagging.segmentation.Sentence`: spans, multiword tokens,
+        paragraph starts, which count only if ``paragraphs``: text cut into paragraphs, not
+        lines), with ``columns`` (per sentence, ``{column: values}``) and the primary
+        ``column`` filled."""
+        sentences = []
+        for number, segment in enumerate(segments):
+            spans, tokens, index = segment.spans, [], 0
+            while index < len(spans):
+                end = segment.multiword.get(index, index + 1)
+                words = [Word(i + 1, text[a:b], start=a, end=b) for i, (a, b) in enumerate(spans[index:end], index)]
+                start, stop = spans[index][0], spans[end - 1][1]
+                ids = (index + 1,) if end == index + 1 else (index + 1, end)
+                tokens.append(Token(ids, text[start:stop], words, start, stop))
+                index = end
+            sentence_text = text[spans[0][0] : spans[-1][1]] if spans else ""
+            sentence = Sentence(tokens, sentence_text, paragraph_start=segment.paragraph_start if paragraphs else None)
+            sentences.append(sentence.fill(columns[number], column) if columns else sentence)
+        return cls(sentences, text)
+
+    @classmethod
+    def from_words(
+        cls,
+        words: Sequence[Sequence[str]],
+        columns: Sequence[Mapping[str, Sequence[str]]] = (),
+        column: str | None = None,
+    ) -> Document:
+        """A document of pre-tokenized sentences (one token per word, no offsets, no text)."""
+        sentences = []
+        for number, sentence_words in enumerate(words):
+            tokens = [Token((i,), w, [Word(i, w)]) for i, w in enumerate(sentence_words, 1)]
+            sentence = Sentence(tokens, " ".join(sentence_words))
+            sentences.append(sentence.fill(columns[number], column) if columns else sentence)
+        return cls(sentences)
+
+    @classmethod
+    def from_conllu(cls, text: str, name: PathLike = "<input>") -> Document:
+        """A document of CoNLL-U ``text`` (validated; ``ValueError("name:line: ...")``):
+        its words with their ids and columns (``_`` as None), multiword tokens over their
+        words, ``# text`` as each sentence's text; empty nodes are not words.
+        :meth:`to_conllu` gives ``text`` back, with any predicted columns replaced."""
+        return cls._read(ConlluDocument(text, name))
+
+    @classmethod
+    def read_conllu(cls, path: PathLike) -> Document:
+        """:meth:`from_conllu` of a file (``FileNotFoundError``, ``ValueError("path:line: ...")``)."""
+        return cls._read(ConlluDocument.read(path))
+
+    @classmethod
+    def _read(cls, conllu: ConlluDocument) -> Document:
+        sentences = []
+        for block in conllu.blocks:
+            tokens, sentence_text, last = [], None, 0  # last: the last word of the open multiword token
+            for line in (conllu.lines[i].rstrip("\r") for i in block):
+                if line.startswith("#"):
+                    if line.startswith("# text = ") and sentence_text is None:
+                        sentence_text = line[len("# text = ") :]
+                    continue
+                fields = line.split("\t")
+                first, dash, end = fields[0].partition("-")
+                if dash:
+                    tokens.append(Token((int(first), int(end)), fields[1], []))
+                    last = int(end)
+                elif first.isdigit():
+                    lemma, upos, xpos, feats = fields[2:6]
+                    word = Word(int(first), fields[1], *(_value(v, fields[1]) for v in (lemma, upos, xpos, feats)))
+                    if word.id <= last:
+                        word.parent = tokens[-1]
+                        tokens[-1].words.append(word)
+                    else:
+                        tokens.append(Token((word.id,), word.text, [word]))
+            if sentence_text is None:
+                sentence_text = " ".join(token.text for token in tokens)
+            sentences.append(Sentence(tokens, sentence_text))
+        return cls(sentences, None, conllu)
+
+    def fill(self, columns: Sequence[Mapping[str, Sequence[str]]], column: str | None = None) -> Document:
+        """Set each sentence's words' ``columns`` (per sentence, ``{column: one value per
+        word}``, ``_`` read as None) and the primary ``column``; returns the document."""
+        if len(columns) != len(self.sentences):
+            raise ValueError(f"{len(columns)} tagged sentences for a document of {len(self.sentences)}")
+        for sentence, values in zip(self.sentences, columns):
+            sentence.fill(values, column)
+        return self
+
+    # Reading. --------------------------------------------------------------------------
+
+    def iter_words(self) -> Iterator[Word]:
+        for sentence in self.sentences:
+            yield from sentence.words
+
+    def iter_tokens(self) -> Iterator[Token]:
+        for sentence in self.sentences:
+            yield from sentence.tokens
+
+    @property
+    def num_words(self) -> int:
+        return sum(len(sentence.words) for sentence in self.sentences)
+
+    @property
+    def num_tokens(self) -> int:
+        return sum(len(sentence.tokens) for sentence in self.sentences)
+
+    def __iter__(self) -> Iterator[Sentence]:
+        return iter(self.sentences)
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    def __getitem__(self, index):
+        return self.sentences[index]
+
+    # Writing. --------------------------------------------------------------------------
+
+    def to_dict(self) -> list[list[dict[str, Any]]]:
+        """stanza's: per sentence, one dict per word (``id``, ``text``, ``lemma``,
+        ``upos``, ``xpos``, ``feats``, ``start_char``, ``end_char``; those not None), a
+        multiword token's own dict (``id`` ``(first, last)``, ``text``, offsets) before
+        its words."""
+        return [sentence.to_dict() for sentence in self.sentences]
+
+    def to_conllu(self) -> str:
+        """The document as CoNLL-U, as ``scripts/tag.py`` writes it for the same input:
+        read from CoNLL-U, that text with the words' LEMMA, UPOS, XPOS and FEATS in place
+        (:meth:`ConlluDocument.retagged`: every other byte as read); from raw text, one
+        block per sentence (``# newdoc`` / ``# newpar``, ``# sent_id``, ``# text``,
+        multiword-token lines, the whitespace in MISC; :func:`format_text_sentence`);
+        from words, :func:`format_sentence` with a space after each word. Sentences
+        without words are left out; a column not predicted is ``_``."""
+        if self.conllu is not None:
+            return self.conllu.retagged({c: [s.values(c) for s in self.sentences] for c in TAG_COLUMNS})
+        blocks, number = [], 0
+        for sentence in self.sentences:
+            if not sentence.words:
+                continue
+            number += 1
+            columns = {column: sentence.values(column) for column in TAG_COLUMNS}
+            multiword = {}
+            position = 0
+            for token in sentence.tokens:
+                if token.is_mwt():
+                    multiword[position] = position + len(token.words)
+                position += len(token.words)
+            spans = sentence.spans
+            if self.text is None or spans is None:
+                words = [word.text for word in sentence.words]
+                blocks.append(format_sentence(str(number), words, columns, multiword=multiword))
+            else:
+                blocks.append(
+                    format_text_sentence(
+                        str(number), self.text, spans, columns, multiword, number == 1, sentence.paragraph_start
+                    )
+                )
+        return "".join(blocks)
