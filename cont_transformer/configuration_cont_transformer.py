@@ -132,6 +132,11 @@ class ContTransformerConfig(PreTrainedConfig):
             log-probability. None: each column's own argmax.
         tie_word_embeddings: the masked-LM head's decoder shares the word embedding
             matrix (``ContTransformerForMaskedLM``; the tagger has no such head).
+        vocab_fingerprint: SHA-256 of the vocabulary of the tokenizer saved beside the model
+            (``tagging.tokenization.vocabulary_fingerprint``), written when a tagger or
+            language model is saved by the package's trainers; loading the folder's tokenizer
+            checks it, so a tokenizer of another model is refused. None (folders saved
+            before it, or by hand): only ``vocab_size`` is checked.
 
     Example:
 
@@ -176,6 +181,7 @@ class ContTransformerConfig(PreTrainedConfig):
     column_labels: dict[str, list[str]] | None = None
     feats_mode: str = "whole"
     tag_combinations: list[list[str]] | None = None
+    vocab_fingerprint: str | None = None
     tie_word_embeddings: bool = True
 
     def __post_init__(self, **kwargs):

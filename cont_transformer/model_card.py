@@ -37,6 +37,17 @@ _MARKER = "<!-- cont-transformer model card, sha256:{} -->\n"
 _MARKER_PATTERN = re.compile(r"<!-- cont-transformer model card, sha256:([0-9a-f]{64}) -->\n?\Z")
 # The Hub's relations of a model to its base_model (adapter, merge, quantized, finetune).
 BASE_MODEL_RELATIONS = ("adapter", "merge", "quantized", "finetune")
+# Every card says what loading the folder checks and what it cannot (docs/design.md §11).
+UNIT_HEADING = "A model folder is a unit"
+UNIT_TEXT = (
+    "The weights, `config.json` and the tokenizer (or image processor) of this folder belong together. "
+    "Loading it with this package checks what can be checked: every tensor is there and expected, of the "
+    "shape the config gives, finite and below {bound:g} in magnitude, and the tokenizer matches the config's "
+    "`vocab_size` and `vocab_fingerprint`. It cannot notice an edit of `config.json` that keeps every shape "
+    "(`basis`, `time_horizon`, `scheme`, `layer_norm_eps`, `hidden_act`, the label names): such a model loads "
+    "and computes something else, silently. Change K, N_T or the basis with `scripts/compress.py`, which "
+    "writes a new, consistent folder; do not edit the config by hand."
+)
 
 
 @dataclass(frozen=True)
@@ -226,11 +237,18 @@ def write_model_card(
             + "\n".join(f"| {_data_cell(r)} | {r.split} | {100 * r.accuracy:.2f}% |" for r in results)
         )
     body += [f"## {heading}\n\n{text.strip()}" for heading, text in (sections or {}).items()]
+    body.append(f"## {UNIT_HEADING}\n\n{_unit_text()}")
     body.append(f"## Usage\n\n{kind.usage}")
     content = f"---\n{card_data.to_yaml()}\n---\n\n" + "\n\n".join(body) + "\n\n"
     ModelCard(content, ignore_metadata_errors=False)  # refuses metadata the Hub would reject
     path.write_text(content + _MARKER.format(_digest(content)), encoding="utf-8")
     return path
+
+
+def _unit_text() -> str:
+    from .pretrained import MAX_ABS_WEIGHT  # imported here: pretrained imports this module
+
+    return UNIT_TEXT.format(bound=MAX_ABS_WEIGHT)
 
 
 def _data_cell(result: Evaluation) -> str:

@@ -16,7 +16,13 @@
   transformers reads them (safetensors, or a pickle unpickled ``weights_only``, which
   refuses anything but tensors); when that fails, :func:`unreadable_weights` names the
   first weights file of the folder that does not load that way. A model with a NaN or
-  infinite value in any tensor (a diverged run) is refused by :func:`check_finite`.
+  infinite value in any tensor (a diverged run), or one beyond :data:`MAX_ABS_WEIGHT` in
+  magnitude, is refused by :func:`check_finite`.
+* The load is strict: a tensor the weights lack or hold beyond the model's, or of another
+  shape than the config gives, is refused in one line naming it (transformers would
+  initialise it afresh, or drop it, and print a table). Tensors transformers legitimately
+  leaves out (tied to another, ``_keys_to_ignore_on_load_missing``) load as before, and a
+  base model read from a folder with a head ignores the head's tensors.
 * Loading never runs code from a model folder and never asks: every load of the package
   passes ``trust_remote_code=False``, and first :func:`check_no_custom_code` refuses, in
   one line, a folder whose ``auto_map`` names a class that is not one of this package's
@@ -30,6 +36,7 @@
 
 from __future__ import annotations
 
+import copy
 import importlib
 import json
 import os
@@ -89,14 +96,53 @@ def unreadable_weights(folder: str | os.PathLike) -> tuple[Path, str] | None:
     return None
 
 
+# The largest magnitude a weight of a loaded model may have. Trained models of this package
+# hold far smaller ones; the largest |weight| measured: 1.05 in the sample recipe's tagger
+# (60 steps, a LayerNorm gain), 2.31 in a UD English-GUM tagger fine-tuned from the
+# pretrained language model (its final LayerNorm), 6.54 in that English masked language
+# model (lm_head.decoder.bias); embeddings and coefficients stay below 1, and the image
+# models' running variances are those of normalised activations. 1e4 leaves three orders of
+# magnitude above all of them (a longer run, another treebank), while a value edited into
+# the file (3e38: finite, and UPOS falls to 6.24) is refused.
+MAX_ABS_WEIGHT = 1e4
+
+
 def check_finite(model: torch.nn.Module, source: str | os.PathLike) -> None:
     """Raise ``ValueError`` naming ``source`` and the first tensor of ``model`` holding a NaN
-    or an infinite value."""
+    or an infinite value, or a value beyond :data:`MAX_ABS_WEIGHT` in magnitude."""
     for name, tensor in model.state_dict().items():
-        if tensor.is_floating_point() and tensor.device.type != "meta" and not bool(tensor.isfinite().all()):
+        if not tensor.is_floating_point() or tensor.device.type == "meta" or not tensor.numel():
+            continue
+        if not bool(tensor.isfinite().all()):
             raise ValueError(
                 f"{source}: tensor {name} holds NaN or infinite values (a diverged training run?); refusing to load it"
             )
+        largest = float(tensor.detach().abs().max())
+        if largest > MAX_ABS_WEIGHT:
+            raise ValueError(
+                f"{source}: tensor {name} holds a value of magnitude {largest:.3g}, beyond the {MAX_ABS_WEIGHT:g} "
+                "no trained model of this package reaches (an edited weights file?); refusing to load it"
+            )
+
+
+def loading_problem(model: torch.nn.Module, loading_info) -> str | None:
+    """The first tensor a load leaves missing or finds unexpected, in words; None when the
+    weights are the model's exactly. Tensors transformers itself leaves out (tied weights,
+    ``_keys_to_ignore_on_load_*`` patterns) do not count, nor, for a base model read from a
+    folder with a head, the head's tensors."""
+    info = copy.copy(loading_info)
+    model._adjust_missing_and_unexpected_keys(info)  # transformers' own exceptions, on a copy
+    tied = set(getattr(model, "all_tied_weights_keys", None) or {})
+    missing = sorted(set(info.missing_keys) - tied)
+    if missing:
+        return f"tensor {missing[0]} is missing from the weights ({len(missing)} missing)"
+    unexpected = sorted(info.unexpected_keys)
+    if model.base_model is model:  # a head's tensors are not a base model's concern
+        own = {name for name, _ in model.named_children()} | {name for name, _ in model.named_parameters()}
+        unexpected = [key for key in unexpected if key.split(".", 1)[0] in own]
+    if unexpected:
+        return f"tensor {unexpected[0]} in the weights is not one of the model's ({len(unexpected)} unexpected)"
+    return None
 
 
 # The modules of this package whose classes a saved folder's ``auto_map`` may name (the
@@ -256,10 +302,12 @@ class ContinuousPreTrainedModel(PreTrainedModel):
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
         """``PreTrainedModel.from_pretrained``, with one-line errors naming a weights file
-        that does not load, and refusing non-finite weights (see the module docstring).
+        that does not load, and refusing non-finite or outsized weights and weights that
+        are not the model's (see the module docstring).
 
         Raises ``OSError`` naming the damaged file, ``ValueError`` naming the folder and
-        the first non-finite tensor.
+        the first tensor that is non-finite, outsized, missing, unexpected or of another
+        shape than the config gives.
         """
         try:
             model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
@@ -274,13 +322,20 @@ class ContinuousPreTrainedModel(PreTrainedModel):
 
     @classmethod
     def _finalize_model_loading(cls, model, load_config, loading_info):
-        """Refuse a checkpoint whose coefficient shapes disagree with its config.
+        """Refuse weights that are not the model's: a tensor missing or unexpected
+        (:func:`loading_problem`), coefficients whose shapes disagree with the config, or
+        any other tensor of another shape (unless ``ignore_mismatched_sizes``).
 
-        transformers would re-draw mismatched tensors (with ``ignore_mismatched_sizes``)
-        or fail with a generic message; a K-mismatch means the config does not describe
-        the saved basis, so say that. This is transformers' step between reading the
-        weights and initialising the missing or mismatched ones.
+        transformers would initialise missing tensors afresh, drop unexpected ones, re-draw
+        mismatched ones (with ``ignore_mismatched_sizes``) or fail with a generic message,
+        after a table; a K-mismatch means the config does not describe the saved basis, so
+        say that. This is transformers' step between reading the weights and initialising
+        the missing or mismatched ones.
         """
+        source = load_config.pretrained_model_name_or_path
+        problem = loading_problem(model, loading_info)
+        if problem is not None:
+            raise ValueError(f"{source}: {problem}; the weights and config.json of a model folder belong together")
         blocks = [name for name, m in model.named_modules() if isinstance(m, OdeBlock)]
         mismatched = sorted(
             (key, tuple(saved), tuple(expected))
@@ -296,6 +351,12 @@ class ContinuousPreTrainedModel(PreTrainedModel):
                 f"num_basis={config.num_basis}) gives {list(expected)} ({len(mismatched)} tensors "
                 "differ). The config must describe the saved basis: after change_basis / refine, "
                 "save the model with save_pretrained, which writes the updated config."
+            )
+        if loading_info.mismatched_keys and not load_config.ignore_mismatched_sizes:
+            key, saved, expected = min((k, tuple(s), tuple(e)) for k, s, e in loading_info.mismatched_keys)
+            raise ValueError(
+                f"{source}: tensor {key} has shape {list(saved)} in the weights, but config.json gives "
+                f"{list(expected)}; the weights and config.json of a model folder belong together"
             )
         return super()._finalize_model_loading(model, load_config, loading_info)
 
@@ -329,6 +390,7 @@ class ContinuousPreTrainedModel(PreTrainedModel):
 
 
 __all__ = [
+    "MAX_ABS_WEIGHT",
     "ContinuousPreTrainedModel",
     "CustomCodeError",
     "check_finite",
@@ -336,6 +398,7 @@ __all__ = [
     "class_reference",
     "is_own_class",
     "load_error",
+    "loading_problem",
     "own_model_types",
     "unreadable_weights",
 ]

@@ -30,7 +30,7 @@ from ..modeling_cont_transformer import ContTransformerForMaskedLM
 from ..tagging.batching import LengthGroupedBatchSampler, PaddingCollator
 from ..tagging.evaluation import eval_loader
 from ..tagging.optimization import build_optimizer
-from ..tagging.tokenization import build_tokenizer, encode_words, spelling_tables
+from ..tagging.tokenization import build_tokenizer, encode_words, spelling_tables, vocabulary_fingerprint
 from ..training.outputs import BEST_MODEL_DIR, METRICS_FILE
 from ..training.scaffold import Trainer
 from ..training.schedules import cooldown_factor, inverse_sqrt_learning_rate
@@ -211,6 +211,7 @@ class MaskedLmTrainer(Trainer):
         }
 
     def save_model(self, model: nn.Module, folder: Path, entry: dict) -> None:
+        model.config.vocab_fingerprint = vocabulary_fingerprint(self.tokenizer)  # the tokenizer beside it
         model.save_pretrained(folder)
         self.tokenizer.save_pretrained(folder)
         (folder / METRICS_FILE).write_text(json.dumps({"best": entry, **self.facts}, indent=2) + "\n")

@@ -50,7 +50,7 @@ from .tag import (
     predicted_columns,
     saved_tag_column,
 )
-from .tokenization import training_words
+from .tokenization import check_tokenizer, training_words
 
 # The result's name of each CoNLL 2018 row; the columns a row needs predicted.
 ROW_NAMES = {"UPOS": "upos", "XPOS": "xpos", "UFeats": "ufeats", "AllTags": "alltags", "Lemmas": "lemmas"}
@@ -253,6 +253,7 @@ def evaluate_saved_model(
     model, folder = load_tagger(model_dir)
     accelerator = make_accelerator()
     tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)  # checked by load_tagger
+    check_tokenizer(tokenizer, model.config, folder)
     config = model.config
     labels = model_column_labels(config, tag_column or saved_tag_column(folder))
     primary = next(iter(labels))

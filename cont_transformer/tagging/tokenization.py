@@ -43,6 +43,8 @@ then the continuation pieces.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Collection, Iterable
 from pathlib import Path
@@ -157,10 +159,39 @@ def build_tokenizer(
 TOKENIZER_FILE = "tokenizer.json"
 
 
+def vocabulary_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
+    """SHA-256 of the tokenizer's vocabulary (every entry with its id), as a model's config
+    records it (``vocab_fingerprint``): two tokenizers that map any word to different ids
+    differ in it."""
+    entries = sorted(tokenizer.get_vocab().items(), key=lambda entry: (entry[1], entry[0]))
+    return hashlib.sha256(json.dumps(entries, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def check_tokenizer(tokenizer: PreTrainedTokenizerBase, config, folder: str | os.PathLike) -> None:
+    """Refuse, in one line naming ``folder``'s tokenizer file, a tokenizer that is not the
+    model's: its size differs from ``config``'s ``vocab_size`` (a config object or the dict
+    of ``config.json``), or its vocabulary from the ``vocab_fingerprint`` the config records
+    (configs saved without one: the size only)."""
+    read = config.get if isinstance(config, dict) else lambda name: getattr(config, name, None)
+    vocab_size, fingerprint = read("vocab_size"), read("vocab_fingerprint")
+    path = Path(folder) / TOKENIZER_FILE
+    if isinstance(vocab_size, int) and len(tokenizer) != vocab_size:
+        raise ValueError(
+            f"{path}: the tokenizer has {len(tokenizer)} entries but config.json's vocab_size is {vocab_size}; "
+            "a model folder's tokenizer is the one its model was trained with"
+        )
+    if fingerprint is not None and vocabulary_fingerprint(tokenizer) != fingerprint:
+        raise ValueError(
+            f"{path}: the vocabulary is not the one the model was saved with (its fingerprint differs from "
+            "config.json's vocab_fingerprint); a model folder's tokenizer is the one its model was trained with"
+        )
+
+
 def load_tokenizer(folder: str | os.PathLike, **options) -> PreTrainedTokenizerFast:
     """The tokenizer saved in a tagger's folder (``AutoTokenizer`` with ``options``); an
     error naming the folder when it holds none, or one that does not load (instead of
-    transformers' advice about converting slow tokenizers)."""
+    transformers' advice about converting slow tokenizers), and one naming the tokenizer
+    file when it is not the model's (:func:`check_tokenizer` against ``config.json``)."""
     folder = Path(folder)
     if not (folder / TOKENIZER_FILE).is_file():
         raise FileNotFoundError(
@@ -169,9 +200,16 @@ def load_tokenizer(folder: str | os.PathLike, **options) -> PreTrainedTokenizerF
         )
     check_no_custom_code(folder)
     try:
-        return AutoTokenizer.from_pretrained(folder, **{**options, "trust_remote_code": False})
+        tokenizer = AutoTokenizer.from_pretrained(folder, **{**options, "trust_remote_code": False})
     except (OSError, ValueError) as err:
         raise OSError(f"{folder / TOKENIZER_FILE}: the tokenizer does not load ({err})") from None
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        config = None  # no model beside it (or one whose config fails to load on its own)
+    if isinstance(config, dict):
+        check_tokenizer(tokenizer, config, folder)
+    return tokenizer
 
 
 def character_ids(tokenizer: PreTrainedTokenizerBase) -> dict[str, int]:

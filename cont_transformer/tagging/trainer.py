@@ -114,7 +114,7 @@ from .pretrained_encoder import (
 from .sample_treebank import write_sample_treebank
 from .tag import Tagger, model_column_labels, saved_tag_column
 from .tag_files import tag_file
-from .tokenization import build_tokenizer, spelling_tables, training_words
+from .tokenization import build_tokenizer, check_tokenizer, spelling_tables, training_words, vocabulary_fingerprint
 
 logger = logging.getLogger(__name__)
 
@@ -236,6 +236,7 @@ class PosTrainer(Trainer):
             check_no_custom_code(args.model_name_or_path)
             self.tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path, trust_remote_code=False)
             config = AutoConfig.from_pretrained(args.model_name_or_path, trust_remote_code=False)
+            check_tokenizer(self.tokenizer, config, args.model_name_or_path)
             if is_language_model(config):
                 self.language_model = load_language_model(args.model_name_or_path)
             else:
@@ -396,6 +397,7 @@ class PosTrainer(Trainer):
 
     def save_model(self, model: nn.Module, folder: Path, entry: dict) -> None:
         args = self.args
+        model.config.vocab_fingerprint = vocabulary_fingerprint(self.tokenizer)  # the tokenizer beside it
         model.save_pretrained(folder)
         self.tokenizer.save_pretrained(folder)
         record = {"tag_column": self.primary, "columns": list(self.labels), "treebank": args.treebank, "best": entry}
