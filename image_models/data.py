@@ -143,7 +143,7 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
 def load_mnist_idx(folder: str | os.PathLike) -> datasets.DatasetDict:
     """MNIST (or any IDX image/label pair) from `train-*` and `t10k-*` files in `folder`."""
     folder = Path(folder)
-    splits = {}
+    splits, label_files = {}, {}
     for split, prefix in _MNIST_PREFIXES.items():
         images_path = _find_idx(folder, prefix, "images", 3)
         labels_path = _find_idx(folder, prefix, "labels", 1)
@@ -155,11 +155,34 @@ def load_mnist_idx(folder: str | os.PathLike) -> datasets.DatasetDict:
                 f"{labels_path}: expected {len(images)} labels for {images_path.name}, got shape {labels.shape}"
             )
         splits[split] = (images[..., None], labels.astype(np.int64))
-    num_classes = int(max(labels.max() for _, labels in splits.values())) + 1
-    class_names = [str(i) for i in range(num_classes)]
+        label_files[labels_path] = splits[split][1]
+    class_names = [str(i) for i in range(_numbered_classes(label_files))]
     return datasets.DatasetDict(
         {split: _arrays_to_dataset(images, labels, class_names) for split, (images, labels) in splits.items()}
     )
+
+
+def _numbered_classes(label_files: dict[Path, np.ndarray]) -> int:
+    """The number of classes of labels that name none (IDX files, CIFAR batches without their
+    meta file): the classes are 0..N-1, N one more than the largest label.
+
+    A label beyond the data set's classes is refused, naming its file: a negative one, and
+    one that would make most of the classes 0..N-1 classes no image has (a damaged label,
+    such as 200 among MNIST's ten digits, would make a model of 201 classes). A few classes
+    without an image (a subset of a data set) are allowed."""
+    for path, labels in label_files.items():
+        if len(labels) and labels.min() < 0:
+            raise ValueError(f"{path}: label {labels.min()} is negative; the labels are the classes 0..N-1")
+    seen = np.unique(np.concatenate([np.asarray(labels) for labels in label_files.values()]))
+    num_classes = int(seen[-1]) + 1 if len(seen) else 0
+    if 2 * len(seen) < num_classes:
+        path = next(path for path, labels in label_files.items() if (labels == seen[-1]).any())
+        raise ValueError(
+            f"{path}: label {seen[-1]} is outside the data set's classes: it would make {num_classes} classes "
+            f"0..{num_classes - 1}, of which {num_classes - len(seen)} have no image (the labels are the "
+            "classes 0..N-1)"
+        )
+    return num_classes
 
 
 def load_image_folder(folder: str | os.PathLike, splits: Sequence[str] = SPLITS) -> datasets.DatasetDict:
@@ -216,7 +239,7 @@ def load_cifar_batches(folder: str | os.PathLike) -> datasets.DatasetDict:
     else:
         batch_names, label_key = {"train": ["train"], "test": ["test"]}, b"fine_labels"
         meta_name, names_key = "meta", b"fine_label_names"
-    splits = {}
+    splits, label_files = {}, {}
     for split, names in batch_names.items():
         images, labels = [], []
         for name in names:
@@ -226,13 +249,20 @@ def load_cifar_batches(folder: str | os.PathLike) -> datasets.DatasetDict:
                 raise ValueError(f"{folder / name}: expected (N, 3072) data and N labels, got {data.shape}")
             images.append(data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1))  # (N, 32, 32, 3)
             labels.append(np.asarray(batch[label_key], dtype=np.int64))
+            label_files[folder / name] = labels[-1]
         splits[split] = (np.concatenate(images), np.concatenate(labels))
     if (folder / meta_name).is_file():
         meta = _load_pickle(folder / meta_name, (names_key,))
         class_names = [n.decode() for n in meta[names_key]]
+        for path, labels in label_files.items():
+            outside = labels[(labels < 0) | (labels >= len(class_names))]
+            if len(outside):
+                raise ValueError(
+                    f"{path}: label {outside[0]} is outside the data set's classes 0..{len(class_names) - 1} "
+                    f"({folder / meta_name} names {len(class_names)})"
+                )
     else:
-        num_classes = int(max(labels.max() for _, labels in splits.values())) + 1
-        class_names = [str(i) for i in range(num_classes)]
+        class_names = [str(i) for i in range(_numbered_classes(label_files))]
     return datasets.DatasetDict(
         {split: _arrays_to_dataset(images, labels, class_names) for split, (images, labels) in splits.items()}
     )

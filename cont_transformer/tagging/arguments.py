@@ -313,6 +313,20 @@ def ud_treebank(config: str, data_dir: str | None = None) -> str:
     raise ValueError(f"dataset_config_name: {config!r} is none of the treebanks {', '.join(TREEBANKS)} and {problem}")
 
 
+def check_column_flags(given: Mapping[str, object]) -> None:
+    """Refuse, in one line, a ``--tag-column`` that the ``--columns`` given with it leave out:
+    the run would train another primary column than the one it records."""
+    tag_column, columns = given.get("tag_column"), given.get("columns")
+    if tag_column is None or columns is None:
+        return
+    chosen = parse_columns(str(columns))
+    if tag_column not in chosen:
+        raise ValueError(
+            f"tag_column: --tag-column {tag_column} is not among --columns {','.join(chosen)}; "
+            "add it to --columns or leave --tag-column out"
+        )
+
+
 def parse_columns(text: str) -> tuple[str, ...]:
     """``"xpos,upos"`` -> ``("xpos", "upos")``; ``ValueError`` naming ``columns`` for an
     unknown or repeated column, or none."""
@@ -338,7 +352,9 @@ SAMPLE_DEFAULTS: dict[str, object] = {
 
 def preset_defaults(given: Mapping[str, object]) -> Mapping[str, object]:
     """Defaults for what the user did not give: with ``treebank="sample"`` (the default)
-    :data:`SAMPLE_DEFAULTS`; when fine-tuning a saved model, no refinement."""
+    :data:`SAMPLE_DEFAULTS`; when fine-tuning a saved model, no refinement. Contradictory
+    column flags are refused (:func:`check_column_flags`)."""
+    check_column_flags(given)
     defaults = dict(SAMPLE_DEFAULTS) if given.get("treebank", TrainingArguments.treebank) == "sample" else {}
     if given.get("model_name_or_path") is not None:
         defaults["refine_steps"] = "none"

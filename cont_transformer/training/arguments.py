@@ -17,7 +17,8 @@ beats the file. A recipe's values count as given, like flags.
 
 The flags a transformers user brings mean what they mean in ``Trainer``: ``--bf16`` /
 ``--fp16`` (mixed precision through Accelerate; fp16 needs a GPU), ``--num_train_epochs``
-(a trainer converts it to steps once it knows the data size, :class:`.schedules.RunPlan`),
+(a trainer converts it to steps once it knows the data size, :class:`.schedules.RunPlan`;
+``--max_steps`` given too wins, as in transformers, unless only a recipe gave it),
 ``--do_train`` / ``--do_eval``, ``--push_to_hub`` (a switch; ``--hub_model_id`` names the
 repository, or ``--push-to-hub REPO_ID``), ``--report_to`` any Accelerate tracker, and
 the aliases in :data:`ALIASES` (``--validation_file`` is ``--dev-file``,
@@ -38,6 +39,7 @@ import argparse
 import dataclasses
 import importlib.util
 import json
+import logging
 import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -46,11 +48,14 @@ from pathlib import Path
 from typing import Any, ClassVar, NoReturn, TypeVar
 
 from transformers import HfArgumentParser
+from transformers.hf_argparser import string_to_bool
 
 from ..choices import check_basis_name, check_count, check_scheme_name
 from .compiling import check_compile_mode
 from .identity import RESUMABLE
 from .schedules import RefinementSchedule, parse_steps
+
+logger = logging.getLogger(__name__)
 
 # --report_to: "none", "all" (every tracker installed) or Accelerate trackers, comma-separated.
 TRACKERS = ("aim", "clearml", "comet_ml", "dvclive", "mlflow", "swanlab", "tensorboard", "trackio", "wandb")
@@ -424,6 +429,10 @@ def _recipe_value(action: argparse.Action, value: Any) -> Any:
 def _one_value(action: argparse.Action, value: Any) -> Any:
     if isinstance(value, (list, dict)):
         raise ValueError(f"expected one value, got {value!r}")  # noqa: TRY004 (one line, exit 2)
+    if isinstance(value, bool) and action.const is None and action.type is not string_to_bool:
+        # JSON's true where a number or text belongs would read as 1 or "True": refused.
+        wanted = {int: "a whole number", float: "a number"}.get(action.type, "a value, not a switch")
+        raise ValueError(f"{json.dumps(value)} is a boolean; this argument takes {wanted}")
     try:
         # As on the command line: the flag's type reads the value's text (bools as they are).
         text = value if isinstance(value, bool) else str(value)
@@ -514,6 +523,11 @@ def parse_arguments(
             if (pair[0] in flags) == (pair[1] in flags):
                 raise ValueError(f"{pair[0]}: give --{_dashed(pair[0])} or --{_dashed(pair[1])}, not both")
             given.pop(pair[1] if pair[0] in flags else pair[0])  # the flag beats the recipe
+    if "max_steps" in given and "num_train_epochs" in given:
+        # --max-steps wins over --num-train-epochs, as in transformers; a flag beats a recipe.
+        epochs_win = "num_train_epochs" in flags and "max_steps" not in flags
+        loser, winner = ("max_steps", "num_train_epochs") if epochs_win else ("num_train_epochs", "max_steps")
+        logger.warning("--%s %s is ignored: --%s is given", _dashed(loser), given.pop(loser), _dashed(winner))
     defaults = dict(preset_defaults(given)) if preset_defaults else {}
     extra_values = {k: v for k, v in values.items() if k not in names}
     extra_values["given_fields"] = set(given)

@@ -224,6 +224,14 @@ class Trainer:
                     err,
                     candidates[index + 1],
                 )
+        if resuming and self.state.step > self.plan.max_steps:  # before anything is written
+            epochs = getattr(args, "num_train_epochs", None) is not None
+            flag = "--num-train-epochs" if epochs else "--epochs" if hasattr(args, "epochs") else "--max-steps"
+            raise OutputFolderError(
+                f"{flag}: the run would end at step {self.plan.max_steps}, but {checkpoint} has done "
+                f"{self.state.step} steps; resume with at least as many, resume an earlier checkpoint by its "
+                "path, or train into another --output-dir"
+            )
         if tracker:  # --run-name: the trackers' run (tensorboard's folder, wandb's run name)
             accelerator.init_trackers(
                 args.run_name or "train",

@@ -150,7 +150,9 @@ class RunPlan:
     def from_arguments(cls, args, steps_per_epoch: int | None = None) -> RunPlan:
         """The plan of arguments that count in steps (:class:`~.arguments.RunArguments`);
         ``num_train_epochs`` (when given) replaces ``max_steps`` by that many passes of
-        ``steps_per_epoch`` steps, rounded up."""
+        ``steps_per_epoch`` steps, rounded up. (On the command line a ``--max-steps``
+        given with it wins, as in transformers: :func:`~.arguments.parse_arguments` drops
+        ``num_train_epochs`` then.)"""
         max_steps = args.max_steps
         epochs = getattr(args, "num_train_epochs", None)
         if epochs is not None:
