@@ -27,10 +27,11 @@ from ..configuration_cont_transformer import ContTransformerConfig
 from ..families import CardText
 from ..model_card import Evaluation
 from ..modeling_cont_transformer import ContTransformerForMaskedLM
-from ..tagging.batching import LengthGroupedBatchSampler, PaddingCollator
+from ..tagging.batching import LengthGroupedBatchSampler, LengthGroupedEpochs, PaddingCollator
 from ..tagging.evaluation import eval_loader
 from ..tagging.optimization import build_optimizer
 from ..tagging.tokenization import build_tokenizer, encode_words, spelling_tables, vocabulary_fingerprint
+from ..tagging.trainer import encoder_config
 from ..training.outputs import BEST_MODEL_DIR, METRICS_FILE
 from ..training.scaffold import Trainer
 from ..training.schedules import cooldown_factor, inverse_sqrt_learning_rate
@@ -72,7 +73,7 @@ def _encode(batch: dict, tokenizer, first_word: int, end_word: int) -> dict:
     }
 
 
-class MaskedLmTrainer(Trainer):
+class MaskedLmTrainer(LengthGroupedEpochs, Trainer):
     """A language model's pretraining run: text files or a data set, the encoder, AdamW."""
 
     item_name = "tokens"
@@ -117,35 +118,12 @@ class MaskedLmTrainer(Trainer):
             json.dumps([words, self.facts, data["heldout"]._fingerprint]).encode()
         ).hexdigest()
 
-    @property
-    def steps_per_epoch(self) -> int:
-        return len(self.train_loader)
-
-    def epoch_batches(self, epoch: int, skip: int):
-        loader = self.accelerator.skip_first_batches(self.train_loader, skip) if skip else self.train_loader
-        loader.set_epoch(epoch)
-        self.sampler.set_epoch(epoch)
-        return loader
-
     def build_model(self) -> nn.Module:
         args, tokenizer = self.args, self.tokenizer
         spelling, char_vocab_size = None, ContTransformerConfig.char_vocab_size
         if args.word_representation != "word":
             spelling, char_vocab_size = spelling_tables(tokenizer, set(self.words), args.max_word_length)
-        config = ContTransformerConfig(
-            **args.encoder_config(),
-            vocab_size=len(tokenizer),
-            basis=args.basis,
-            num_basis=self.schedule.initial_num_basis,
-            num_steps=self.schedule.initial_num_steps,
-            scheme=args.scheme,
-            time_horizon=args.time_horizon,
-            pad_token_id=tokenizer.pad_token_id,
-            bos_token_id=tokenizer.bos_token_id,
-            unk_token_id=tokenizer.unk_token_id,
-            language=args.language,
-            char_vocab_size=char_vocab_size,
-        )
+        config = ContTransformerConfig(**encoder_config(args, tokenizer, args.language, char_vocab_size))
         model = ContTransformerForMaskedLM(config)
         if spelling is not None:
             model.cont_transformer.embeddings.set_spelling(**spelling)

@@ -238,6 +238,24 @@ def epoch_seed(seed: int, epoch: int) -> int:
     return int(np.random.SeedSequence([seed, 0, epoch]).generate_state(1, np.uint64)[0] >> 1)
 
 
+class LengthGroupedEpochs:
+    """A trainer's epochs from a prepared ``train_loader`` over a
+    :class:`LengthGroupedBatchSampler` ``sampler`` (the scaffold's ``steps_per_epoch`` and
+    ``epoch_batches`` hooks, for the tagger and the language model alike)."""
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return len(self.train_loader)
+
+    def epoch_batches(self, epoch: int, skip: int):
+        loader = self.accelerator.skip_first_batches(self.train_loader, skip) if skip else self.train_loader
+        # Accelerate's loader re-sets the sampler's epoch to its own pass counter at every
+        # pass, which a resumed run starts at 0: set both to the true epoch.
+        loader.set_epoch(epoch)
+        self.sampler.set_epoch(epoch)
+        return loader
+
+
 class LengthGroupedBatchSampler:
     """Full batches of row indices, shuffled per epoch, rows of similar length together.
 

@@ -69,6 +69,7 @@ from . import family  # noqa: F401  registers the family (card, tools), entry po
 from .arguments import DEFAULT_COOLDOWN_FRACTION, TrainingArguments
 from .batching import (
     LengthGroupedBatchSampler,
+    LengthGroupedEpochs,
     PaddingCollator,
     bucket_lengths,
     encode_for_training,
@@ -188,6 +189,26 @@ def choose_columns(args: TrainingArguments, train, saved=None) -> tuple[str, dic
 # --- the trainer --------------------------------------------------------------------------
 
 
+def encoder_config(args, tokenizer, language: str | None, char_vocab_size: int) -> dict:
+    """The fields of a ``ContTransformerConfig`` that the encoder's arguments (a tagger's or a
+    language model's), its tokenizer and the refinement schedule's initial K and N_T set."""
+    schedule = args.refinement_schedule
+    return {
+        **args.encoder_config(),
+        "vocab_size": len(tokenizer),
+        "basis": args.basis,
+        "num_basis": schedule.initial_num_basis,
+        "num_steps": schedule.initial_num_steps,
+        "scheme": args.scheme,
+        "time_horizon": args.time_horizon,
+        "pad_token_id": tokenizer.pad_token_id,
+        "bos_token_id": tokenizer.bos_token_id,
+        "unk_token_id": tokenizer.unk_token_id,
+        "language": language,
+        "char_vocab_size": char_vocab_size,
+    }
+
+
 def model_config(
     args: TrainingArguments,
     tokenizer,
@@ -199,22 +220,10 @@ def model_config(
     """The tagger's config at the refinement schedule's initial K and N_T; ``labels``: per
     predicted column its labels, the primary column first; ``combinations``: the
     (UPOS, XPOS, FEATS) triples seen in training (``combinations.tag_combinations``)."""
-    schedule = args.refinement_schedule
     primary, *others = labels
     label_names = labels[primary]
     return ContTransformerConfig(
-        **args.encoder_config(),
-        vocab_size=len(tokenizer),
-        basis=args.basis,
-        num_basis=schedule.initial_num_basis,
-        num_steps=schedule.initial_num_steps,
-        scheme=args.scheme,
-        time_horizon=args.time_horizon,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        unk_token_id=tokenizer.unk_token_id,
-        language=language,
-        char_vocab_size=char_vocab_size,
+        **encoder_config(args, tokenizer, language, char_vocab_size),
         id2label=dict(enumerate(label_names)),
         label2id={name: i for i, name in enumerate(label_names)},
         primary_column=primary,
@@ -224,7 +233,7 @@ def model_config(
     )
 
 
-class PosTrainer(Trainer):
+class PosTrainer(LengthGroupedEpochs, Trainer):
     """A tagger's training run: CoNLL-U data, the continuous transformer, AdamW."""
 
     item_name = "tokens"
@@ -291,18 +300,6 @@ class PosTrainer(Trainer):
             DataLoader(train_rows, batch_sampler=self.sampler, collate_fn=self.collate),
             eval_loader(dev_rows, self.eval_batch_size, tokenizer.pad_token_id, self.buckets),
         )
-
-    @property
-    def steps_per_epoch(self) -> int:
-        return len(self.train_loader)
-
-    def epoch_batches(self, epoch: int, skip: int):
-        loader = self.accelerator.skip_first_batches(self.train_loader, skip) if skip else self.train_loader
-        # Accelerate's loader re-sets the sampler's epoch to its own pass counter at every
-        # pass, which a resumed run starts at 0: set both to the true epoch.
-        loader.set_epoch(epoch)
-        self.sampler.set_epoch(epoch)
-        return loader
 
     def build_model(self) -> nn.Module:
         """A new tagger with its spelling tables, or the saved one to fine-tune; either way
