@@ -42,9 +42,9 @@ from cont_transformer.choices import check_count
 from cont_transformer.configuration_ode_resnet import PRESETS, OdeResNetConfig
 from cont_transformer.image_processing_ode_resnet import OdeResNetImageProcessor
 from cont_transformer.model_card import Evaluation
+from cont_transformer.model_folders import BEST_MODEL_DIR, METRICS_FILE
 from cont_transformer.modeling_ode_resnet import OdeResNetForImageClassification
 from cont_transformer.training.arguments import RunArguments, _help
-from cont_transformer.training.outputs import BEST_MODEL_DIR, METRICS_FILE
 from cont_transformer.training.scaffold import Trainer
 from cont_transformer.training.schedules import RefinementSchedule, RunPlan
 

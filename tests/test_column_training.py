@@ -6,6 +6,7 @@ import json
 import pytest
 import torch
 
+from cont_transformer.model_folders import BEST_MODEL_DIR
 from cont_transformer.tagging.arguments import parse_columns, resolve_arguments
 from cont_transformer.tagging.evaluation import GoldColumns, reported_rows
 from cont_transformer.tagging.family import eval_set
@@ -13,7 +14,6 @@ from cont_transformer.tagging.lemmas import edit_script
 from cont_transformer.tagging.metrics import load_conll18
 from cont_transformer.tagging.sample_treebank import write_sample_treebank
 from cont_transformer.tagging.trainer import train
-from cont_transformer.training.outputs import BEST_MODEL_DIR
 
 TINY = {
     "max_steps": 4,

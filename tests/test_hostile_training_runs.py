@@ -12,12 +12,12 @@ import torch
 from hostile import load_script, one_error_line, toy_trainer
 from safetensors.torch import load_file
 
+from cont_transformer.safe_files import LOCK_FILE, OutputFolderError, hold_lock
 from cont_transformer.tools.cli import run_cli
 from cont_transformer.training.arguments import RunArguments, parse_arguments
 from cont_transformer.training.checkpoints import CheckpointError
 from cont_transformer.training.divergence import TrainingDiverged
 from cont_transformer.training.identity import check_identity, file_fingerprints, record_identity
-from cont_transformer.training.outputs import LOCK_FILE, OutputFolderError, hold_lock
 
 
 def test_a_checkpoint_of_another_run_must_carry_this_runs_identity(tmp_path):

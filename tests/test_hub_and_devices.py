@@ -14,9 +14,9 @@ import torch
 from hostile import load_script, one_error_line, run_compress, run_tag, save_tagger
 from huggingface_hub import HfApi
 
+from cont_transformer import model_folders
 from cont_transformer.tagging.tag import resolve_device
 from cont_transformer.tools.cli import run_cli
-from cont_transformer.training import outputs
 
 REPO = Path(__file__).resolve().parents[1]
 REFUSED = "http://127.0.0.1:9"  # the discard port: nothing listens, the connection is refused at once
@@ -26,7 +26,7 @@ TRAIN = ["--treebank", "sample", "--max-steps", "2", "--refine-steps", "none", "
 @pytest.fixture
 def unreachable_hub(monkeypatch):
     """The real Hub client, with a token, against an endpoint that refuses connections."""
-    monkeypatch.setattr(outputs, "HfApi", functools.partial(HfApi, endpoint=REFUSED, token="hf_not_a_token"))
+    monkeypatch.setattr(model_folders, "HfApi", functools.partial(HfApi, endpoint=REFUSED, token="hf_not_a_token"))
 
 
 # --- the Hub -----------------------------------------------------------------------------
@@ -45,7 +45,7 @@ def test_push_to_hub_with_a_read_only_token_stops_before_training(tmp_path, caps
         def whoami(self):
             return {"name": "me", "auth": {"accessToken": {"role": "read"}}}
 
-    monkeypatch.setattr(outputs, "HfApi", ReadOnly)
+    monkeypatch.setattr(model_folders, "HfApi", ReadOnly)
     with pytest.raises(SystemExit):
         run_cli(load_script("train_pos").main, [*TRAIN, "--output-dir", str(tmp_path / "run")])
     assert "the Hugging Face token is read-only" in one_error_line(capsys)
@@ -78,8 +78,8 @@ def test_push_to_hub_without_a_token_stops_before_training(tmp_path):
 
 
 def test_a_failed_upload_is_one_line(tmp_path, unreachable_hub):
-    with pytest.raises(outputs.HubError) as error:
-        outputs.push_folder_to_hub(tmp_path, "me/x")
+    with pytest.raises(model_folders.HubError) as error:
+        model_folders.push_folder_to_hub(tmp_path, "me/x")
     message = str(error.value)
     assert isinstance(error.value, OSError) and "\n" not in message
     assert message.startswith(f"--push-to-hub me/x: the upload of {tmp_path} failed (cannot reach")

@@ -25,7 +25,7 @@ from cont_transformer import (
 )
 from cont_transformer.modeling_ode_resnet import RateUnit
 from cont_transformer.ode_block import Coefficients
-from cont_transformer.training.outputs import OutputFolderError
+from cont_transformer.safe_files import OutputFolderError
 from image_models.training import (
     PRESETS,
     ImageTrainingArguments,

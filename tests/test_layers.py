@@ -36,6 +36,9 @@ MODELS = [
     "word_representation",
     "pretrained",
     "model_card",
+    "safe_files",  # crash-safe files and folders: manifests, locks, staged folders (imports nothing of the package)
+    "model_folders",  # model and run folders as the package reads them, the Hub
+    "compiling",  # torch.compile for training and inference
     "word_tagging",  # the decoding a saved tagger's pipeline shares with the tagging application
     "pipeline_cont_transformer",  # the tagger's pipeline, saved with it for remote code
 ]
@@ -215,6 +218,33 @@ def test_the_core_loads_no_transformers_and_nothing_above_it():
     )
     assert not [name for name in loaded if name.startswith(NOT_FOR_THE_CORE)]
     assert {name for name in loaded if name.split(".")[0] == "cont_transformer"} == CORE_LOADS
+
+
+# Inference: tagging a text or a file and compressing a saved model.
+INFERENCE = ["cont_transformer.tagging.tag", "cont_transformer.tagging.tag_files", "cont_transformer.tools.compression"]
+
+
+def test_inference_loads_no_training_scaffold():
+    """Loading and tagging with a saved model, or compressing one, imports nothing of
+    ``cont_transformer/training/``: the file I/O it shares with training (``safe_files``,
+    ``model_folders``) and ``compiling`` sit at the models layer."""
+    loaded = json.loads(
+        run_fresh(f"import json, sys\nimport {', '.join(INFERENCE)}\nprint(json.dumps(sorted(sys.modules)))")
+    )
+    assert set(INFERENCE) <= set(loaded)
+    assert not [name for name in loaded if name.startswith("cont_transformer.training")]
+
+
+def test_the_shared_file_io_sits_at_the_models_layer():
+    models = next(rank for rank, (name, _) in enumerate(LAYERS) if name == "models")
+    for module in ("cont_transformer.safe_files", "cont_transformer.model_folders", "cont_transformer.compiling"):
+        assert layer_of(module) <= models, module
+    # The crash-safe writing imports nothing of the package: every layer may use it.
+    assert not [
+        name
+        for _, name in imported_modules(ROOT / "cont_transformer" / "safe_files.py")
+        if name.split(".")[0] in PACKAGES
+    ]
 
 
 def test_augmentation_loads_no_training_scaffold_and_no_datasets():

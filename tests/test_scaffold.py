@@ -16,6 +16,14 @@ from torch import nn
 
 from cont_transformer import OdeBlock
 from cont_transformer.compression import compression_variants
+from cont_transformer.model_folders import BEST_MODEL_DIR, resolve_model_dir
+from cont_transformer.safe_files import (
+    MANIFEST_FILE,
+    OutputFolderError,
+    recover_directory,
+    replace_directory,
+    staged_directory,
+)
 from cont_transformer.tools.cli import run_cli
 from cont_transformer.training.arguments import RunArguments, parse_arguments
 from cont_transformer.training.checkpoints import (
@@ -24,16 +32,7 @@ from cont_transformer.training.checkpoints import (
     staging_folder,
 )
 from cont_transformer.training.identity import check_identity, record_identity
-from cont_transformer.training.outputs import (
-    BEST_MODEL_DIR,
-    MANIFEST_FILE,
-    OutputFolderError,
-    prepare_run_folder,
-    recover_directory,
-    replace_directory,
-    resolve_model_dir,
-    staged_directory,
-)
+from cont_transformer.training.outputs import prepare_run_folder
 from cont_transformer.training.refinement import refine_with_optimizer
 from cont_transformer.training.scaffold import Trainer, split_batch
 from cont_transformer.training.schedules import coarse_num_steps

@@ -25,8 +25,10 @@ from cont_transformer import (
     ContTransformerConfig,
     ContTransformerForTokenClassification,
     build_tokenizer,
+    model_folders,
 )
 from cont_transformer.basis import get_basis
+from cont_transformer.model_folders import BEST_MODEL_DIR, CHECKPOINTS_DIR, METRICS_FILE
 from cont_transformer.tagging.arguments import resolve_arguments
 from cont_transformer.tagging.batching import (
     IGNORE_INDEX,
@@ -45,9 +47,7 @@ from cont_transformer.tagging.tag import combination_index, model_column_labels,
 from cont_transformer.tagging.tokenization import spelling_tables
 from cont_transformer.tagging.trainer import train
 from cont_transformer.tools.cli import run_cli
-from cont_transformer.training import outputs
 from cont_transformer.training.checkpoints import TRAINER_STATE
-from cont_transformer.training.outputs import BEST_MODEL_DIR, CHECKPOINTS_DIR, METRICS_FILE
 from cont_transformer.training.refinement import refine_with_optimizer
 from cont_transformer.training.schedules import (
     RefinementSchedule,
@@ -392,8 +392,8 @@ def test_push_to_hub_uploads_the_model_folder_without_checkpoints(monkeypatch, t
             )
             return SimpleNamespace(commit_url="https://huggingface.co/me/tagger/commit/1")
 
-    monkeypatch.setattr(outputs, "HfApi", FakeApi)
-    url = outputs.push_folder_to_hub(tmp_path, "me/tagger")
+    monkeypatch.setattr(model_folders, "HfApi", FakeApi)
+    url = model_folders.push_folder_to_hub(tmp_path, "me/tagger")
     assert url.endswith("/commit/1")
     assert calls["create_repo"] == ("me/tagger", True)
     assert calls["upload_folder"] == ("me/tagger", str(tmp_path))

@@ -26,13 +26,13 @@ from torch.utils.data import DataLoader
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..families import CardText
 from ..model_card import Evaluation
+from ..model_folders import BEST_MODEL_DIR, METRICS_FILE
 from ..modeling_cont_transformer import ContTransformerForMaskedLM
 from ..tagging.batching import LengthGroupedBatchSampler, LengthGroupedEpochs, PaddingCollator
 from ..tagging.evaluation import eval_loader
 from ..tagging.optimization import build_optimizer
 from ..tagging.tokenization import build_tokenizer, encode_words, spelling_tables, vocabulary_fingerprint
 from ..tagging.trainer import encoder_config
-from ..training.outputs import BEST_MODEL_DIR, METRICS_FILE
 from ..training.scaffold import Trainer
 from ..training.schedules import cooldown_factor, inverse_sqrt_learning_rate
 from .arguments import PretrainingArguments

@@ -34,10 +34,10 @@ from transformers import AutoConfig, AutoTokenizer
 
 from .. import auto  # noqa: F401  registers the models with the Auto classes
 from ..configuration_cont_transformer import PREDICTED_COLUMNS
+from ..model_folders import resolve_model_dir
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..pretrained import check_no_custom_code
 from ..training.accelerator import end_distributed, make_accelerator
-from ..training.outputs import resolve_model_dir
 from .arguments import MODEL_TYPE
 from .batching import IGNORE_INDEX, WORD_INDEX, PaddingCollator, encode_for_evaluation
 from .columns import column_values, decode_column, encode_column, label_field

@@ -10,8 +10,9 @@ from pathlib import Path
 import torch
 
 from ..families import CardText, EvalSet, ModelFamily, forward_batches, register_family
+from ..model_folders import METRICS_FILE
+from ..safe_files import write_json
 from ..training.accelerator import make_accelerator
-from ..training.outputs import METRICS_FILE, write_json
 from .batching import PaddingCollator
 from .data import load_treebank
 from .evaluation import evaluate, reported_rows, scoring_rows

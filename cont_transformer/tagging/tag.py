@@ -33,9 +33,9 @@ from pathlib import Path
 
 import torch
 
+from ..compiling import compiled
+from ..model_folders import METRICS_FILE, resolve_model_dir
 from ..pretrained import check_no_custom_code
-from ..training.compiling import compiled
-from ..training.outputs import METRICS_FILE, resolve_model_dir
 
 # The decoding is written once, for this tagger and for the pipeline a saved folder carries
 # (cont_transformer/pipeline_cont_transformer.py, remote code): joint decoding, lemma scripts.

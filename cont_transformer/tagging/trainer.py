@@ -60,9 +60,10 @@ from transformers import AutoConfig, AutoTokenizer
 from .. import auto  # noqa: F401  registers the models with the Auto classes
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..model_card import Evaluation
+from ..model_folders import BEST_MODEL_DIR, METRICS_FILE
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..pretrained import check_no_custom_code
-from ..training.outputs import BEST_MODEL_DIR, METRICS_FILE, record_outputs
+from ..safe_files import record_outputs
 from ..training.scaffold import Trainer
 from ..training.schedules import cooldown_factor, inverse_sqrt_learning_rate
 from . import family  # noqa: F401  registers the family (card, tools), entry points or not

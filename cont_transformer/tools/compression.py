@@ -39,6 +39,7 @@ from transformers import (
 
 from .. import auto  # noqa: F401  registers the models with the Auto classes
 from ..choices import check_count
+from ..compiling import compiled
 from ..compression import (
     SECTION_HEADING,
     check_arguments,
@@ -50,9 +51,9 @@ from ..compression import (
 from ..families import EvalSet, ModelFamily, forward_batches, get_family
 from ..measuring import Workload, time_interleaved
 from ..model_card import CARD_NAME, Evaluation, write_model_card
+from ..model_folders import resolve_model_dir, run_folder_owning
 from ..pretrained import check_no_custom_code
-from ..training.compiling import compiled
-from ..training.outputs import (
+from ..safe_files import (
     LOCK_FILE,
     MANIFEST_FILE,
     MODEL_KIND,
@@ -60,8 +61,6 @@ from ..training.outputs import (
     lock_output_folder,
     read_manifest,
     release_output_folder,
-    resolve_model_dir,
-    run_folder_owning,
     staged_directory,
 )
 
@@ -251,7 +250,7 @@ def check_output_dir(output_dir: PathLike, source_dir: PathLike, overwrite: bool
     """Refuse an output folder that is, holds or lies in the source folder, one that is or
     lies in a training run's outputs (what that run's ``--overwrite-output-dir`` would
     delete), and a non-empty existing one unless ``overwrite`` and a compression of this
-    package wrote it (its manifest, ``training/outputs.py``): replacing it then deletes only
+    package wrote it (its manifest, ``safe_files.py``): replacing it then deletes only
     what the manifest names. Returns the resolved output path."""
     output, source = Path(output_dir).resolve(), Path(source_dir).resolve()
     if output == source or source in output.parents:

@@ -28,7 +28,7 @@ from ..compression import (
     compression_table,
     statistics_num_basis,
 )
-from ..training.outputs import staged_directory
+from ..safe_files import staged_directory
 from .compression import (
     Comparison,
     CompressionResult,

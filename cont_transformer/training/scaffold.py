@@ -58,8 +58,18 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from ..compiling import after_refinement, compile_model, compiled_graphs
 from ..compression import SECTION_HEADING, coarser_num_basis, compression_section, score_variants
 from ..model_card import write_model_card
+from ..model_folders import (
+    BEST_MODEL_DIR,
+    CHECKPOINTS_DIR,
+    METRICS_FILE,
+    RUN_FILE,
+    check_hub_access,
+    push_folder_to_hub,
+)
+from ..safe_files import OutputFolderError, release_output_folder, staged_directory, write_json
 from ..transform import integrated_with, refine
 from .accelerator import end_distributed, make_accelerator
 from .arguments import RunArguments, check_trackers
@@ -74,24 +84,9 @@ from .checkpoints import (
     resume_candidates,
     staging_folder,
 )
-from .compiling import after_refinement, compile_model, compiled_graphs
 from .divergence import check_loss, check_weights
 from .identity import check_identity, file_fingerprints, read_identity, record_identity
-from .outputs import (
-    BEST_MODEL_DIR,
-    CHECKPOINTS_DIR,
-    METRICS_FILE,
-    RUN_FILE,
-    OutputFolderError,
-    check_hub_access,
-    prepare_run_folder,
-    publish_best_model,
-    push_folder_to_hub,
-    record_run_outputs,
-    release_output_folder,
-    staged_directory,
-    write_json,
-)
+from .outputs import prepare_run_folder, publish_best_model, record_run_outputs
 from .refinement import refine_with_optimizer
 from .schedules import RefinementSchedule, RunPlan, coarse_num_steps
 

@@ -1,0 +1,338 @@
+"""Files and folders written so that a kill at any moment loses nothing already saved.
+
+* :func:`staged_directory` writes a folder (a model, a compressed model, a checkpoint)
+  into a staging folder next to its target and swaps it into place only when complete.
+  The swap is one atomic ``renameat2(RENAME_EXCHANGE)`` on Linux; elsewhere it is two
+  renames, and :func:`recover_directory` undoes a swap that a kill interrupted.
+* :func:`write_json` replaces a JSON file atomically (temporary file, then rename).
+
+What the package owns. Every folder the package writes holds a manifest,
+``.cont_transformer_manifest.json`` (:data:`MANIFEST_FILE`), naming the files and folders
+its writer put there, recorded before they are written (:func:`record_outputs`; a staged
+folder's is written inside the staging folder, so it arrives with the outputs). Replacing
+a folder deletes only what its manifest names (:func:`remove_outputs`, recursing into a
+named folder with a manifest of its own: ``best/``, ``checkpoints/``), and
+:func:`staged_directory` carries every other file of the old folder (a user's notes, the
+lock file) into the new one: ``--overwrite-output-dir`` and ``compress.py --overwrite``
+leave a user's files where they are.
+
+Locks and leftovers. :func:`lock_output_folder` holds an exclusive lock on
+``<folder>/.lock`` (``flock``) until the process ends (the kernel releases it, also after
+a kill) or :func:`release_output_folder`: a second writer into the same folder is refused
+in one line. A staging folder or file is locked the same way while it is written
+(:func:`hold_lock`), so :func:`remove_stale` deletes exactly the ones whose writer is
+gone: the next run cleans up what a killed one left.
+
+Model and run folders (their layout, loading one, the Hub) are
+:mod:`cont_transformer.model_folders`; preparing a training run's folder is
+:mod:`cont_transformer.training.outputs`. This module imports nothing of the package, so
+every layer above the core may use it (docs/design.md §1, §8).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import json
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no locks, no stale-file cleanup
+    fcntl = None
+
+logger = logging.getLogger(__name__)
+
+PathLike = str | os.PathLike
+
+LOCK_FILE = ".lock"
+# The record of what the package wrote into a folder (module docstring).
+MANIFEST_FILE = ".cont_transformer_manifest.json"
+RUN_KIND = "run"  # the manifest of a training run's output folder
+MODEL_KIND = "model"  # of a model folder (best/, a compressed model)
+_STAGING = ".staging-"
+_RETIRED = ".retired-"
+_RENAME_EXCHANGE = 2
+
+
+class OutputFolderError(ValueError):
+    """An output folder this run must not write into (as given, it would lose data)."""
+
+
+def _check_name(name: object, path: Path) -> str:
+    """A manifest entry: one name inside the folder (never a path that leaves it)."""
+    if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise OutputFolderError(f"{path}: {name!r} is not the name of a file in the folder; the manifest is damaged")
+    return name
+
+
+def read_manifest(folder: PathLike) -> dict | None:
+    """``{"kind": ..., "outputs": [names]}`` of the folder's manifest, None where it has
+    none. Raises :class:`OutputFolderError` naming a damaged manifest."""
+    path = Path(folder) / MANIFEST_FILE
+    if not path.is_file():
+        return None
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        outputs = saved["outputs"]
+        if not isinstance(outputs, list):
+            raise TypeError("outputs is not a list")
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise OutputFolderError(f"{path}: unreadable record of what this package wrote ({err})") from None
+    return {"kind": saved.get("kind"), "outputs": [_check_name(name, path) for name in outputs]}
+
+
+def _write_manifest(folder: Path, kind: str | None, outputs: Iterable[str]) -> None:
+    write_json(
+        folder / MANIFEST_FILE,
+        {"written_by": "cont_transformer", "kind": kind, "outputs": sorted(set(outputs))},
+    )
+
+
+def record_outputs(folder: PathLike, *names: str, kind: str | None = None) -> None:
+    """Add ``names`` to what the manifest of ``folder`` says the package wrote there (the
+    manifest is made if missing, with ``kind``), atomically; call it before writing them,
+    so that a kill in between leaves nothing of ours unrecorded."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    known = manifest["outputs"] if manifest else []
+    saved_kind = manifest["kind"] if manifest else None
+    for name in names:
+        _check_name(name, folder / MANIFEST_FILE)
+    if manifest is not None and set(names) <= set(known) and (kind is None or kind == saved_kind):
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    _write_manifest(folder, kind or saved_kind, [*known, *names])
+
+
+def forget_outputs(folder: PathLike, *names: str) -> None:
+    """Drop ``names`` from the manifest of ``folder`` (after deleting them)."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    if manifest is not None and set(names) & set(manifest["outputs"]):
+        _write_manifest(folder, manifest["kind"], set(manifest["outputs"]) - set(names))
+
+
+def remove_path(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
+
+
+def remove_outputs(folder: PathLike) -> None:
+    """Delete what the manifest of ``folder`` names; a named folder with a manifest of its own
+    loses only what that one names (and goes if nothing else is left in it). Every other file
+    stays; the manifest goes too unless other files remain (then it names nothing, so the
+    folder stays known as one the package wrote and its next writer keeps them)."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    if manifest is None:
+        return
+    for name in manifest["outputs"]:
+        path = folder / name
+        if path.is_dir() and not path.is_symlink() and (path / MANIFEST_FILE).is_file():
+            remove_outputs(path)
+            with contextlib.suppress(OSError):
+                path.rmdir()  # only when nothing of the user's is left in it
+        else:
+            remove_path(path)
+    if {p.name for p in folder.iterdir()} - {MANIFEST_FILE, LOCK_FILE}:
+        _write_manifest(folder, manifest["kind"], [])
+    else:
+        (folder / MANIFEST_FILE).unlink()
+
+
+def _link_or_copy(source: str, destination: str) -> None:
+    try:
+        os.link(source, destination)  # the same file (a held lock stays held), no copy
+    except OSError:
+        shutil.copy2(source, destination)
+
+
+def _carry_over(target: Path, staging: Path) -> None:
+    """Put into ``staging`` what ``target`` holds that its manifest does not name (a user's
+    files, the lock file), as hard links where the file system allows. Without a manifest
+    (a folder written before manifests) only the lock file is carried."""
+    manifest = read_manifest(target)
+    owned = set(manifest["outputs"]) if manifest is not None else None
+    for path in target.iterdir():
+        if path.name == MANIFEST_FILE or (owned is None and path.name != LOCK_FILE):
+            continue
+        if owned is not None and path.name in owned:
+            continue
+        destination = staging / path.name
+        if destination.exists() or destination.is_symlink():
+            logger.warning("%s: replaced by the new output of that name", path)
+            continue
+        if path.is_symlink():
+            destination.symlink_to(os.readlink(path))
+        elif path.is_dir():
+            shutil.copytree(path, destination, symlinks=True, copy_function=_link_or_copy)
+        else:
+            _link_or_copy(str(path), str(destination))
+
+
+def hold_lock(path: PathLike) -> int | None:
+    """Open ``path`` (a file, created if missing, or a folder) and lock it exclusively.
+
+    Returns the descriptor holding the lock (close it to release; the kernel releases it
+    when the process dies), or None when another process holds it. Without ``fcntl``
+    (not POSIX) it returns a descriptor and locks nothing."""
+    path = Path(path)
+    fd = os.open(path, os.O_RDONLY) if path.is_dir() else os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    if fcntl is None:
+        return fd
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def remove_stale(paths) -> None:
+    """Delete each of ``paths`` (staging files or folders) that no live process holds
+    locked with :func:`hold_lock`: what a killed writer left."""
+    if fcntl is None:
+        return
+    for path in paths:
+        try:
+            fd = hold_lock(path)
+        except OSError:  # gone meanwhile
+            continue
+        if fd is None:
+            continue  # being written
+        try:
+            if Path(path).is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                Path(path).unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+
+
+_HELD: dict[Path, int] = {}  # output folders this process holds locked, with the descriptor
+
+
+def lock_output_folder(folder: PathLike) -> None:
+    """Lock ``folder`` (made if missing) for this process's run, through ``<folder>/.lock``.
+
+    Calling it again for a folder this process holds does nothing. Raises
+    :class:`OutputFolderError` naming the folder when another process holds it."""
+    folder = Path(folder)
+    key = folder.resolve()
+    held = _HELD.get(key)
+    if held is not None:
+        lock = folder / LOCK_FILE
+        if lock.is_file() and os.fstat(held).st_ino == lock.stat().st_ino:
+            return
+        os.close(_HELD.pop(key))  # the folder was deleted and made again
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = hold_lock(folder / LOCK_FILE)
+    if fd is None:
+        raise OutputFolderError(
+            f"--output-dir: {folder} is in use by another run (it holds {folder / LOCK_FILE}); "
+            "wait for it to end or choose another folder"
+        )
+    _HELD[key] = fd
+
+
+def release_output_folder(folder: PathLike) -> None:
+    """Release the lock :func:`lock_output_folder` took (at the end of a run)."""
+    fd = _HELD.pop(Path(folder).resolve(), None)
+    if fd is not None:
+        os.close(fd)
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Atomically swap two paths with Linux's renameat2; False where unsupported."""
+    libc_name = ctypes.util.find_library("c")
+    if libc_name is None:
+        return False
+    libc = ctypes.CDLL(libc_name, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_cwd = -100
+    result = renameat2(at_cwd, os.fsencode(first), at_cwd, os.fsencode(second), _RENAME_EXCHANGE)
+    return result == 0
+
+
+def _sibling(target: Path, kind: str) -> Path:
+    return target.with_name(f"{kind}{target.name}-{uuid.uuid4().hex[:8]}")
+
+
+def replace_directory(staging: Path, target: Path) -> None:
+    """Put the complete folder ``staging`` at ``target``, replacing what was there.
+
+    At no moment is ``target`` missing or half-written where renameat2 works; elsewhere a
+    kill between the two renames leaves the old folder as a ``.retired-`` sibling, which
+    :func:`recover_directory` puts back.
+    """
+    if not target.exists():
+        staging.rename(target)
+        return
+    if _exchange(staging, target):
+        shutil.rmtree(staging)  # it now holds the old folder
+        return
+    retired = _sibling(target, _RETIRED)
+    target.rename(retired)
+    staging.rename(target)
+    shutil.rmtree(retired)
+
+
+def recover_directory(target: PathLike) -> None:
+    """Undo what a kill left around ``target``: put back a retired folder if the target is
+    missing, and delete abandoned staging and retired folders."""
+    target = Path(target)
+    if not target.parent.is_dir():
+        return
+    retired = sorted(target.parent.glob(f"{_RETIRED}{target.name}-*"))
+    if retired and not target.exists():
+        retired.pop().rename(target)
+    for leftover in [*retired, *target.parent.glob(f"{_STAGING}{target.name}-*")]:
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def staged_directory(target: PathLike, kind: str = MODEL_KIND) -> Iterator[Path]:
+    """Yield an empty staging folder next to ``target``; on success it replaces ``target``.
+
+    What the caller wrote into the staging folder is recorded in its manifest (``kind``),
+    and what the old ``target`` holds beyond its own manifest (a user's files, the lock
+    file) is carried over first, so the swap replaces only what the package wrote. On an
+    error the staging folder is removed and ``target`` is untouched.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(target.parent.glob(f"{_STAGING}{target.name}-*"))
+    staging = _sibling(target, _STAGING)
+    staging.mkdir()
+    lock = hold_lock(staging)  # marks it as being written (see remove_stale)
+    try:
+        yield staging
+        _write_manifest(staging, kind, [p.name for p in staging.iterdir() if p.name != MANIFEST_FILE])
+        if target.is_dir():
+            _carry_over(target, staging)
+        replace_directory(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    finally:
+        if lock is not None:
+            os.close(lock)
+
+
+def write_json(path: PathLike, value: object) -> None:
+    """Write ``value`` as indented JSON to ``path`` atomically (a reader sees old or new)."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    temporary.write_text(json.dumps(value, indent=2) + "\n")
+    os.replace(temporary, path)
