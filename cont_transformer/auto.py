@@ -40,8 +40,8 @@ def register_auto_classes() -> None:
         AutoModelForMaskedLM,
         AutoModelForTokenClassification,
     )
-    from transformers.utils import is_vision_available
     from transformers.pipelines import PIPELINE_REGISTRY
+    from transformers.utils import is_vision_available
 
     from .configuration_cont_transformer import ContTransformerConfig
     from .configuration_ode_resnet import OdeResNetConfig

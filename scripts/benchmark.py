@@ -36,7 +36,15 @@ import argparse
 import time
 
 import torch
+from cont_transformer.tools.column_tagging_benchmark import column_tagging_cases
+from cont_transformer.tools.training_benchmark import training_throughput_cases
+from cont_transformer.tools.transformer_benchmarks import (
+    checkpointing_cases,
+    compiled_transformer_cases,
+    transformer_cases,
+)
 
+from cont_transformer.compiling import default_mode
 from cont_transformer.measuring import (
     FULL,
     QUICK,
@@ -47,14 +55,6 @@ from cont_transformer.measuring import (
     run_case,
     write_report,
 )
-from cont_transformer.tools.column_tagging_benchmark import column_tagging_cases
-from cont_transformer.tools.training_benchmark import training_throughput_cases
-from cont_transformer.tools.transformer_benchmarks import (
-    checkpointing_cases,
-    compiled_transformer_cases,
-    transformer_cases,
-)
-from cont_transformer.training.compiling import default_mode
 from image_models.benchmarking import compiled_resnet_cases, resnet_cases
 
 
