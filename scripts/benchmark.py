@@ -36,13 +36,6 @@ import argparse
 import time
 
 import torch
-from cont_transformer.tools.column_tagging_benchmark import column_tagging_cases
-from cont_transformer.tools.training_benchmark import training_throughput_cases
-from cont_transformer.tools.transformer_benchmarks import (
-    checkpointing_cases,
-    compiled_transformer_cases,
-    transformer_cases,
-)
 
 from cont_transformer.compiling import default_mode
 from cont_transformer.measuring import (
@@ -54,6 +47,13 @@ from cont_transformer.measuring import (
     markdown_table,
     run_case,
     write_report,
+)
+from cont_transformer.tools.column_tagging_benchmark import column_tagging_cases
+from cont_transformer.tools.training_benchmark import training_throughput_cases
+from cont_transformer.tools.transformer_benchmarks import (
+    checkpointing_cases,
+    compiled_transformer_cases,
+    transformer_cases,
 )
 from image_models.benchmarking import compiled_resnet_cases, resnet_cases
 
