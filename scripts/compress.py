@@ -16,11 +16,11 @@ from pathlib import Path
 import torch
 
 from cont_transformer.basis import BASES, CHANGE_OF_BASIS_METHODS
+from cont_transformer.model_folders import push_folder_to_hub
 from cont_transformer.tools.cli import EXIT_USAGE, add_precision_flags, both_spellings, run_cli
 from cont_transformer.tools.compression import compress
 from cont_transformer.tools.sweep import SWEEP_BASES, markdown_table, sweep
 from cont_transformer.training.accelerator import inference_autocast
-from cont_transformer.training.outputs import push_folder_to_hub
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -20,6 +20,7 @@ import torch
 from transformers.utils import logging as transformers_logging
 
 from cont_transformer.compiling import check_compile_mode
+from cont_transformer.model_folders import check_outside_model_folders
 from cont_transformer.tagging.conllu_document import ConlluDocument
 from cont_transformer.tagging.scoring import format_scores, score, scored_columns
 from cont_transformer.tagging.segmentation import LANGUAGES
@@ -27,7 +28,6 @@ from cont_transformer.tagging.tag import Tagger
 from cont_transformer.tagging.tag_files import INPUT_FORMATS, OUTPUT_FORMATS, tag_file
 from cont_transformer.tools.cli import add_precision_flags, both_spellings
 from cont_transformer.training.accelerator import inference_autocast
-from cont_transformer.training.outputs import check_outside_model_folders
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
