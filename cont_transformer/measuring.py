@@ -3,10 +3,13 @@
 Every figure is a ratio of a *candidate* (a continuous model) to a *baseline* (the
 discrete network it generalises, or the same model in another setting), measured in
 the same process on the same inputs. A :class:`Case` names the comparison and its
-target; :func:`run_case` measures it, and :func:`write_report` writes ``benchmark.json``
-and ``benchmark.md``. The cases themselves live with what they measure: the continuous
-transformer's in :mod:`cont_transformer.tools.transformer_benchmarks`, the image models'
-in ``image_models.benchmarking``.
+target; :func:`run_case` measures it, :func:`write_report` writes ``benchmark.json``
+and ``benchmark.md``, and :func:`run_benchmark` (``scripts/benchmark.py``) measures a
+list of cases one by one, writing the report after each. The cases themselves live with
+what they measure, in each application's benchmarking modules: the continuous
+transformer's in :mod:`cont_transformer.tagging.benchmarking` (and
+``training_benchmarking``, ``text_tagging_benchmarking`` beside it), the image models' in
+``image_models.benchmarking``.
 
 Timing (:func:`time_interleaved`): after warm-up runs, candidate and baseline
 alternate rep by rep (candidate first on even reps, baseline first on odd ones), so
@@ -36,13 +39,15 @@ import os
 import platform
 import statistics
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 from torch import nn
 from torch.profiler import ProfilerActivity, profile
+
+from .compiling import default_mode
 
 # --- workloads and cases ---------------------------------------------------------
 
@@ -399,6 +404,81 @@ def write_report(output_dir: str | Path, report: dict) -> tuple[Path, Path]:
     return json_path, md_path
 
 
+# --- a run -----------------------------------------------------------------------
+
+
+def run_benchmark(
+    cases: Callable[[str, torch.device, str], list[Case]],
+    *,
+    quick: bool = False,
+    output_dir: str | Path = ".",
+    device: str | None = None,
+    num_threads: int | None = None,
+    only: Sequence[str] | None = None,
+    compile_mode: str | None = None,
+    program: str = "benchmark.py",
+) -> dict:
+    """Measure every case of ``cases(mode, device, compile_mode)`` and return the report.
+
+    ``mode`` is ``"quick"`` (tiny sizes, :data:`QUICK`) or ``"full"`` (:data:`FULL`);
+    ``device`` defaults to CUDA when available, ``compile_mode`` to
+    :func:`~cont_transformer.compiling.default_mode` (``"none"``: the cases leave
+    their compiled variants out). ``only`` keeps the cases whose name contains one of its
+    strings. Prints the machine line and each case's verdict as it finishes, then the
+    table. ``benchmark.json`` and ``benchmark.md`` are written into ``output_dir`` after
+    every case, so a run stopped by a time limit keeps what it measured; a case that
+    raises becomes an error row (:func:`failed_case`). ``SystemExit`` naming ``program``
+    when ``only`` matches no case, or when a case failed with an error.
+    """
+    if num_threads:
+        torch.set_num_threads(num_threads)
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    mode = "quick" if quick else "full"
+    settings = QUICK if quick else FULL
+    compile_mode = compile_mode or default_mode(device)
+    selected = cases(mode, device, compile_mode)
+    if only:
+        selected = [case for case in selected if any(name in case.name for name in only)]
+        if not selected:
+            raise SystemExit(f"{program}: --only {' '.join(only)}: no case's name contains any of these")
+    machine = machine_info(device)
+    print(machine_line(machine), flush=True)
+    start = time.perf_counter()
+    results = []
+    report = {
+        "mode": mode,
+        "compile_mode": compile_mode,
+        "settings": {"warmup": settings.warmup, "repeats": settings.repeats},
+        "machine": machine,
+    }
+    for case in selected:
+        try:
+            results.append(run_case(case, settings, device))
+        except Exception as error:  # noqa: BLE001  one broken case (a compiler failing on a GPU) must not lose the rest
+            results.append(failed_case(case, error))
+        r = results[-1]
+        verdict = (
+            f"ERROR {r['error']}"
+            if "error" in r
+            else f"ratio {r['ratio']:.3f} ({r['target']}: {'pass' if r['pass'] else 'FAIL'})"
+        )
+        print(f"{case.name}: {verdict}", flush=True)
+        # Written after every case, so a run stopped by a time limit keeps what it measured.
+        report.update(
+            seconds=time.perf_counter() - start,
+            complete=len(results) == len(selected),
+            results=results,
+            passed=sum(r["pass"] for r in results),
+            failed=sum(not r["pass"] for r in results),
+            errors=sum("error" in r for r in results),
+        )
+        json_path, md_path = write_report(output_dir, report)
+    print(f"\n{markdown_table(results)}\n\nwrote {json_path} and {md_path}")
+    if report["errors"]:
+        raise SystemExit(f"{program}: {report['errors']} case(s) failed with an error (see {json_path})")
+    return report
+
+
 __all__ = [
     "FULL",
     "QUICK",
@@ -414,6 +494,7 @@ __all__ = [
     "peak_memory",
     "resident_bytes",
     "resident_tensors",
+    "run_benchmark",
     "run_case",
     "time_interleaved",
     "training_step",

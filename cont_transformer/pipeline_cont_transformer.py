@@ -57,7 +57,7 @@ from .word_tagging import (
     evaluation_windows,
     model_column_labels,
     parsed_labels,
-    predicted_columns,
+    predicted_label_ids,
     token_batches,
     word_shortener,
 )
@@ -213,7 +213,7 @@ class ContTransformerTaggingPipeline(Pipeline):
                     input_ids=input_ids.to(self.device),
                     attention_mask=None if bool(mask.all()) else mask.to(self.device),
                 )
-                columns = predicted_columns(
+                columns = predicted_label_ids(
                     output, self.columns, self.column, self.column_labels, self.feats_mode, self.combinations
                 )
                 for column, ids in columns.items():

@@ -15,7 +15,7 @@ application (``tagging/tag.py``, ``lemmas.py``, ``columns.py``, ``batching.py``,
   ``max_position_embeddings`` with overlapping windows, each word scored in one.
 * Batches: :func:`token_batches` groups rows by a token budget, longest first.
 * Decoding: :func:`model_column_labels` / :func:`parsed_labels` read a config's columns
-  and labels; :func:`combination_index` and :func:`predicted_columns` decode UPOS, XPOS
+  and labels; :func:`combination_index` and :func:`predicted_label_ids` decode UPOS, XPOS
   and FEATS jointly over the triples seen in training (``config.tag_combinations``), or
   each head alone; :func:`decode_column` turns label ids into values: a lemma by applying
   the predicted edit script to the word (:func:`apply_script`, :class:`EditScript`; how
@@ -248,7 +248,7 @@ def combination_index(config, labels: dict[str, list], device=None) -> torch.Ten
     return torch.tensor(index, dtype=torch.long, device=device) if index else None
 
 
-def predicted_columns(
+def predicted_label_ids(
     output,
     columns: Sequence[str],
     primary: str,
@@ -324,7 +324,7 @@ __all__ = [
     "model_column_labels",
     "parse_script",
     "parsed_labels",
-    "predicted_columns",
+    "predicted_label_ids",
     "token_batches",
     "word_shortener",
 ]

@@ -3,58 +3,25 @@
     python scripts/benchmark.py [--quick] [--output-dir DIR] [--num-threads N] [--only NAME ...]
                                 [--compile-mode MODE] [--training-steps N --ud-dir DIR]
 
-Measures (each a ratio to a baseline run in the same process; targets in brackets):
-1. training step, Euler, piecewise constant, K = N_T = L, against a plain pre-LayerNorm
-   encoder of L layers, L = 8 and 64 [<= 1.10];
-2. the same with piecewise linear [<= 1.10], and RK4 against Euler [<= 4.4];
-3. training step at N_T = 16 with K = 64 against K = 16 [<= 1.10];
-4. inference after set_num_steps(32, 16, 8) against N_T = 64 [speed-up >= 0.9 x ideal];
-5. change_basis of a K = 64 model to K = 16 by projection [<= 0.25 s];
-6. stateful ODE-ResNet (cifar10-small, Euler, K = N_T = 8) training step against a
-   discrete pre-activation ResNet [<= 1.15];
-7. peak memory of the training steps of 1, 3 and 6, and of the inference of 4 [<= 1.10];
-8. activation checkpointing at K = N_T = 64: training step time [<= 1.4] and peak memory
-   [<= 0.5] against the same step without;
-9. with --training-steps N: whole training, the GUM recipe's first N steps (refinements
-   included), compiled against eager [<= 1.00], and --bf16 autocast against float32 [<= 0.77];
-10. the word+chars input representation against the word-only model, training step and
-   inference, K = N_T = 16, on sentences like English-GUM's [<= 1.5];
-11. raw text to CoNLL-U with every column (UPOS, XPOS, FEATS, LEMMA) against the same
-   weights with the XPOS head alone, the tagging recipe's model [words/s >= 0.9 x].
-Measures 1 (L = 8), 2 (L = 8), 4 and 6 also run with candidate and baseline both compiled
-(torch.compile, --compile-mode; "none" skips them). Compiling takes minutes per model
-on a CPU.
-
-Writes benchmark.json and benchmark.md into --output-dir and prints the table. The
-logic lives in cont_transformer.measuring (the harness), cont_transformer.tools.transformer_benchmarks,
-cont_transformer.tools.column_tagging_benchmark and image_models.benchmarking (the cases).
+Every measure is a ratio to a baseline run in the same process. The measures and their
+targets are listed where their cases live: 1 to 5, 7, 8 and 10 in cont_transformer.tagging.benchmarking,
+6 and 7 in image_models.benchmarking, 9 (--training-steps) in cont_transformer.tagging.training_benchmarking,
+11 and 12 in cont_transformer.tagging.text_tagging_benchmarking. Measures 1 (L = 8), 2 (L = 8), 4
+and 6 also run with both models compiled (--compile-mode; "none" skips them; minutes per model on
+a CPU). Writes benchmark.json and benchmark.md into --output-dir, prints the table (measuring.run_benchmark).
 """
 
 from __future__ import annotations
 
 import argparse
-import time
+from functools import partial
 
 import torch
 
-from cont_transformer.compiling import default_mode
-from cont_transformer.measuring import (
-    FULL,
-    QUICK,
-    failed_case,
-    machine_info,
-    machine_line,
-    markdown_table,
-    run_case,
-    write_report,
-)
-from cont_transformer.tools.column_tagging_benchmark import column_tagging_cases
-from cont_transformer.tools.training_benchmark import training_throughput_cases
-from cont_transformer.tools.transformer_benchmarks import (
-    checkpointing_cases,
-    compiled_transformer_cases,
-    transformer_cases,
-)
+from cont_transformer.measuring import Case, run_benchmark
+from cont_transformer.tagging.benchmarking import checkpointing_cases, compiled_transformer_cases, transformer_cases
+from cont_transformer.tagging.text_tagging_benchmarking import column_tagging_cases
+from cont_transformer.tagging.training_benchmarking import training_throughput_cases
 from image_models.benchmarking import compiled_resnet_cases, resnet_cases
 
 
@@ -69,9 +36,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--training-steps",
         type=int,
         default=0,
-        help="measure 9: train the GUM recipe's first N steps eager and compiled, float32 and "
-        "--bf16 (UD data from "
-        "--ud-dir or $UD_DIR, else the sample treebank); 0 skips it",
+        help="measure 9: train the GUM recipe's first N steps eager and compiled, float32 and --bf16 "
+        "(UD data from --ud-dir or $UD_DIR, else the sample treebank); 0 skips it",
     )
     parser.add_argument("--ud-dir", help="folder of UD release folders for measure 9")
     parser.add_argument(
@@ -82,60 +48,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
-    if args.num_threads:
-        torch.set_num_threads(args.num_threads)
-    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    mode = "quick" if args.quick else "full"
-    settings = QUICK if args.quick else FULL
-    compile_mode = args.compile_mode or default_mode(device)
+def every_case(
+    mode: str, device: torch.device, compile_mode: str, training_steps: int, ud_dir: str | None
+) -> list[Case]:
+    """The cases of both applications, in the report's order."""
     cases = transformer_cases(mode, device) + resnet_cases(mode, device) + checkpointing_cases(mode, device)
     cases += column_tagging_cases(mode, device)
     if compile_mode != "none":
         cases += compiled_transformer_cases(mode, device, compile_mode)
         cases += compiled_resnet_cases(mode, device, compile_mode)
-    if args.training_steps:
-        cases += training_throughput_cases(args.training_steps, args.ud_dir, compile_mode)
-    if args.only:
-        cases = [case for case in cases if any(name in case.name for name in args.only)]
-        if not cases:
-            raise SystemExit(f"benchmark.py: --only {' '.join(args.only)}: no case's name contains any of these")
-    machine = machine_info(device)
-    print(machine_line(machine), flush=True)
-    start = time.perf_counter()
-    results = []
-    report = {
-        "mode": mode,
-        "compile_mode": compile_mode,
-        "settings": {"warmup": settings.warmup, "repeats": settings.repeats},
-        "machine": machine,
-    }
-    for case in cases:
-        try:
-            results.append(run_case(case, settings, device))
-        except Exception as error:  # noqa: BLE001  one broken case (a compiler failing on a GPU) must not lose the rest
-            results.append(failed_case(case, error))
-        r = results[-1]
-        verdict = (
-            f"ERROR {r['error']}"
-            if "error" in r
-            else f"ratio {r['ratio']:.3f} ({r['target']}: {'pass' if r['pass'] else 'FAIL'})"
-        )
-        print(f"{case.name}: {verdict}", flush=True)
-        # Written after every case, so a run stopped by a time limit keeps what it measured.
-        report.update(
-            seconds=time.perf_counter() - start,
-            complete=len(results) == len(cases),
-            results=results,
-            passed=sum(r["pass"] for r in results),
-            failed=sum(not r["pass"] for r in results),
-            errors=sum("error" in r for r in results),
-        )
-        json_path, md_path = write_report(args.output_dir, report)
-    print(f"\n{markdown_table(results)}\n\nwrote {json_path} and {md_path}")
-    if report["errors"]:
-        raise SystemExit(f"benchmark.py: {report['errors']} case(s) failed with an error (see {json_path})")
+    if training_steps:
+        cases += training_throughput_cases(training_steps, ud_dir, compile_mode)
+    return cases
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    run_benchmark(
+        partial(every_case, training_steps=args.training_steps, ud_dir=args.ud_dir),
+        quick=args.quick,
+        output_dir=args.output_dir,
+        device=args.device,
+        num_threads=args.num_threads,
+        only=args.only,
+        compile_mode=args.compile_mode,
+    )
 
 
 if __name__ == "__main__":

@@ -5,22 +5,17 @@
     python scripts/compress.py MODEL_DIR --sweep --eval-file en_gum-ud-dev.conllu \\
         --output-dir OUT [--max-accuracy-drop 1.0]
 
-The logic lives in :mod:`cont_transformer.tools.compression` and :mod:`cont_transformer.tools.sweep`.
+The logic lives in :mod:`cont_transformer.tools.compress_command` (``compression``, ``sweep``).
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-
-import torch
 
 from cont_transformer.basis import BASES, CHANGE_OF_BASIS_METHODS
-from cont_transformer.model_folders import push_folder_to_hub
 from cont_transformer.tools.cli import EXIT_USAGE, add_precision_flags, both_spellings, run_cli
-from cont_transformer.tools.compression import compress
-from cont_transformer.tools.sweep import SWEEP_BASES, markdown_table, sweep
-from cont_transformer.training.accelerator import inference_autocast
+from cont_transformer.tools.compress_command import compress_command
+from cont_transformer.tools.sweep import SWEEP_BASES
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -37,10 +32,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="K of an image model's running statistics (default: kept when only K shrinks, else the target K)",
     )
     parser.add_argument("--method", default="projection", choices=sorted(CHANGE_OF_BASIS_METHODS))
-    parser.add_argument(
-        "--eval-file",
-        help="CoNLL-U file (taggers) or image / IDX folder (image models) to score on",
-    )
+    parser.add_argument("--eval-file", help="CoNLL-U file (taggers) or image / IDX folder (image models) to score on")
     parser.add_argument("--repeats", type=int, default=3, help="timed passes per model (median)")
     parser.add_argument("--num-threads", type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument("--overwrite", action="store_true", help="replace a non-empty --output-dir")
@@ -75,97 +67,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="POINTS",
         help="save the smallest swept model within POINTS accuracy points of the source (implies --sweep)",
     )
-    args = both_spellings(parser).parse_args(argv)
-    if args.push_to_hub == "":
-        args.push_to_hub = args.hub_model_id or Path(args.output_dir).resolve().name
-    args.sweep = args.sweep or args.max_accuracy_drop is not None
-    if args.sweep:
-        if args.eval_file is None:
-            parser.error("--sweep and --max-accuracy-drop need --eval-file")
-        if any(v is not None for v in (args.basis, args.num_basis, args.num_steps, args.state_num_basis)):
-            parser.error(
-                "--sweep takes --sweep-bases / --sweep-num-basis / --sweep-num-steps, "
-                "not --basis / --num-basis / --num-steps / --state-num-basis"
-            )
-    if args.push_to_hub and args.sweep and args.max_accuracy_drop is None:
-        parser.error("--push-to-hub needs a model: compress one, or --sweep with --max-accuracy-drop")
-    return args
+    return both_spellings(parser).parse_args(argv)  # compress_command checks how the flags combine
 
 
 def main(argv: list[str] | None = None) -> None:
     """Bad arguments or folders: one line and exit status 2 (``--debug``: the traceback)."""
-    run_cli(_main, argv)
-
-
-def _main(argv: list[str]) -> None:
-    args = parse_args(argv)
-    if args.num_threads:
-        torch.set_num_threads(args.num_threads)
-    with inference_autocast(args.bf16, args.fp16, "cuda" if torch.cuda.is_available() else "cpu"):
-        run(args)
-
-
-def run(args: argparse.Namespace) -> None:
-    if args.sweep:
-        result = sweep(
-            args.model_dir,
-            args.eval_file,
-            args.output_dir,
-            method=args.method,
-            bases=args.sweep_bases,
-            num_basis_values=args.sweep_num_basis,
-            num_steps_values=args.sweep_num_steps,
-            max_accuracy_drop=args.max_accuracy_drop,
-            repeats=args.repeats,
-            overwrite=args.overwrite,
-            torch_compile=args.torch_compile,
-            progress=lambda r: print(
-                f"{r.grid:>9} {r.basis:>20} K={r.num_basis:<3} N_T={r.num_steps:<3} "
-                + ("" if r.state_num_basis in (None, r.num_basis) else f"(statistics K={r.state_num_basis}) ")
-                + f"accuracy {100 * r.accuracy:6.2f}%  {r.inference_seconds:.3f} s "
-                f"({r.speedup:.2f}x)",
-                flush=True,
-            ),
-        )
-        print(markdown_table(result.rows))
-        if result.selected is not None:
-            s = result.selected
-            print(
-                f"\nselected: {s.basis}, K = {s.num_basis}, N_T = {s.num_steps} "
-                f"({s.accuracy_drop:+.2f} points, {s.compression_ratio:.2f}x fewer non-embedding parameters)"
-            )
-    else:
-        result = compress(
-            args.model_dir,
-            args.output_dir,
-            basis=args.basis,
-            num_basis=args.num_basis,
-            num_steps=args.num_steps,
-            method=args.method,
-            eval_file=args.eval_file,
-            repeats=args.repeats,
-            overwrite=args.overwrite,
-            torch_compile=args.torch_compile,
-            state_num_basis=args.state_num_basis,
-            base_model=args.base_model,
-        )
-        for name, stats in (("source", result.source), ("compressed", result.compressed)):
-            accuracy = "–" if stats.accuracy is None else f"{100 * stats.accuracy:.2f}%"
-            columns = {k: v for k, v in (stats.scores or {}).items() if k != "accuracy"}
-            if columns:  # a tagger of several columns: accuracy is their mean
-                accuracy += " (" + ", ".join(f"{k} {100 * v:.2f}%" for k, v in columns.items()) + ")"
-            states = (
-                "" if stats.state_num_basis in (None, stats.num_basis) else f" (statistics K = {stats.state_num_basis})"
-            )
-            print(
-                f"{name:>10}: {stats.basis}, K = {stats.num_basis}{states}, N_T = {stats.num_steps}, "
-                f"{stats.non_embedding_parameters:,} non-embedding parameters, accuracy {accuracy}, "
-                f"{stats.inference_seconds:.3f} s"
-            )
-        print(f"speed-up {result.speedup:.2f}x (median over interleaved passes)")
-    print(f"wrote {result.output_dir}")
-    if args.push_to_hub:
-        print(f"pushed to {push_folder_to_hub(result.output_dir, args.push_to_hub)}")
+    run_cli(lambda argv: compress_command(**vars(parse_args(argv))), argv)
 
 
 if __name__ == "__main__":

@@ -7,29 +7,18 @@
 
 Bad input (not UTF-8, a malformed CoNLL-U line, a blank word) stops with one line naming
 the file and line and exit status 2, leaving --output as it was; an --output inside a
-model or run folder is refused. The logic lives in
-:mod:`cont_transformer.tagging.tag_files`.
+model or run folder is refused (--debug: the traceback). The logic lives in
+:mod:`cont_transformer.tagging.tag_command` and :mod:`cont_transformer.tagging.tag_files`.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 
-import torch
-from transformers.utils import logging as transformers_logging
-
-from cont_transformer.compiling import check_compile_mode
-from cont_transformer.model_folders import check_outside_model_folders
-from cont_transformer.tagging.conllu_document import ConlluDocument
-from cont_transformer.tagging.scoring import format_scores, score, scored_columns
 from cont_transformer.tagging.segmentation import LANGUAGES
-from cont_transformer.tagging.tag import Tagger
-from cont_transformer.tagging.tag_files import INPUT_FORMATS, OUTPUT_FORMATS, tag_file
-from cont_transformer.tools.cli import add_precision_flags, both_spellings
-from cont_transformer.training.accelerator import inference_autocast
-
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+from cont_transformer.tagging.tag_command import DTYPES, tag_command
+from cont_transformer.tagging.tag_files import INPUT_FORMATS, OUTPUT_FORMATS
+from cont_transformer.tools.cli import add_precision_flags, both_spellings, run_cli
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -75,61 +64,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--evaluate needs --output FILE and --format conllu")
     if args.evaluate and args.input is None and args.input_format == "tokens":
         parser.error("--evaluate without --input takes --input-format text, lines or conllu")
+    del args.debug  # run_cli acts on --debug
     return args
 
 
-def run(args: argparse.Namespace) -> None:
-    transformers_logging.disable_progress_bar()  # stderr is for errors, progress and speed
-    check_outside_model_folders(args.output, "output")  # never over a model's own files
-    if args.num_threads is not None:
-        if args.num_threads < 1:
-            raise ValueError(f"--num-threads: give a positive number of CPU threads, got {args.num_threads}")
-        torch.set_num_threads(args.num_threads)
-    check_compile_mode(args.torch_compile_mode)
-    tagger = Tagger.from_pretrained(
-        args.model_dir,
-        device=args.device,
-        dtype=DTYPES.get(args.dtype),
-        language=args.language,
-        batch_size=args.batch_size,
-        torch_compile=args.torch_compile,
-        torch_compile_mode=args.torch_compile_mode,
-    )
-    gold = ConlluDocument.read(args.evaluate) if args.evaluate else None
-    text, name = None, args.input
-    if gold is not None and args.input is None:
-        name = args.evaluate
-        text = (
-            "\n".join(gold.lines)
-            if args.input_format == "conllu"
-            else gold.text(one_sentence_per_line=args.input_format == "lines")
-        )
-    with inference_autocast(args.bf16, args.fp16, next(tagger.model.parameters()).device):
-        stats = tag_file(
-            tagger,
-            name,
-            args.output,
-            input_format=args.input_format,
-            output_format=args.format,
-            progress=False if args.no_progress else None,
-            text=text,
-            in_place=args.in_place,
-        )
-    print(stats.summary(), file=sys.stderr)
-    if gold is not None:
-        result = score(gold, ConlluDocument.read(args.output), scored_columns(tagger.columns))
-        print(format_scores(result), file=sys.stderr)
-
-
 def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
-    try:
-        run(args)
-    except (ValueError, OSError) as err:
-        if args.debug:
-            raise
-        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
-        sys.exit(2)
+    run_cli(lambda argv: tag_command(**vars(parse_args(argv))), argv)
 
 
 if __name__ == "__main__":

@@ -25,8 +25,8 @@ from cont_transformer.measuring import (
     peak_memory,
     run_case,
 )
-from cont_transformer.tools.baselines import PreLayerNormTagger
-from cont_transformer.tools.column_tagging_benchmark import column_tagging_cases
+from cont_transformer.tagging.baselines import PreLayerNormTagger
+from cont_transformer.tagging.text_tagging_benchmarking import column_tagging_cases
 from image_models.baselines import DiscreteResNet
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,8 +1,9 @@
 """The layers of docs/design.md §1: a module imports only from its own layer or below.
 
 Statically, every import statement in the package (``ast``, function-level imports
-included) points to its own layer or a lower one. Dynamically, in fresh processes:
-importing the core, the models, the harnesses, the training scaffold or the compression
+included) points to its own layer or a lower one, and no tool imports an application (the
+tools serve every model family through the registry, §9). Dynamically, in fresh
+processes: importing the core, the models, the harnesses, the training scaffold or any
 tool loads no application (``cont_transformer.tagging``, ``image_models``); importing the
 core alone loads no transformers either, nor any module of the package above it (every
 name of ``cont_transformer/__init__.py`` loads lazily); ``image_models.augmentation``
@@ -115,6 +116,19 @@ def test_no_module_imports_a_higher_layer():
     assert not violations, "\n".join(violations)
 
 
+def test_no_tool_imports_an_application():
+    """``cont_transformer/tools/`` holds only what serves every model family: an application's
+    own tools (its benchmark cases, its baselines) live in the application."""
+    applications = tuple(f"{name}." for name in APPLICATIONS)
+    violations = [
+        f"{path.relative_to(ROOT)}:{line} imports {imported}"
+        for path in sorted((ROOT / "cont_transformer" / "tools").rglob("*.py"))
+        for line, imported in imported_modules(path)
+        if f"{imported}.".startswith(applications)
+    ]
+    assert not violations, "\n".join(violations)
+
+
 # Lowest first: a module that loads an application is reported before those above it.
 ENTRY_MODULES = [
     "cont_transformer",
@@ -126,7 +140,7 @@ ENTRY_MODULES = [
     "cont_transformer.modeling_ode_resnet",
     "cont_transformer.measuring",
     "cont_transformer.training.scaffold",
-    "cont_transformer.tools.compression",
+    *sorted(f"cont_transformer.tools.{path.stem}" for path in (ROOT / "cont_transformer" / "tools").glob("[!_]*.py")),
 ]
 
 # One fresh process imports the modules in order and records the modules each import

@@ -11,8 +11,8 @@ import pytest
 from cont_transformer.language_modeling.arguments import PretrainingArguments
 from cont_transformer.model_folders import BEST_MODEL_DIR, METRICS_FILE
 from cont_transformer.tagging import arguments as tagging
+from cont_transformer.tagging.training_benchmarking import gum_recipe
 from cont_transformer.tools.cli import run_cli
-from cont_transformer.tools.training_benchmark import gum_recipe
 from cont_transformer.training.arguments import RECIPES, parse_arguments, read_recipe
 from image_models import training as imaging
 

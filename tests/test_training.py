@@ -43,7 +43,7 @@ from cont_transformer.tagging.data import load_treebank, most_frequent_tag_basel
 from cont_transformer.tagging.metrics import load_conll18
 from cont_transformer.tagging.optimization import build_optimizer
 from cont_transformer.tagging.sample_treebank import write_sample_treebank
-from cont_transformer.tagging.tag import combination_index, model_column_labels, predicted_columns
+from cont_transformer.tagging.tag import combination_index, model_column_labels, predicted_label_ids
 from cont_transformer.tagging.tokenization import spelling_tables
 from cont_transformer.tagging.trainer import train
 from cont_transformer.tools.cli import run_cli
@@ -489,7 +489,7 @@ def test_sample_run_saves_a_model_that_beats_the_baseline(sample_run):
     assert model.config.tag_combinations and combination_index(model.config, labels) is not None
     with torch.no_grad():
         output = model(**encoding)
-    predicted = predicted_columns(
+    predicted = predicted_label_ids(
         output, ["xpos"], "xpos", labels, model.config.feats_mode, combination_index(model.config, labels)
     )["xpos"]  # (sentences, seq)
     correct = total = 0

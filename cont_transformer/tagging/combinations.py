@@ -1,9 +1,9 @@
 """The (UPOS, XPOS, FEATS) combinations seen in training, which a tagger decodes jointly.
 
 A model whose config records ``tag_combinations`` chooses, per word, the seen triple of
-highest summed log-probability of its three heads (``tag.predicted_columns``) instead of
-each head's own argmax. The trainer records them; :func:`add_tag_combinations` adds them
-to a model trained before, from its train file:
+highest summed log-probability of its three heads (``word_tagging.predicted_label_ids``)
+instead of each head's own argmax. The trainer records them; :func:`add_tag_combinations`
+adds them to a model trained before, from its train file:
 
     python -m cont_transformer.tagging.combinations MODEL_DIR TRAIN.conllu
 """

@@ -47,7 +47,7 @@ from .tag import (
     combination_index,
     model_column_labels,
     parsed_labels,
-    predicted_columns,
+    predicted_label_ids,
     saved_tag_column,
 )
 from .tokenization import check_tokenizer, training_words
@@ -181,7 +181,7 @@ def evaluate(model, dataloader, accelerator, gold: GoldColumns) -> dict[str, flo
         has_split |= "unseen" in batch
         output = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
         ids = list(
-            predicted_columns(output, columns, gold.primary, gold.labels, gold.feats_mode, combinations).values()
+            predicted_label_ids(output, columns, gold.primary, gold.labels, gold.feats_mode, combinations).values()
         )
         padded = [
             accelerator.pad_across_processes(tensor, dim=1, pad_index=pad)

@@ -44,7 +44,7 @@ from ..word_tagging import (
     decode_column,
     model_column_labels,
     parsed_labels,
-    predicted_columns,
+    predicted_label_ids,
     token_batches,
 )
 from .batching import IGNORE_INDEX, PaddingCollator, encode_for_evaluation
@@ -213,7 +213,7 @@ class Tagger:
                         attention_mask=None if bool(mask.all()) else mask.to(device),
                     )
                     scored = batch["labels"] != IGNORE_INDEX  # (batch, seq)
-                    columns = predicted_columns(
+                    columns = predicted_label_ids(
                         output, self.columns, self.column, self.column_labels, self.feats_mode, self.combinations
                     )
                     for column, column_ids in columns.items():

@@ -1,5 +1,7 @@
-"""Tools over trained models of any family: compression, compression sweeps, benchmarks.
+"""Tools over trained models of any family: compression, compression sweeps, the scripts' error handling.
 
-The top layer: they use the core, the models and the applications; nothing below
-imports them.
+The top layer: they use the core, the models, the training scaffold and the harnesses, and
+reach every model family through the registry (:mod:`cont_transformer.families`), never
+importing an application (docs/design.md §1, §9); nothing below imports them. What serves
+one family only (its benchmark cases, its baselines) lives in that application.
 """

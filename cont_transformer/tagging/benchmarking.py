@@ -1,10 +1,25 @@
 """The continuous transformer's cases of the benchmark (measured by :mod:`cont_transformer.measuring`).
 
-The cases of the continuous transformer are built by :func:`transformer_cases`
-(the image models add theirs from ``image_models.benchmarking``), those of activation
-checkpointing by :func:`checkpointing_cases`, and the compiled variants of measures 1,
-2 and 4 (candidate and baseline compiled with the same ``torch.compile`` mode, warmed
-up before any timing) by :func:`compiled_transformer_cases`.
+Each measure is a ratio to a baseline run in the same process; its target in brackets:
+
+1. training step, Euler, piecewise constant, K = N_T = L, against a plain pre-LayerNorm
+   encoder of L layers (:mod:`.baselines`), L = 8 and 64 [<= 1.10];
+2. the same with piecewise linear [<= 1.10], and RK4 against Euler [<= 4.4];
+3. training step at N_T = 16 with K = 64 against K = 16 [<= 1.10];
+4. inference after ``set_num_steps(32, 16, 8)`` against N_T = 64 [speed-up >= 0.9 x ideal];
+5. ``change_basis`` of a K = 64 model to K = 16 by projection [<= 0.25 s];
+7. peak memory of the training steps of 1 and 3, and of the inference of 4 [<= 1.10]
+   (the image models' step, measure 6, is ``image_models.benchmarking``'s);
+8. activation checkpointing at K = N_T = 64: training step time [<= 1.4] and peak memory
+   [<= 0.5] against the same step without;
+10. the word+chars input representation against the word-only model, training step and
+    inference, K = N_T = 16, on sentences like English-GUM's [<= 1.5].
+
+:func:`transformer_cases` builds measures 1 to 5, 7 and 10, :func:`checkpointing_cases`
+measure 8, and :func:`compiled_transformer_cases` the compiled variants of measures 1,
+2 and 4 (candidate and baseline compiled with the same ``torch.compile`` mode, warmed up
+before any timing). Measure 9 is :mod:`.training_benchmarking`'s, 11 and 12
+:mod:`.text_tagging_benchmarking`'s.
 """
 
 from __future__ import annotations
@@ -30,12 +45,12 @@ from ..measuring import (
     warmed,
 )
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
-from ..tagging.arguments import TrainingArguments
-from ..tagging.batching import PaddingCollator, encode_for_training
-from ..tagging.optimization import build_optimizer
-from ..tagging.tokenization import build_tokenizer, spelling_tables
 from ..transform import change_basis, set_num_steps
+from .arguments import TrainingArguments
 from .baselines import PreLayerNormTagger
+from .batching import PaddingCollator, encode_for_training
+from .optimization import build_optimizer
+from .tokenization import build_tokenizer, spelling_tables
 
 # --- the continuous transformer's cases ------------------------------------------
 
@@ -335,7 +350,7 @@ def representation_cases(mode: str, device: torch.device) -> list[Case]:
 
 
 def transformer_cases(mode: str, device: torch.device) -> list[Case]:
-    """Measures 1–5, the transformer's part of 7 and 8 (see ``scripts/benchmark.py``) at the
+    """Measures 1–5, the transformer's part of 7 and 10 (see the module's doc) at the
     sizes ``TRANSFORMER_SIZES[mode]`` and ``REPRESENTATION_SIZES[mode]``."""
     sizes = TRANSFORMER_SIZES[mode]
     fine, coarse = sizes["fine_basis"], sizes["coarse_basis"]

@@ -1,5 +1,6 @@
-"""Whole-training throughput: the recommended recipe's first steps, eager against compiled,
-and bfloat16 autocast (``--bf16``) against float32.
+"""Measure 9 of the benchmark, whole-training throughput: the recommended recipe's first
+steps compiled against eager [<= 1.00], and bfloat16 autocast (``--bf16``) against float32
+[<= 0.77] (``scripts/benchmark.py --training-steps N``).
 
 A training step measured alone (measures 1 and 2) misses what a compiled run pays for in
 practice: the first batch of every shape compiles, every refinement recompiles, and the
@@ -18,9 +19,9 @@ import tempfile
 from pathlib import Path
 
 from ..measuring import Case, Settings, Workload
-from ..tagging.arguments import TrainingArguments
-from ..tagging.trainer import train
 from ..training.arguments import RECIPES, read_recipe
+from .arguments import TrainingArguments
+from .trainer import train
 
 ONE_RUN = Settings(warmup=0, repeats=1)  # a training run is long enough to time once
 

@@ -1,0 +1,153 @@
+"""What ``scripts/compress.py`` runs: compress one model, or sweep a grid, and print the report.
+
+:func:`compress_command` takes the script's flags as keyword arguments: without ``sweep``
+it compresses one model (:func:`~cont_transformer.tools.compression.compress`) and prints
+the source and the compressed model side by side; with ``sweep`` it measures a grid
+(:func:`~cont_transformer.tools.sweep.sweep`), printing each row as it is measured, then
+the table and the model ``max_accuracy_drop`` selected. Either way it names the folder
+written, and uploads it with ``push_to_hub``. Any model family of the package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from ..model_folders import push_folder_to_hub
+from ..training.accelerator import inference_autocast
+from .compression import CompressionResult, compress
+from .sweep import SWEEP_BASES, SweepResult, SweepRow, markdown_table
+from .sweep import sweep as sweep_grid
+
+
+def sweep_row_line(row: SweepRow) -> str:
+    """One measured point of a sweep: grid, basis, K, N_T, accuracy, time and speed-up."""
+    states = "" if row.state_num_basis in (None, row.num_basis) else f"(statistics K={row.state_num_basis}) "
+    return (
+        f"{row.grid:>9} {row.basis:>20} K={row.num_basis:<3} N_T={row.num_steps:<3} "
+        + states
+        + f"accuracy {100 * row.accuracy:6.2f}%  {row.inference_seconds:.3f} s "
+        f"({row.speedup:.2f}x)"
+    )
+
+
+def sweep_report(result: SweepResult) -> str:
+    """The sweep's table, and the model it selected (if any)."""
+    text = markdown_table(result.rows)
+    if result.selected is not None:
+        s = result.selected
+        text += (
+            f"\n\nselected: {s.basis}, K = {s.num_basis}, N_T = {s.num_steps} "
+            f"({s.accuracy_drop:+.2f} points, {s.compression_ratio:.2f}x fewer non-embedding parameters)"
+        )
+    return text
+
+
+def compression_report(result: CompressionResult) -> str:
+    """Source and compressed model, one line each (grid, size, accuracy, time), and the speed-up."""
+    lines = []
+    for name, stats in (("source", result.source), ("compressed", result.compressed)):
+        accuracy = "–" if stats.accuracy is None else f"{100 * stats.accuracy:.2f}%"
+        columns = {k: v for k, v in (stats.scores or {}).items() if k != "accuracy"}
+        if columns:  # a tagger of several columns: accuracy is their mean
+            accuracy += " (" + ", ".join(f"{k} {100 * v:.2f}%" for k, v in columns.items()) + ")"
+        states = (
+            "" if stats.state_num_basis in (None, stats.num_basis) else f" (statistics K = {stats.state_num_basis})"
+        )
+        lines.append(
+            f"{name:>10}: {stats.basis}, K = {stats.num_basis}{states}, N_T = {stats.num_steps}, "
+            f"{stats.non_embedding_parameters:,} non-embedding parameters, accuracy {accuracy}, "
+            f"{stats.inference_seconds:.3f} s"
+        )
+    lines.append(f"speed-up {result.speedup:.2f}x (median over interleaved passes)")
+    return "\n".join(lines)
+
+
+def compress_command(
+    model_dir: str,
+    output_dir: str,
+    *,
+    sweep: bool = False,
+    basis: str | None = None,
+    num_basis: int | None = None,
+    num_steps: int | None = None,
+    state_num_basis: int | None = None,
+    method: str = "projection",
+    eval_file: str | None = None,
+    repeats: int = 3,
+    num_threads: int | None = None,
+    overwrite: bool = False,
+    base_model: str | None = None,
+    torch_compile: bool = False,
+    push_to_hub: str | None = None,
+    hub_model_id: str | None = None,
+    bf16: bool = False,
+    fp16: bool = False,
+    sweep_bases: Sequence[str] = SWEEP_BASES,
+    sweep_num_basis: Sequence[int] | None = None,
+    sweep_num_steps: Sequence[int] | None = None,
+    max_accuracy_drop: float | None = None,
+) -> None:
+    """Compress (or with ``sweep``, sweep) the model in ``model_dir`` into ``output_dir``,
+    printing the report (see the module's doc); the arguments are ``compress.py``'s flags.
+
+    ``max_accuracy_drop`` implies ``sweep``. ``push_to_hub``: a repository id, or ``""``
+    for ``hub_model_id`` (default: the ``output_dir``'s name). ``bf16`` / ``fp16``: the
+    models run under autocast. Flags that do not go together raise ``ValueError`` naming
+    them, before anything is read.
+    """
+    sweep = sweep or max_accuracy_drop is not None
+    if sweep and eval_file is None:
+        raise ValueError("--sweep and --max-accuracy-drop need --eval-file (see --help)")
+    if sweep and any(value is not None for value in (basis, num_basis, num_steps, state_num_basis)):
+        raise ValueError(
+            "--sweep takes --sweep-bases / --sweep-num-basis / --sweep-num-steps, "
+            "not --basis / --num-basis / --num-steps / --state-num-basis (see --help)"
+        )
+    if push_to_hub is not None and sweep and max_accuracy_drop is None:
+        raise ValueError("--push-to-hub needs a model: compress one, or --sweep with --max-accuracy-drop (see --help)")
+    if push_to_hub == "":
+        push_to_hub = hub_model_id or Path(output_dir).resolve().name
+    if num_threads:
+        torch.set_num_threads(num_threads)
+    with inference_autocast(bf16, fp16, "cuda" if torch.cuda.is_available() else "cpu"):
+        if sweep:
+            result = sweep_grid(
+                model_dir,
+                eval_file,
+                output_dir,
+                method=method,
+                bases=sweep_bases,
+                num_basis_values=sweep_num_basis,
+                num_steps_values=sweep_num_steps,
+                max_accuracy_drop=max_accuracy_drop,
+                repeats=repeats,
+                overwrite=overwrite,
+                torch_compile=torch_compile,
+                progress=lambda row: print(sweep_row_line(row), flush=True),
+            )
+            print(sweep_report(result))
+        else:
+            result = compress(
+                model_dir,
+                output_dir,
+                basis=basis,
+                num_basis=num_basis,
+                num_steps=num_steps,
+                method=method,
+                eval_file=eval_file,
+                repeats=repeats,
+                overwrite=overwrite,
+                torch_compile=torch_compile,
+                state_num_basis=state_num_basis,
+                base_model=base_model,
+            )
+            print(compression_report(result))
+        print(f"wrote {result.output_dir}")
+        if push_to_hub:
+            print(f"pushed to {push_folder_to_hub(result.output_dir, push_to_hub)}")
+
+
+__all__ = ["compress_command", "compression_report", "sweep_report", "sweep_row_line"]
