@@ -175,8 +175,10 @@ def test_the_extras_say_how_to_install_them(monkeypatch):
     from cont_transformer.tools.sweep import figure_class
     from image_models.data import pil_image
 
-    monkeypatch.setitem(sys.modules, "PIL", None)
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    # The submodules too: an earlier test may have imported them, and a dotted import
+    # found in sys.modules never looks at its package.
+    for name in ("PIL", "PIL.Image", "matplotlib", "matplotlib.figure"):
+        monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(OSError, match=r'^reading images needs pillow: pip install "cont-transformer\[images\]"$'):
         pil_image()
     with pytest.raises(OSError, match=r'pip install "cont-transformer\[plots\]"$'):
