@@ -34,9 +34,10 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from image_models.arguments import ImageTrainingArguments
 from image_models.augmentation import alternating_flip, flip_parities, random_crop
+from image_models.batching import build_processor, load_split_tensors
 from image_models.optimization import triangle_factor
-from image_models.training import ImageTrainingArguments, build_processor, load_split_tensors
 from image_models.tta import mean_logits, views_of
 
 DATASET = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cifar10" / "cifar10-jpg.tar.gz"

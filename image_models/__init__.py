@@ -1,5 +1,10 @@
 """The image application of the ODE-ResNets: data, augmentation, training, benchmarks, baselines.
 
+Training: :mod:`.arguments` (``ImageTrainingArguments``, the presets' schedules),
+:mod:`.batching` (the splits as tensors, an epoch's batches), :mod:`.optimization` (SGD,
+learning rates), :mod:`.evaluation` (accuracy), :mod:`.trainer` (``ImageTrainer``,
+``train``); :mod:`.training` gathers their names.
+
 The models themselves (``OdeResNetConfig``, ``OdeResNetModel``,
 ``OdeResNetForImageClassification``, ``OdeResNetImageProcessor``) live in the models
 layer, ``cont_transformer.configuration_ode_resnet`` / ``modeling_ode_resnet`` /

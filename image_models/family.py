@@ -15,6 +15,7 @@ from cont_transformer.families import CardText, EvalSet, ModelFamily, register_f
 from cont_transformer.pretrained import check_no_custom_code
 
 from .data import load_image_dataset, to_tensors
+from .evaluation import evaluate
 
 UNKNOWN_CLASS = -1  # scores as an error: no model predicts it
 
@@ -28,8 +29,6 @@ def load_preprocessor(folder: Path):
 
 def eval_set(model, processor, folder: Path, path: Path, batch_size: int) -> EvalSet:
     """Scores and times an image classifier on the test split of an image or IDX folder."""
-    from .training import evaluate  # here: the trainer imports this module
-
     split = load_image_dataset(path, splits=("test",))["test"]
     images, labels = to_tensors(split)  # uint8 (N, C, H, W), int64 (N,)
     # The folder's classes map onto the model's by name; a class the model lacks scores as an error.

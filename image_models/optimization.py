@@ -15,14 +15,21 @@ times the schedule's factor, whatever the rate and the group's ``lr_scale``.
 Schedules are pure functions of the step: ``step`` decay (the paper's) and ``triangle``
 (a linear warm-up from ``start`` to 1 over the first ``warmup_fraction`` of the run, then
 a linear decline to ``end`` at the last step: the decline is the run's cool-down).
+:func:`build_optimizer` and :func:`learning_rate` read them from the image trainer's
+arguments (:class:`.arguments.ImageTrainingArguments`).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from cont_transformer.ode_block import Coefficients
+
+if TYPE_CHECKING:
+    from .arguments import ImageTrainingArguments
 
 KILO = 1024
 
@@ -80,4 +87,45 @@ def triangle_factor(step: int, max_steps: int, start: float, warmup_fraction: fl
     return 1 + (end - 1) * (step - peak) / max(max_steps - peak, 1)
 
 
-__all__ = ["KILO", "build_sgd", "decoupled_rate", "is_norm", "momentum_gain", "triangle_factor"]
+def build_optimizer(model: nn.Module, args: ImageTrainingArguments) -> torch.optim.SGD:
+    """:func:`build_sgd` with the run's settings."""
+    return build_sgd(
+        model,
+        learning_rate=args.learning_rate,
+        weight_decay=args.weight_decay,
+        momentum=args.momentum,
+        nesterov=args.nesterov,
+        bias_lr_scale=args.bias_lr_scale,
+        decoupled=args.decoupled_hyperparameters,
+    )
+
+
+def learning_rate_at(args: ImageTrainingArguments, epoch: int) -> float:
+    """Step decay: the base rate times the factor once per decay epoch reached."""
+    decays = sum(1 for e in args.lr_decay_epochs if epoch >= e)
+    return args.learning_rate * args.lr_decay_factor**decays
+
+
+def learning_rate(args: ImageTrainingArguments, step: int, max_steps: int, steps_per_epoch: int) -> float:
+    """The rate of ``step`` (from 1 of ``max_steps``) for the groups without an ``lr_scale``."""
+    if args.lr_schedule == "triangle":
+        factor = triangle_factor(step, max_steps, args.lr_start_factor, args.warmup_fraction, args.lr_end_factor)
+        base = args.learning_rate * factor
+    else:
+        base = learning_rate_at(args, (step - 1) // steps_per_epoch)
+    if args.decoupled_hyperparameters:
+        return decoupled_rate(base, args.batch_size, args.momentum)
+    return base
+
+
+__all__ = [
+    "KILO",
+    "build_optimizer",
+    "build_sgd",
+    "decoupled_rate",
+    "is_norm",
+    "learning_rate",
+    "learning_rate_at",
+    "momentum_gain",
+    "triangle_factor",
+]

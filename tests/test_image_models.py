@@ -26,13 +26,10 @@ from cont_transformer import (
 from cont_transformer.modeling_ode_resnet import RateUnit
 from cont_transformer.ode_block import Coefficients
 from cont_transformer.safe_files import OutputFolderError
-from image_models.training import (
-    PRESETS,
-    ImageTrainingArguments,
-    evaluate,
-    load_split_tensors,
-    train,
-)
+from image_models.arguments import PRESETS, ImageTrainingArguments
+from image_models.batching import load_split_tensors
+from image_models.evaluation import evaluate
+from image_models.trainer import train
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -296,7 +293,7 @@ def test_training_end_to_end_refines_saves_and_resumes(tmp_path, monkeypatch):
     # The preset's network changed since the run started (as cifar10-fast's activation did):
     # the run's weights belong to the old network, so resuming is refused.
     changed = {**PRESETS, "mnist-small": {**PRESETS["mnist-small"], "activation": "gelu"}}
-    monkeypatch.setattr("image_models.training.PRESETS", changed)
+    monkeypatch.setattr("image_models.arguments.PRESETS", changed)
     with pytest.raises(OutputFolderError, match="network of --preset and --config-overrides"):
         train(ImageTrainingArguments(**{**args, "epochs": 3, "resume_from_checkpoint": "latest"}))
     monkeypatch.undo()
