@@ -26,11 +26,33 @@ TRAIN_POS = ROOT / "scripts" / "train_pos.py"
 # A word of the text that the generated sample treebank never shows.
 TEXT_ONLY_WORD = "zygote"
 TINY = [
-    "--hidden-size", "16", "--num-attention-heads", "2", "--intermediate-size", "16",
-    "--char-hidden-size", "16", "--char-embedding-size", "8", "--num-basis", "2", "--refine-steps", "none",
-    "--vocabulary-size", "300", "--heldout-lines", "40", "--batch-size", "16", "--warmup-steps", "2",
-    "--learning-rate", "5e-3", "--seed", "3",
-]  # fmt: skip
+    "--hidden-size",
+    "16",
+    "--num-attention-heads",
+    "2",
+    "--intermediate-size",
+    "16",
+    "--char-hidden-size",
+    "16",
+    "--char-embedding-size",
+    "8",
+    "--num-basis",
+    "2",
+    "--refine-steps",
+    "none",
+    "--vocabulary-size",
+    "300",
+    "--heldout-lines",
+    "40",
+    "--batch-size",
+    "16",
+    "--warmup-steps",
+    "2",
+    "--learning-rate",
+    "5e-3",
+    "--seed",
+    "3",
+]
 
 
 def _env() -> dict:
@@ -75,8 +97,20 @@ def text_file(tmp_path_factory) -> Path:
 def language_model(text_file, tmp_path_factory) -> Path:
     """A tiny language model pretrained for 12 steps; its run folder."""
     output = tmp_path_factory.mktemp("lm") / "run"
-    _run(PRETRAIN, "--text-files", str(text_file), "--output-dir", str(output), "--max-steps", "12",
-         "--eval-steps", "6", "--save-steps", "6", *TINY)  # fmt: skip
+    _run(
+        PRETRAIN,
+        "--text-files",
+        str(text_file),
+        "--output-dir",
+        str(output),
+        "--max-steps",
+        "12",
+        "--eval-steps",
+        "6",
+        "--save-steps",
+        "6",
+        *TINY,
+    )
     return output
 
 
@@ -137,9 +171,25 @@ def test_fine_tuning_keeps_the_pretrained_row_of_a_word_the_treebank_lacks(langu
     from cont_transformer import ContTransformerForMaskedLM, ContTransformerForTokenClassification
 
     output = tmp_path / "tagger"
-    _run(TRAIN_POS, "--treebank", "sample", "--model-name-or-path", str(language_model / "best"),
-         "--output-dir", str(output), "--max-steps", "4", "--eval-steps", "4", "--save-steps", "4",
-         "--warmup-steps", "1", "--batch-size", "16")  # fmt: skip
+    _run(
+        TRAIN_POS,
+        "--treebank",
+        "sample",
+        "--model-name-or-path",
+        str(language_model / "best"),
+        "--output-dir",
+        str(output),
+        "--max-steps",
+        "4",
+        "--eval-steps",
+        "4",
+        "--save-steps",
+        "4",
+        "--warmup-steps",
+        "1",
+        "--batch-size",
+        "16",
+    )
     lm = ContTransformerForMaskedLM.from_pretrained(language_model / "best")
     lm_tokenizer = AutoTokenizer.from_pretrained(language_model / "best")
     tagger = ContTransformerForTokenClassification.from_pretrained(output / "best")
@@ -163,8 +213,21 @@ def test_fine_tuning_keeps_the_pretrained_row_of_a_word_the_treebank_lacks(langu
 @pytest.mark.slow
 def test_a_killed_pretraining_run_resumes_to_the_same_weights(language_model, text_file, tmp_path):
     output = tmp_path / "killed"
-    command = [sys.executable, str(PRETRAIN), "--text-files", str(text_file), "--output-dir", str(output),
-               "--max-steps", "12", "--eval-steps", "6", "--save-steps", "6", *TINY]  # fmt: skip
+    command = [
+        sys.executable,
+        str(PRETRAIN),
+        "--text-files",
+        str(text_file),
+        "--output-dir",
+        str(output),
+        "--max-steps",
+        "12",
+        "--eval-steps",
+        "6",
+        "--save-steps",
+        "6",
+        *TINY,
+    ]
     process = subprocess.Popen(
         command, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
@@ -206,8 +269,9 @@ def test_bad_text_files_get_one_line_and_lose_nothing(content, message, language
     shutil.copytree(language_model, output)
     (output / "best" / "MY_NOTES.txt").write_text("mine")
     weights = (output / "best" / "model.safetensors").read_bytes()
-    result = _run(PRETRAIN, "--text-files", str(bad), "--output-dir", str(output), "--overwrite-output-dir",
-                  *TINY, check=False)  # fmt: skip
+    result = _run(
+        PRETRAIN, "--text-files", str(bad), "--output-dir", str(output), "--overwrite-output-dir", *TINY, check=False
+    )
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and str(bad) in lines[0] and message in lines[0], result.stderr[-2000:]

@@ -47,8 +47,11 @@ def masked_rows(rows, probability: float, mask_token_id: int, seed: int) -> list
     masked = []
     for row in rows:
         ids, labels = mask_words(
-            torch.tensor(row["input_ids"]), torch.tensor(row["maskable"], dtype=torch.bool),
-            probability, mask_token_id, generator,
-        )  # fmt: skip
+            torch.tensor(row["input_ids"]),
+            torch.tensor(row["maskable"], dtype=torch.bool),
+            probability,
+            mask_token_id,
+            generator,
+        )
         masked.append({"input_ids": ids.tolist(), "labels": labels.tolist()})
     return masked

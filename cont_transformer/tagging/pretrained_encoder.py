@@ -90,13 +90,21 @@ def tagger_from_language_model(
         if key not in target or target[key].shape != value.shape:
             raise ValueError(f"model_name_or_path: the language model's {key} does not fit the tagger")
         target[key].copy_(value)
-    _rows(target["embeddings.word_embeddings.weight"], source["embeddings.word_embeddings.weight"],
-          new_tokenizer.get_vocab(), old_tokenizer.get_vocab())  # fmt: skip
+    _rows(
+        target["embeddings.word_embeddings.weight"],
+        source["embeddings.word_embeddings.weight"],
+        new_tokenizer.get_vocab(),
+        old_tokenizer.get_vocab(),
+    )
     if "embeddings.characters.embedding.weight" in source:
         old_chars, new_chars = character_ids(old_tokenizer), character_ids(new_tokenizer)
         reserved = {i: i for i in range(min(old_chars.values(), default=3))}
-        _rows(target["embeddings.characters.embedding.weight"], source["embeddings.characters.embedding.weight"],
-              {**reserved, **new_chars}, {**reserved, **old_chars})  # fmt: skip
+        _rows(
+            target["embeddings.characters.embedding.weight"],
+            source["embeddings.characters.embedding.weight"],
+            {**reserved, **new_chars},
+            {**reserved, **old_chars},
+        )
     return tagger
 
 
