@@ -44,23 +44,19 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 import json
 import logging
 import sys
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 from torch import nn
 from tqdm.auto import tqdm
 
 from ..compiling import after_refinement, compile_model, compiled_graphs
-from ..compression import SECTION_HEADING, coarser_num_basis, compression_section, score_variants
-from ..model_card import write_model_card
+from ..compression import coarser_num_basis
 from ..model_folders import (
     BEST_MODEL_DIR,
     CHECKPOINTS_DIR,
@@ -69,7 +65,7 @@ from ..model_folders import (
     check_hub_access,
     push_folder_to_hub,
 )
-from ..safe_files import OutputFolderError, release_output_folder, staged_directory, write_json
+from ..safe_files import OutputFolderError, release_output_folder, staged_directory
 from ..transform import integrated_with, refine
 from .accelerator import end_distributed, make_accelerator
 from .arguments import RunArguments, check_trackers
@@ -87,12 +83,13 @@ from .checkpoints import (
 from .divergence import check_loss, check_weights
 from .identity import check_identity, file_fingerprints, read_identity, record_identity
 from .outputs import prepare_run_folder, publish_best_model, record_run_outputs
+from .records import COMPRESSION_FILE, RunRecords
 from .refinement import refine_with_optimizer
 from .schedules import RefinementSchedule, RunPlan, coarse_num_steps
+from .steps import TrainerState, enable_activation_checkpointing, seed_step, split_batch
 
 logger = logging.getLogger(__name__)
 
-COMPRESSION_FILE = "compression.json"
 LOGS_DIR = "logs"
 # What every run writes at the top of its output folder, recorded in its manifest at the
 # start (a trainer records what it adds, e.g. the tagger's predictions/). logs/ (the
@@ -100,52 +97,7 @@ LOGS_DIR = "logs"
 RUN_WRITES = (BEST_MODEL_DIR, CHECKPOINTS_DIR, METRICS_FILE, RUN_FILE, COMPRESSION_FILE, LOGS_DIR)
 
 
-@dataclass
-class TrainerState:
-    """What a checkpoint holds besides Accelerate's state (``trainer_state.json``).
-
-    ``num_basis`` / ``num_steps`` are K and N_T after ``step``. The loss sums cover the
-    steps since the last evaluation; times and item counts add up over resumed runs
-    (``train_slots``: the positions of the batches that hold an ``attention_mask``, padding
-    included, for the padding ratio).
-    """
-
-    step: int = 0
-    num_basis: int = 0
-    num_steps: int = 0
-    best: dict | None = None
-    history: list[dict] = dataclasses.field(default_factory=list)
-    loss_sum: float = 0.0
-    loss_count: int = 0
-    train_seconds: float = 0.0
-    train_items: int = 0
-    train_slots: int = 0
-    total_seconds: float = 0.0
-
-
-def seed_step(seed: int, step: int, process_index: int) -> None:
-    """Seed torch's global RNG (all devices) for optimiser step ``step`` of a process, so
-    every step's randomness (dropout, word dropout) is a function of ``(seed, step,
-    process)`` whatever else consumed random numbers in between."""
-    state = np.random.SeedSequence([seed, 1, step, process_index]).generate_state(1, np.uint64)[0]
-    torch.manual_seed(int(state >> 1))
-
-
-def split_batch(batch: dict, parts: int) -> list[dict]:
-    """``batch`` (tensors with a leading batch axis, other values shared) in ``parts``
-    micro-batches along that axis."""
-    if parts == 1:
-        return [batch]
-    size = next(v for v in batch.values() if torch.is_tensor(v)).shape[0]
-    bounds = [round(i * size / parts) for i in range(parts + 1)]
-    return [
-        {k: v[a:b] if torch.is_tensor(v) and v.dim() and v.shape[0] == size else v for k, v in batch.items()}
-        for a, b in itertools.pairwise(bounds)
-        if b > a
-    ]
-
-
-class Trainer:
+class Trainer(RunRecords):
     """One training run under Accelerate; subclasses fill the hooks marked below.
 
     Hooks: :meth:`load_data` (data, preprocessing; prepare loaders here), optionally
@@ -602,71 +554,9 @@ class Trainer:
             finish_checkpoint(self.output_dir, step, dataclasses.asdict(state), self.args.save_total_limit)
         accelerator.wait_for_everyone()
 
-    def _total_seconds(self) -> float:
-        return self.state.total_seconds + time.perf_counter() - self.started
-
-    def write_metrics(self) -> dict:
-        """``metrics.json`` in the output folder: the summary, best and all evaluations, speed."""
-        state = self.state
-        per_second = state.train_items / state.train_seconds if state.train_seconds else 0.0
-        metrics = {
-            **self.summary(),
-            "best": state.best,
-            "history": state.history,
-            "step": state.step,
-            "train_runtime_s": state.train_seconds,
-            "total_runtime_s": self._total_seconds(),
-            f"train_{self.item_name}": state.train_items,
-            f"train_{self.item_name}_per_second": per_second,
-            **self.extra_metrics,
-        }
-        if state.train_slots:  # positions processed per real one, over every batch of the run
-            metrics["padding_ratio"] = state.train_slots / max(state.train_items, 1)
-        metrics["mixed_precision"] = self.accelerator.mixed_precision
-        if self.accelerator.is_main_process:
-            write_json(self.output_dir / METRICS_FILE, metrics)
-        return metrics
-
-    # --- after training ------------------------------------------------------------
-    def write_card(self, model: nn.Module, folder: Path, entry: dict, sections: dict | None = None) -> None:
-        """The model card of ``folder``: the architecture, :meth:`card_facts` and ``sections``."""
-        arguments = {"model_name": self.output_dir.resolve().name, **self.card_facts(entry)}
-        if self.accelerator.mixed_precision != "no":
-            arguments["extra"] = {**arguments.get("extra", {}), "mixed precision": self.accelerator.mixed_precision}
-        write_model_card(model, folder, overwrite=True, sections=sections, **arguments)
-
-    def write_final_card(self) -> None:
-        """The best model's card again, with what was measured after training (the
-        compression table; the subclass's facts may include e.g. a test score)."""
-        sections = {}
-        if "compression" in self.extra_metrics:
-            rows = self.extra_metrics["compression"]
-            sections[SECTION_HEADING] = compression_section(rows, self.reported_metrics(), scored_on="the dev data")
-        self.write_card(self.load_best(), self.output_dir / BEST_MODEL_DIR, self.state.best, sections)
-
     def load_best(self) -> nn.Module:
         """The best model as saved, on this process's device, in eval mode."""
         raise NotImplementedError
-
-    def compression_report(self) -> list[dict]:
-        """Score the best model compressed without retraining
-        (:func:`~cont_transformer.compression.compression_variants`) on dev; writes
-        ``compression.json`` beside ``metrics.json`` and returns the rows."""
-        rows = score_variants(self.load_best(), self.evaluate, self.reported_metrics(), self.selection_metric)
-        if self.accelerator.is_main_process:
-            write_json(self.output_dir / COMPRESSION_FILE, rows)
-        return rows
-
-
-def enable_activation_checkpointing(model: nn.Module) -> None:
-    """``--gradient-checkpointing``: transformers' activation checkpointing of ``model``
-    (every ``OdeBlock`` recomputes its steps in the backward pass); ValueError for a model
-    without it."""
-    enable = getattr(model, "activation_checkpointing_enable", None)  # transformers >= 5.x's name
-    enable = enable or getattr(model, "gradient_checkpointing_enable", None)
-    if enable is None or not getattr(model, "supports_gradient_checkpointing", False):
-        raise ValueError(f"gradient_checkpointing: {type(model).__name__} does not support it")
-    enable()
 
 
 def _sizes(model: nn.Module) -> tuple[int, int]:
