@@ -6,6 +6,11 @@ visible where it asserts. The factories are pure, so the fixtures are session-sc
 module-scoped fixtures may use them. Their words, tags and label maps are in ``tiny.py``.
 """
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 from tiny import TAGS, WORDS, labels
@@ -65,3 +70,21 @@ def tiny_tagger():
 def tiny_ode_resnet_config():
     """``tiny_ode_resnet_config(**overrides)``: the config of the tiny one-channel ODE-ResNet."""
     return _tiny_ode_resnet_config
+
+
+@pytest.fixture(scope="session")
+def sample_run_60(tmp_path_factory) -> Path:
+    """``scripts/train_pos.py recipes/sample.json --max-steps 60``: a run folder whose tagger
+    predicts every column, with enough steps for the columns to vary from word to word."""
+    output = tmp_path_factory.mktemp("sample_run_60") / "run"
+    result = subprocess.run(
+        [sys.executable, "scripts/train_pos.py", "recipes/sample.json", "--max-steps", "60", "--output-dir", output],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return output

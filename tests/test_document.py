@@ -2,9 +2,6 @@
 their columns and character offsets, multiword tokens, to_conllu() equal to what scripts/tag.py
 writes, stanza's to_dict(), and CoNLL-U in (its multiword tokens and ids kept)."""
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -36,19 +33,9 @@ CONLLU = """# sent_id = a
 
 
 @pytest.fixture(scope="module")
-def tagger(tmp_path_factory) -> Tagger:
+def tagger(sample_run_60) -> Tagger:
     """The sample recipe's tagger after 60 steps (every column, varying from word to word)."""
-    output = tmp_path_factory.mktemp("document") / "run"
-    result = subprocess.run(
-        [sys.executable, "scripts/train_pos.py", "recipes/sample.json", "--max-steps", "60", "--output-dir", output],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    output = sample_run_60
     tagger = Tagger.from_pretrained(output, device="cpu")
     assert tagger.columns == COLUMNS and tagger.column == "xpos"
     return tagger

@@ -54,6 +54,9 @@ TINY = [
     "3",
 ]
 
+# The module's pretraining run: 12 steps, evaluated and checkpointed at 6 and 12.
+RUN = ("--max-steps", "12", "--eval-steps", "6", "--save-steps", "6", *TINY)
+
 
 def _env() -> dict:
     return {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -103,13 +106,7 @@ def language_model(text_file, tmp_path_factory) -> Path:
         str(text_file),
         "--output-dir",
         str(output),
-        "--max-steps",
-        "12",
-        "--eval-steps",
-        "6",
-        "--save-steps",
-        "6",
-        *TINY,
+        *RUN,
     )
     return output
 
@@ -220,13 +217,7 @@ def test_a_killed_pretraining_run_resumes_to_the_same_weights(language_model, te
         str(text_file),
         "--output-dir",
         str(output),
-        "--max-steps",
-        "12",
-        "--eval-steps",
-        "6",
-        "--save-steps",
-        "6",
-        *TINY,
+        *RUN,
     ]
     process = subprocess.Popen(
         command, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
