@@ -108,6 +108,12 @@ class ContTransformerConfig(PreTrainedConfig):
         char_kernel_size: width (odd) of the character convolution.
         max_word_length: characters of a word the CNN reads; a longer word keeps its
             first and last ones.
+        word_vector_size: width of the static word vectors (0: none). When set, every
+            vocabulary id has a fixed vector (``static_vectors``, trained on unlabelled
+            text, e.g. by ``scripts/train_word_vectors.py``; zeros for pieces and special
+            tokens) that a trained projection adds to the word's representation, so a word
+            the treebank never shows but the text did brings what the text taught
+            (``word_representation.py``).
 
     Columns. ``id2label`` / ``label2id`` name the tags of the primary column (their size
     sets ``num_labels``; its scores are the output's ``logits``, so transformers'
@@ -177,6 +183,7 @@ class ContTransformerConfig(PreTrainedConfig):
     char_hidden_size: int = 512
     char_kernel_size: int = 3
     max_word_length: int = 20
+    word_vector_size: int = 0
     primary_column: str | None = None
     column_labels: dict[str, list[str]] | None = None
     feats_mode: str = "whole"
@@ -232,6 +239,8 @@ class ContTransformerConfig(PreTrainedConfig):
     def validate_word_representation(self):
         """The word representation is known, and the character CNN's sizes are valid."""
         check_word_representation(self.word_representation)
+        if self.word_vector_size != 0:  # 0: no static vectors
+            check_count("word_vector_size", self.word_vector_size)
         if self.word_representation == "word":
             return
         if self.unk_token_id is None:

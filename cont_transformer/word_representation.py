@@ -23,6 +23,13 @@ the words of a row are packed into a dense ``(batch, words, hidden)`` tensor, an
 model maps the encoder's output back onto the tokens (every piece of a word gets the
 word's vector, so tagging by the first piece, or any piece, gives the word's tag).
 
+Static word vectors (``config.word_vector_size``; stanza's and UDPipe 2's pretrained
+embeddings): a fixed vector per vocabulary id, trained on unlabelled text
+(``language_modeling/word_vectors.py``), through a trained projection added to the word's
+vector. A word of the text that the treebank never shows has ``[UNK]``'s word channel
+but its own static vector, which lives in the same space as the training words' ones:
+what the tagger learnt of those carries over to it. A word of several pieces has none.
+
 Word dropout (Kiperwasser & Goldberg, 2016) lives here too, active only in training
 mode like dropout: a word seen ``c`` times in train has its *word* channel replaced by
 ``[UNK]``'s with probability ``α / (α + c)`` (a buffer of per-id probabilities, set by
@@ -201,7 +208,8 @@ class CharacterCNN(nn.Module):
 class WordRepresentation(nn.Module):
     """One vector per word from ``input_ids``, as ``config.word_representation`` says.
 
-    Buffers (persistent, saved with the weights): ``word_dropout`` ``(vocab,)`` and, for
+    Buffers (persistent, saved with the weights): ``word_dropout`` ``(vocab,)``, with
+    ``word_vector_size`` ``static_vectors`` ``(vocab, word_vector_size)``, and, for
     the spelling representations, ``piece_characters`` ``(vocab, max_word_length)``,
     ``piece_lengths``, ``continuation`` and ``whole_word`` ``(vocab,)``.
     """
@@ -227,6 +235,9 @@ class WordRepresentation(nn.Module):
             self.register_buffer("piece_lengths", torch.zeros(vocab, dtype=torch.int32))
             self.register_buffer("continuation", torch.zeros(vocab, dtype=torch.bool))
             self.register_buffer("whole_word", torch.zeros(vocab, dtype=torch.bool))
+        if config.word_vector_size:
+            self.register_buffer("static_vectors", torch.zeros(vocab, config.word_vector_size))
+            self.static_projection = nn.Linear(config.word_vector_size, config.hidden_size, bias=False)
 
     @torch.no_grad()
     def set_spelling(
@@ -265,6 +276,19 @@ class WordRepresentation(nn.Module):
             )
 
     @torch.no_grad()
+    def set_static_vectors(self, vectors: torch.Tensor) -> None:
+        """Store the static word vectors ``(vocab, word_vector_size)`` (zeros where an id has none)."""
+        if not hasattr(self, "static_vectors"):
+            raise ValueError("static vectors: the config has word_vector_size=0")
+        if tuple(vectors.shape) != tuple(self.static_vectors.shape):
+            raise ValueError(
+                f"static vectors: expected shape {list(self.static_vectors.shape)}, got {list(vectors.shape)}"
+            )
+        if not bool(torch.isfinite(vectors).all()):
+            raise ValueError("static vectors: non-finite values")
+        self.static_vectors.copy_(vectors)
+
+    @torch.no_grad()
     def set_word_dropout(self, probabilities: torch.Tensor) -> None:
         """Per vocabulary id ``(vocab,)``, the probability (in training mode) of replacing the
         word channel by ``[UNK]``; zeros turn word dropout off."""
@@ -298,7 +322,10 @@ class WordRepresentation(nn.Module):
         """``input_ids``, ``attention_mask`` ``(batch, seq)`` -> :class:`WordVectors`."""
         if self.kind == "word":
             ids = self._drop_words(input_ids)
-            return WordVectors(self.word_embeddings(ids), attention_mask, None)
+            vectors = self.word_embeddings(ids)
+            if hasattr(self, "static_vectors"):
+                vectors = vectors + self.static_projection(self.static_vectors[input_ids].to(vectors.dtype))
+            return WordVectors(vectors, attention_mask, None)
 
         token_mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask
         starts, token_words = word_spans(input_ids, attention_mask, self.continuation)
@@ -326,6 +353,9 @@ class WordRepresentation(nn.Module):
             own = self.whole_word[first] & single
             ids = torch.where(own, first, self.unk_token_id)  # (batch, words)
             vectors = vectors + self.word_embeddings(self._drop_words(ids))
+        if hasattr(self, "static_vectors"):  # a word of one token has its vector; others none
+            static = self.static_vectors[first] * single[..., None]  # (batch, words, word_vector_size)
+            vectors = vectors + self.static_projection(static.to(vectors.dtype))
         return WordVectors(vectors, mask, token_words)
 
     def _first_pieces(self, input_ids, token_mask, starts, token_words, num_words):

@@ -34,6 +34,7 @@ from ..training.arguments import RunArguments, _help
 from ..training.schedules import parse_steps
 from .data import TAG_COLUMNS, TREEBANKS
 from .pretrained_encoder import ENCODER_FIELDS, is_language_model
+from .word_vectors import VECTORS_FILE, WORDS_FILE
 
 logger = logging.getLogger(__name__)
 
@@ -168,6 +169,13 @@ class TrainingArguments(EncoderArguments, RunArguments):
         default=None,
         **_help("fine-tune a saved tagger of this package (folder or Hub id): its tokenizer, K, N_T and tags are kept"),
     )
+    word_vectors: str | None = field(
+        default=None,
+        **_help(
+            "a folder of static word vectors (scripts/train_word_vectors.py): a new tagger reads them, "
+            "fixed, beside its own embeddings, and the vectors' words join its vocabulary"
+        ),
+    )
     freeze_word_embeddings: bool = field(
         default=False,
         **_help(
@@ -241,6 +249,8 @@ class TrainingArguments(EncoderArguments, RunArguments):
         if self.cooldown_steps is not None and not 0 <= self.cooldown_steps <= self.max_steps:
             raise ValueError(f"cooldown_steps: must lie in [0, max_steps], got {self.cooldown_steps}")
         check_word_representation(self.word_representation)
+        if self.word_vectors is not None:
+            self._check_word_vectors()
         if self.model_name_or_path is not None:
             self._adopt_saved_sizes()
         if self.length_buckets is None:
@@ -272,6 +282,24 @@ class TrainingArguments(EncoderArguments, RunArguments):
                 f"dataset_config_name: a configuration is read only with --dataset-name universal_dependencies "
                 f"(a UD treebank, e.g. en_gum); {self.treebank!r} is read in its default one, got {config!r}"
             )
+
+    def _check_word_vectors(self) -> None:
+        """Static vectors go into a new tagger that spells words; the folder holds them."""
+        if self.model_name_or_path is not None:
+            raise ValueError(
+                "word_vectors: only a new tagger takes static vectors; a saved model "
+                "(--model-name-or-path) keeps its own"
+            )
+        if self.word_representation == "word":
+            raise ValueError(
+                "word_vectors: needs a spelling representation (--word-representation word+chars): "
+                "with 'word' the vectors' new words would get untrained embeddings"
+            )
+        for name in (VECTORS_FILE, WORDS_FILE):
+            if not (Path(self.word_vectors) / name).is_file():
+                raise ValueError(
+                    f"word_vectors: {self.word_vectors} has no {name} (make it with scripts/train_word_vectors.py)"
+                )
 
     def _adopt_saved_sizes(self) -> None:
         """Fine-tuning keeps the saved model's continuous choices; refinements (if any)

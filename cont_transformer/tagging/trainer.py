@@ -116,7 +116,15 @@ from .pretrained_encoder import (
 from .sample_treebank import write_sample_treebank
 from .tag import Tagger, model_column_labels, saved_tag_column
 from .tag_files import tag_file
-from .tokenization import build_tokenizer, check_tokenizer, spelling_tables, training_words, vocabulary_fingerprint
+from .tokenization import (
+    CONTINUATION_PREFIX,
+    build_tokenizer,
+    check_tokenizer,
+    spelling_tables,
+    training_words,
+    vocabulary_fingerprint,
+)
+from .word_vectors import load_word_vectors, vector_table
 
 logger = logging.getLogger(__name__)
 
@@ -217,10 +225,12 @@ def model_config(
     language: str | None = None,
     char_vocab_size: int = ContTransformerConfig.char_vocab_size,
     combinations: list[list[str]] | None = None,
+    word_vector_size: int = 0,
 ) -> ContTransformerConfig:
     """The tagger's config at the refinement schedule's initial K and N_T; ``labels``: per
     predicted column its labels, the primary column first; ``combinations``: the
-    (UPOS, XPOS, FEATS) triples seen in training (``combinations.tag_combinations``)."""
+    (UPOS, XPOS, FEATS) triples seen in training (``combinations.tag_combinations``);
+    ``word_vector_size``: of the static word vectors (0: none)."""
     primary, *others = labels
     label_names = labels[primary]
     return ContTransformerConfig(
@@ -231,6 +241,7 @@ def model_config(
         column_labels={column: list(labels[column]) for column in others} or None,
         feats_mode=args.feats_mode,
         tag_combinations=combinations,
+        word_vector_size=word_vector_size,
     )
 
 
@@ -241,7 +252,7 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
 
     def load_data(self) -> None:
         args, accelerator = self.args, self.accelerator
-        saved = self.language_model = None
+        saved = self.language_model = self.word_vectors = None
         if args.model_name_or_path is not None:
             check_no_custom_code(args.model_name_or_path)
             self.tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path, trust_remote_code=False)
@@ -262,7 +273,11 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
             self.pretrained_words = training_words(self.tokenizer, self.language_model)
             self.tokenizer = extended_tokenizer(self.language_model, self.tokenizer, _vocabulary(train_split))
         elif saved is None:
-            self.tokenizer = build_tokenizer(_vocabulary(train_split), spelling=args.word_representation != "word")
+            words = _vocabulary(train_split)
+            if args.word_vectors is not None:  # the vectors' words join the vocabulary
+                self.word_vectors = load_word_vectors(args.word_vectors)
+                words += [w for w in self.word_vectors[0] if not w.startswith(CONTINUATION_PREFIX)]
+            self.tokenizer = build_tokenizer(list(dict.fromkeys(words)), spelling=args.word_representation != "word")
         tokenizer, primary, words = self.tokenizer, self.primary, train_split["tokens"]
         feats_mode = getattr(config, "feats_mode", "whole") if saved is not None else args.feats_mode
         self.feats_mode = feats_mode
@@ -312,11 +327,18 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
             whole_words = set(self.counts) | (self.pretrained_words if self.language_model is not None else set())
             if args.word_representation != "word":
                 spelling, char_vocab_size = spelling_tables(tokenizer, whole_words, args.max_word_length)
-            config = model_config(args, tokenizer, self.labels, language, char_vocab_size, self.combinations)
+            vector_size = 0 if self.word_vectors is None else self.word_vectors[1].shape[1]
+            config = model_config(
+                args, tokenizer, self.labels, language, char_vocab_size, self.combinations, vector_size
+            )
             if self.language_model is None:
                 model = ContTransformerForTokenClassification(config)
                 if spelling is not None:
                     model.cont_transformer.embeddings.set_spelling(**spelling)
+                if self.word_vectors is not None:
+                    table, found = vector_table(tokenizer.get_vocab(), len(tokenizer), *self.word_vectors)
+                    model.cont_transformer.embeddings.set_static_vectors(table)
+                    logger.info("static word vectors for %d of %d vocabulary ids", found, len(tokenizer))
             else:
                 model = tagger_from_language_model(
                     self.language_model, self.language_model_tokenizer, config, tokenizer, spelling

@@ -1,0 +1,123 @@
+"""Static word vectors trained on unlabelled text (``scripts/train_word_vectors.py``).
+
+The vectors are fastText's (Bojanowski et al., 2017: skip-gram over words and their
+character n-grams), trained by gensim, the maintained library for it; stanza and UDPipe 2
+give their taggers such vectors, fixed, beside the embeddings they train. The text is
+split into words by the taggers' raw-text pre-tokenizer (``language_modeling/text.py``),
+so a vector is looked up by the very word a tagger reads.
+
+The folder it writes, and how a tagger reads it, are ``tagging/word_vectors.py``'s. The
+vectors are divided by the standard deviation of all their entries, so the projection
+that reads them starts on the scale of the tagger's other channels. gensim's own files
+are pickles and are never written or read: its model lives only while the vectors are
+trained.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+
+from ..safe_files import OutputFolderError, lock_output_folder, read_manifest, staged_directory
+from ..tagging.word_vectors import SETTINGS_FILE, VECTORS_FILE, WORDS_FILE
+from .text import _open, split_words
+
+
+def _write_corpus(files: Sequence[Path], path: Path) -> int:
+    """The files' non-blank lines, split into words, one line of space-separated words each
+    (gensim's ``corpus_file`` format: read as a stream, every epoch); returns the words."""
+    words = 0
+    with path.open("w", encoding="utf-8") as out:
+        for file in files:
+            with _open(file) as stream:
+                for line in stream:
+                    if not line.strip():
+                        continue
+                    (row,) = split_words([line], max_words=1 << 30) or [[]]
+                    if row:
+                        out.write(" ".join(row) + "\n")
+                        words += len(row)
+    return words
+
+
+def train_word_vectors(
+    files: Sequence[Path],
+    output_dir: str | os.PathLike,
+    vector_size: int = 100,
+    epochs: int = 5,
+    min_count: int = 2,
+    max_words: int | None = 50_000,
+    window: int = 5,
+    seed: int = 42,
+    workers: int = 1,
+    overwrite: bool = False,
+) -> dict:
+    """Train fastText vectors on ``files`` (checked by ``text.text_files``) and write the
+    vectors of the ``max_words`` most frequent words seen ``min_count`` times into
+    ``output_dir`` (staged and swapped in whole, see ``safe_files``: never half-written).
+    Returns the settings saved beside them (``word_vectors.json``)."""
+    try:
+        from gensim.models import FastText
+    except ImportError:
+        raise ImportError('word vectors are trained with gensim: pip install "cont-transformer[vectors]"') from None
+    output_dir = Path(output_dir)
+    check_output_dir(output_dir, overwrite)
+    lock_output_folder(output_dir)
+    with tempfile.TemporaryDirectory(prefix="word-vectors-") as scratch:
+        corpus = Path(scratch) / "corpus.txt"
+        running_words = _write_corpus(files, corpus)
+        model = FastText(
+            vector_size=vector_size,
+            window=window,
+            min_count=min_count,
+            epochs=epochs,
+            sg=1,
+            seed=seed,
+            workers=workers,
+        )
+        model.build_vocab(corpus_file=str(corpus))
+        model.train(
+            corpus_file=str(corpus),
+            total_examples=model.corpus_count,
+            total_words=model.corpus_total_words,
+            epochs=epochs,
+        )
+    words = list(model.wv.index_to_key[:max_words])  # most frequent first
+    vectors = torch.from_numpy(model.wv.vectors[: len(words)].copy()).float()
+    vectors = vectors / vectors.std()
+    if not bool(torch.isfinite(vectors).all()):
+        raise ValueError("word vectors: training produced non-finite values")
+    settings = {
+        "files": [str(f) for f in files],
+        "running_words": running_words,
+        "words": len(words),
+        "vector_size": vector_size,
+        "epochs": epochs,
+        "min_count": min_count,
+        "window": window,
+        "seed": seed,
+        "method": "fastText skip-gram (gensim)",
+    }
+    with staged_directory(output_dir) as folder:
+        save_file({"vectors": vectors.contiguous()}, str(folder / VECTORS_FILE))
+        (folder / WORDS_FILE).write_text("".join(w + "\n" for w in words), encoding="utf-8")
+        (folder / SETTINGS_FILE).write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+    return settings
+
+
+def check_output_dir(output_dir: Path, overwrite: bool) -> None:
+    """Refuse, before anything is trained, an output folder that holds files unless
+    ``overwrite`` (which replaces only the files a vector run wrote, by its manifest)."""
+    if output_dir.exists() and not output_dir.is_dir():
+        raise OutputFolderError(f"output_dir: {output_dir} is a file")
+    if output_dir.is_dir() and any(p.name != ".lock" for p in output_dir.iterdir()):
+        if not overwrite:
+            raise OutputFolderError(f"output_dir: {output_dir} is not empty (--overwrite replaces the vectors)")
+        if read_manifest(output_dir) is None:
+            raise OutputFolderError(f"output_dir: {output_dir} holds no vectors of this package; not replacing it")
