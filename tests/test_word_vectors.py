@@ -96,6 +96,7 @@ def test_a_tagger_keeps_the_vector_of_a_word_only_the_text_shows(vectors, tmp_pa
     output = tmp_path / "tagger"
     _run(TRAIN_POS, *TINY_TAGGER, "--word-vectors", str(vectors), "--output-dir", str(output))
     best = output / "best"
+    assert "static word vectors" in (best / "README.md").read_text()
     tokenizer = AutoTokenizer.from_pretrained(best)
     model = ContTransformerForTokenClassification.from_pretrained(best)
     assert model.config.word_vector_size == 8

@@ -124,7 +124,7 @@ from .tokenization import (
     training_words,
     vocabulary_fingerprint,
 )
-from .word_vectors import load_word_vectors, vector_table
+from .word_vectors import SETTINGS_FILE, load_word_vectors, vector_table
 
 logger = logging.getLogger(__name__)
 
@@ -423,6 +423,17 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
         record = {"tag_column": self.primary, "columns": list(self.labels), "treebank": args.treebank, "best": entry}
         (folder / METRICS_FILE).write_text(json.dumps(record, indent=2) + "\n")
 
+    def vector_note(self) -> str:
+        """What the card says of the static word vectors: their words, width and source."""
+        words, vectors = self.word_vectors
+        settings = Path(self.args.word_vectors) / SETTINGS_FILE
+        try:
+            made = json.loads(settings.read_text(encoding="utf-8"))
+            source = f", {made['method']} on {made['running_words']:,} running words of unlabelled text"
+        except (OSError, ValueError, KeyError, TypeError):
+            source = ""
+        return f"{len(words):,} words of width {vectors.shape[1]}{source}, fixed in the model"
+
     def card_facts(self, entry: dict) -> dict:
         args, facts = self.args, self.facts
         name = facts.name if facts else args.treebank
@@ -444,6 +455,7 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
                 "training data": f"{name}, {self.num_sentences[0]:,} sentences",
                 "dev data": f"{dev_name}, {self.num_sentences[1]:,} sentences",
                 "best dev step": entry["step"],
+                **({"static word vectors": self.vector_note()} if self.word_vectors is not None else {}),
             },
             "language": facts and facts.language,
             "license": facts and facts.license,
