@@ -118,9 +118,9 @@ def test_column_tagging_case_tags_raw_text_with_every_column_and_the_same_xpos()
     assert result["measure"] == 11 and result["ratio"] > 0 and result["target_limit"] == pytest.approx(1 / 0.9)
 
 
-def test_a_language_models_vocabulary_tags_the_same_words_as_the_treebanks():
-    """Measure 12: the tagger with a language model's vocabulary in front tags the same
-    text into the same words, every column filled; only the vocabulary differs."""
+def test_a_pretrained_vocabulary_tags_the_same_words_as_the_treebanks():
+    """Measure 12: the tagger with a pretrained vocabulary in front and static vectors tags
+    the same text into the same words, every column filled."""
     _, case = column_tagging_cases("quick", torch.device("cpu"))
     pretrained, treebank = case.build()
     pretrained_lines, treebank_lines = _word_lines(pretrained.run()), _word_lines(treebank.run())
