@@ -16,7 +16,7 @@ import argparse
 import json
 
 from cont_transformer.language_modeling.text import text_files
-from cont_transformer.language_modeling.word_vectors import train_word_vectors
+from cont_transformer.language_modeling.word_vectors import METHODS, train_word_vectors
 from cont_transformer.tools.cli import EXIT_USAGE, both_spellings, run_cli
 
 
@@ -31,6 +31,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--max-words", type=int, default=50_000, help="keep the N most frequent words")
     parser.add_argument("--window", type=int, default=5, help="context words on either side")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--method", default="fasttext", choices=sorted(METHODS), help="with subwords, or words only")
     parser.add_argument("--workers", type=int, default=1, help="gensim's training threads")
     parser.add_argument("--overwrite", action="store_true", help="replace the vectors in a non-empty --output-dir")
     args = both_spellings(parser).parse_args(argv)
@@ -53,6 +54,7 @@ def main(argv: list[str]) -> None:
         seed=args.seed,
         workers=args.workers,
         overwrite=args.overwrite,
+        method=args.method,
     )
     print(json.dumps(settings))
 

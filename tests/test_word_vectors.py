@@ -179,3 +179,12 @@ def test_vector_training_keeps_a_users_folder(vectors, tmp_path):
     result = _run(TRAIN_VECTORS, "--text-files", str(empty), "--output-dir", str(tmp_path / "v"), check=False)
     assert result.returncode == 2 and "holds no text" in result.stderr
     assert not (tmp_path / "v").exists()
+
+
+def test_word2vec_vectors_for_the_comparison(tmp_path):
+    text = write_text(tmp_path / "t.txt.gz", lines=200)
+    output = tmp_path / "w2v"
+    result = _run(TRAIN_VECTORS, "--text-files", str(text), "--output-dir", str(output), "--method", "word2vec")
+    assert json.loads(result.stdout.strip().splitlines()[-1])["method"] == "word2vec skip-gram (gensim)"
+    words, vectors = load_word_vectors(output)
+    assert "the" in words and vectors.shape == (len(words), 100)

@@ -46,6 +46,14 @@ def _write_corpus(files: Sequence[Path], path: Path) -> int:
     return words
 
 
+# --method: gensim's class and how the card names it. word2vec (no subwords) only for the
+# comparison in docs/experiments.md, "Static word vectors".
+METHODS = {
+    "fasttext": ("FastText", "fastText skip-gram (gensim)"),
+    "word2vec": ("Word2Vec", "word2vec skip-gram (gensim)"),
+}
+
+
 def train_word_vectors(
     files: Sequence[Path],
     output_dir: str | os.PathLike,
@@ -57,13 +65,16 @@ def train_word_vectors(
     seed: int = 42,
     workers: int = 1,
     overwrite: bool = False,
+    method: str = "fasttext",
 ) -> dict:
     """Train fastText vectors on ``files`` (checked by ``text.text_files``) and write the
     vectors of the ``max_words`` most frequent words seen ``min_count`` times into
     ``output_dir`` (staged and swapped in whole, see ``safe_files``: never half-written).
     Returns the settings saved beside them (``word_vectors.json``)."""
+    if method not in METHODS:
+        raise ValueError(f"method: choose one of {sorted(METHODS)}, got {method!r}")
     try:
-        from gensim.models import FastText
+        from gensim import models
     except ImportError:
         raise ImportError('word vectors are trained with gensim: pip install "cont-transformer[vectors]"') from None
     output_dir = Path(output_dir)
@@ -72,7 +83,7 @@ def train_word_vectors(
     with tempfile.TemporaryDirectory(prefix="word-vectors-") as scratch:
         corpus = Path(scratch) / "corpus.txt"
         running_words = _write_corpus(files, corpus)
-        model = FastText(
+        model = getattr(models, METHODS[method][0])(
             vector_size=vector_size,
             window=window,
             min_count=min_count,
@@ -102,7 +113,7 @@ def train_word_vectors(
         "min_count": min_count,
         "window": window,
         "seed": seed,
-        "method": "fastText skip-gram (gensim)",
+        "method": METHODS[method][1],
     }
     with staged_directory(output_dir) as folder:
         save_file({"vectors": vectors.contiguous()}, str(folder / VECTORS_FILE))
