@@ -24,12 +24,13 @@ own pipeline as before: the primary column's tag per token piece. With this pack
 installed, ``pipeline(model=folder, pipeline_class=ContTransformerTaggingPipeline)`` runs the
 package's code instead of the folder's copies.
 
-Raw text to words and sentences (:func:`split_sentences`), without spaCy, which the
-package's ``Tagger`` uses but remote code cannot count on: the words are those of the
-saved tokenizer's own pre-tokenizer (``tagging/tokenization.py``, ``UD_WORDS``: UD-like
-words, clitics split, abbreviations such as ``Mr.`` and ``U.S.`` whole), and a sentence
-ends after a word made only of ``.``, ``!``, ``?`` or ``…``, with the punctuation attached
-to it (``."``, ``?!``, ``.)``), and at a blank line. Each sentence is encoded as the
+Raw text to words and sentences (:func:`split_sentences`): ``text_segmentation.py``,
+the segmenter the package's ``Tagger`` and ``tag.py`` use too (no spaCy, which remote code
+cannot count on), with the rules of the model's ``language`` (English when the config
+names none), so the pipeline and the ``Tagger`` give the same words and sentences
+(``tests/test_one_tokenizer.py``): paragraphs at blank lines, sentences after ``.``,
+``!``, ``?`` or ``…`` with the closing punctuation attached to it, UD-like words (clitics
+split, abbreviations such as ``Mr.`` and ``U.S.`` whole). Each sentence is encoded as the
 ``Tagger`` encodes it: a word by its first token, a sentence longer than the model's
 ``max_position_embeddings`` in overlapping windows, each word tagged in the window where it
 has most context (``word_tagging.evaluation_windows``), so no word is dropped; rows are
@@ -38,18 +39,19 @@ sorted by length and batched by a token budget (``tokens_per_batch``, default 2,
 ``Tagger``'s (``tests/test_remote_pipeline.py``).
 
 Remote code copies a file and every module it imports as ``from .module import name``,
-flat: this module imports only torch, transformers and its siblings.
+flat: this module imports only torch, transformers and its siblings (``tokenizers``
+through ``text_segmentation.py``).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import torch
 from transformers import Pipeline
 
 from .configuration_cont_transformer import PREDICTED_COLUMNS
+from .text_segmentation import check_language, split_text
 from .word_tagging import (
     combination_index,
     decode_column,
@@ -67,41 +69,11 @@ TASK = "pos-tagging"
 # The tokens of one forward pass, padding included (the Tagger's default batch_size).
 TOKENS_PER_BATCH = 2048
 
-_SENTENCE_END = re.compile(r"[.!?…]+")  # a word made only of these ends a sentence
-_PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n")  # a blank line
-_NON_SPACE = re.compile(r"\S+")
 
-
-def raw_words(text: str, tokenizer) -> list[tuple[int, int]]:
-    """``(start, end)`` of each word of ``text``, as the tokenizer's pre-tokenizer splits raw
-    text (whitespace, for a tokenizer without one)."""
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    pre_tokenizer = getattr(backend, "pre_tokenizer", None)
-    if pre_tokenizer is None:
-        return [match.span() for match in _NON_SPACE.finditer(text)]
-    return [span for _, span in pre_tokenizer.pre_tokenize_str(text)]
-
-
-def split_sentences(text: str, tokenizer) -> list[list[tuple[int, int]]]:
-    """The sentences of raw ``text``, each a list of its words' ``(start, end)`` (module
-    docstring): a sentence ends after a word made only of ``.``, ``!``, ``?``, ``…`` and
-    the punctuation attached to it, and at a blank line."""
-    sentences: list[list[tuple[int, int]]] = []
-    current: list[tuple[int, int]] = []
-    ended = False
-    for start, end in raw_words(text, tokenizer):
-        word = text[start:end]
-        if current:
-            gap = text[current[-1][1] : start]
-            attached = not gap and not any(c.isalnum() for c in word)
-            if _PARAGRAPH_BREAK.search(gap) or (ended and not attached):
-                sentences.append(current)
-                current, ended = [], False
-        current.append((start, end))
-        ended = ended or _SENTENCE_END.fullmatch(word) is not None
-    if current:
-        sentences.append(current)
-    return sentences
+def split_sentences(text: str, language: str = "en") -> list[list[tuple[int, int]]]:
+    """The sentences of raw ``text``, each a list of its words' ``(start, end)``, as
+    ``text_segmentation.split_text`` splits them (the ``Tagger``'s segmenter)."""
+    return [sentence.spans for sentence in split_text(text, language)]
 
 
 @dataclass
@@ -147,6 +119,7 @@ class ContTransformerTaggingPipeline(Pipeline):
         self.combinations = combination_index(config, self.column_labels)
         self.max_length = getattr(config, "max_position_embeddings", None) or 2**62
         self.shorten = word_shortener(self.tokenizer, getattr(config, "max_word_length", 0) or 0)
+        self.language = check_language(getattr(config, "language", None) or "en")
 
     def _sanitize_parameters(self, tokens_per_batch: int | None = None, **kwargs):
         forward = {}
@@ -159,7 +132,7 @@ class ContTransformerTaggingPipeline(Pipeline):
     def preprocess(self, inputs: str) -> dict[str, _Document]:
         if not isinstance(inputs, str):
             raise TypeError(f"the {TASK} pipeline takes raw text (a string, or a list of them), not {type(inputs)}")
-        spans = split_sentences(inputs, self.tokenizer)
+        spans = split_sentences(inputs, self.language)
         words = [[inputs[start:end] for start, end in sentence] for sentence in spans]
         return {"document": _Document(spans, words, self.rows(words))}
 
@@ -244,4 +217,4 @@ class ContTransformerTaggingPipeline(Pipeline):
         return entries
 
 
-__all__ = ["TASK", "ContTransformerTaggingPipeline", "raw_words", "split_sentences"]
+__all__ = ["TASK", "ContTransformerTaggingPipeline", "split_sentences"]

@@ -23,13 +23,18 @@ from transformers import AutoModelForTokenClassification, pipeline
 from cont_transformer.pipeline_cont_transformer import TASK, ContTransformerTaggingPipeline, split_sentences
 from cont_transformer.pretrained import CustomCodeError, check_no_custom_code
 from cont_transformer.tagging.tag import Tagger
-from cont_transformer.tagging.tokenization import build_tokenizer, load_tokenizer
+from cont_transformer.tagging.tokenization import load_tokenizer
 from cont_transformer.tools.compression import compress
 
 REPO = Path(__file__).resolve().parents[1]
 COLUMNS = ("upos", "xpos", "feats", "lemma")
 KEYS = ["word", "start", "end", *COLUMNS]
-CODE_FILES = ("pipeline_cont_transformer.py", "word_tagging.py", "configuration_cont_transformer.py")
+CODE_FILES = (
+    "pipeline_cont_transformer.py",
+    "text_segmentation.py",
+    "word_tagging.py",
+    "configuration_cont_transformer.py",
+)
 TEXT = (
     "The old dog saw a bird. Tom didn't see it!\n\n"
     'Mr. Smith\'s blorpers blorped near the U.S. border. "Why?" she asked (quietly.) The cats sat'
@@ -73,7 +78,7 @@ def tagger_columns(folder: Path, text: str) -> list[dict]:
     """The package's ``Tagger`` on the words and sentences the pipeline splits ``text`` into:
     per word ``{column: value}``."""
     tagger = Tagger.from_pretrained(folder, device="cpu")
-    words = [[text[start:end] for start, end in sentence] for sentence in split_sentences(text, tagger.tokenizer)]
+    words = [[text[start:end] for start, end in sentence] for sentence in split_sentences(text, tagger.language)]
     return [
         {column: columns[column][k] for column in COLUMNS}
         for columns in tagger.predict_columns(words)
@@ -119,10 +124,8 @@ def test_a_sentence_longer_than_the_model_covers_is_tagged_in_windows(saved):
 
 
 def test_sentences_end_after_final_punctuation_with_what_is_attached_and_at_blank_lines():
-    tokenizer = build_tokenizer(["x"])
-
     def sentences(text):
-        return [[text[s:e] for s, e in sentence] for sentence in split_sentences(text, tokenizer)]
+        return [[text[s:e] for s, e in sentence] for sentence in split_sentences(text)]
 
     assert sentences('He left." Why?! (She asked.) Mr. Li of the U.S. came...\n\nno end here\nstill') == [
         ["He", "left", ".", '"'],

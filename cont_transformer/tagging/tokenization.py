@@ -23,16 +23,17 @@ characters the model reads anyway (its first and last ones, as the character CNN
 them), so a word of any length is tagged in bounded time, exactly as if it were whole.
 
 Raw text. A tagger is trained on UD words, so the saved tokenizer pre-tokenizes raw text
-into UD-like words (:data:`UD_WORDS`, a ``tokenizers`` ``Split`` after the whitespace
-split): punctuation apart, English clitics split off as the English treebanks do
-(``didn't`` -> ``did n't``, ``Tom's`` -> ``Tom 's``), abbreviations (``U.S.``, ``Mr.``,
-``e.g.``), numbers (``3.5``, ``1,000``) and hyphenated words kept whole. So
+into UD-like words (:data:`UD_WORDS`, a ``tokenizers`` ``Split``): the English word rule
+of the package's one segmenter (``text_segmentation.py``, which the ``Tagger``, ``tag.py``
+and the saved pipeline split raw text with): punctuation apart, English clitics split off
+as the English treebanks do (``didn't`` -> ``did n't``, ``Tom's`` -> ``Tom 's``),
+abbreviations (``U.S.``, ``Mr.``, ``e.g.``), numbers (``3.5``, ``1,000``) whole. So
 ``pipeline("token-classification", model=folder)`` on raw text sees the words the model
 was trained on. The training, the evaluation and the tagger encode their words whole
 (:func:`encode_words` sets the pre-tokenizer aside: a given word is one word for the
 model, whatever its punctuation). Called directly with ``is_split_into_words=True``, the
 tokenizer pre-tokenizes each word too, which keeps nearly every treebank word whole (not
-``1.`` or a URL). Tokenizers saved before keep their whitespace split.
+``1.`` or a URL). Tokenizers saved before keep their own pre-tokenizer.
 
 A root token is prepended to every sentence (as in the reference code): a position every
 word can attend to. It is a special token, so its ``word_ids`` entry is None and it gets
@@ -50,11 +51,12 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 
 import torch
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
 from ..pretrained import check_no_custom_code
+from ..text_segmentation import word_pattern, word_pre_tokenizer
 from ..word_representation import NUM_RESERVED_CHARS, clip_spelling
 
 # Written once, for a saved tagger's pipeline (remote code) too: the continuation prefix
@@ -71,29 +73,14 @@ SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, ROOT_TOKEN)
 # long words first (word_shortener), so it spells words of any length.
 MAX_INPUT_CHARS_PER_WORD = 256
 
-_W = r"[\p{L}\p{M}\p{N}]"  # a letter (with its marks) or digit
-_ABBREVIATIONS = ("Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Mt|vs|etc|Inc|Ltd|Co|Corp|No|Vol|Fig|Jan|Feb|Mar|"
-                  "Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|approx|ca|cf|al")  # fmt: skip
-# Raw text to UD-like words, one alternative per kind of word, tried in this order
-# (Oniguruma, the regex engine of `tokenizers`).
-UD_WORDS = "|".join([
-    r"\p{L}{1,2}\.(?:\p{L}{1,2}\.)+",                  # U.S., e.g., Ph.D., z.B.
-    rf"(?<!{_W})\p{{Lu}}\.(?!{_W})",                      # an initial: J. Smith
-    rf"(?<!{_W})(?:{_ABBREVIATIONS})\.",                  # Mr., etc.
-    rf"{_W}+(?=(?i:n['’]t)(?!{_W}))",                     # did | n't, ca | n't
-    rf"(?i:n['’]t)(?!{_W})",
-    rf"{_W}+(?=['’](?i:s|re|ll|ve|m|d)(?!{_W}))",         # Tom | 's, I | 'm
-    rf"['’](?i:s|re|ll|ve|m|d)(?!{_W})",
-    rf"[#@]?{_W}+(?:[-'’.,:/&_@+]{_W}+)*-?",              # words, 3.5, 1,000, well-known, th-, #tag
-    r"\.{2,}|-{2,}|\S",                                  # ..., -- and any other character alone
-])  # fmt: skip
+# Raw text to UD-like words: the English rule of the package's one segmenter (written once,
+# for the Tagger, tag.py and the pipeline a saved folder carries).
+UD_WORDS = word_pattern("en")
 
 
 def ud_pre_tokenizer() -> pre_tokenizers.PreTokenizer:
-    """Whitespace, then :data:`UD_WORDS`: raw text into UD-like words (module docstring)."""
-    return pre_tokenizers.Sequence(
-        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Split(Regex(UD_WORDS), behavior="isolated")]
-    )
+    """:data:`UD_WORDS`, then whitespace dropped: raw text into UD-like words (module docstring)."""
+    return word_pre_tokenizer("en")
 
 
 def build_tokenizer(

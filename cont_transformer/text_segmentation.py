@@ -1,0 +1,259 @@
+"""Raw text to UD-style sentences of words, with character offsets (English, German): the
+one segmenter of the tagger.
+
+``Tagger`` and ``tag.py`` (through ``tagging/segmentation.py``) and the pipeline a saved
+folder carries (``pipeline_cont_transformer.py``) split raw text here, so they give the
+same words and sentences; a saved tokenizer's pre-tokenizer (``tagging/tokenization.py``)
+is this module's word rule for English. It sits at the top of the package and imports
+only ``tokenizers``, so remote code copies it with the pipeline. Its rules were measured
+against spaCy's rule-based tokenizer and sentencizer on the UD English-GUM and German-GSD
+dev texts (``benchmarks/segmenters.py``; docs/experiments.md, "Tagging text").
+
+* Words. One regular expression per language (:func:`word_pattern`, Oniguruma, the
+  engine of ``tokenizers``), applied to a whole paragraph so a rule may look past the
+  next space: punctuation apart; English clitics split as the English treebanks split
+  them (``didn't`` -> ``did n't``, ``Tom's`` -> ``Tom 's``, ``states'`` -> ``states '``,
+  ``gonna`` -> ``gon na``, ``cannot`` -> ``can not``), hyphens and slashes between
+  English words too (``native-like`` -> ``native - like``, as GUM writes them);
+  abbreviations (``U.S.``, ``Mr.``, ``e.g.``, ``No. 5``, German ``z.B.``, ``bzw.``),
+  German ordinals (``am 13. Mai``), numbers (``3.5``, ``1,000``), URLs, e-mail addresses,
+  hashtags and emoticons whole. German hyphenated words stay whole, as German-GSD mostly
+  writes them, and German fused forms (``zum`` = ``zu dem``) stay one word, as the
+  German-HDT treebank tags them (``APPRART``).
+* Paragraphs. A blank line always ends a sentence: the text is cut into paragraphs at
+  blank lines and each is split on its own.
+* Sentences. A sentence ends after a word made only of ``.``, ``!``, ``?`` and ``…``,
+  with the closing punctuation after it (``."``, ``?!``, ``.)``); an opening quote or
+  bracket after it (a space before it, none after) starts the next sentence, and so does
+  the next word only when it does not begin with a lowercase letter.
+* Multiword tokens. A run of two or more words with no space between them, each made
+  only of letters and apostrophes, is one multiword token (``didn't`` over ``did``,
+  ``n't``), as UD writes such a run.
+
+Every word is a span ``(start, end)`` of the input, and no word contains whitespace, so
+the words and the whitespace between them rebuild the input exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import cache
+
+from tokenizers import Regex, pre_tokenizers
+
+LANGUAGES = ("en", "de")
+
+_W = r"[\p{L}\p{M}\p{N}]"  # a letter (with its marks) or digit
+_L = r"[\p{L}\p{M}]"  # a letter
+_ABBREVIATIONS = {
+    "en": "Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Mt|vs|etc|Inc|Ltd|Co|Corp|Vol|vol|Fig|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|"
+    "Oct|Nov|Dec|Mon|Tue|Tues|Wed|Thu|Thurs|Fri|Sat|Sun|approx|ca|cf|al|Ave|Ed|eds|Eng|Gen|GEN|Gov|Rev|Sgt|Capt|"
+    "Col|Lt|Cal|Fla|Conn|CONN|Mass|Calif|Ariz|Mlle|Mme|yr|yrs|div|comp|comps|refrig|Hum|Epis|Art|pp|ed|repr|trans",
+    "de": "Dr|St|Nr|Str|Prof|bzw|ca|vgl|usw|etc|Std|Mio|Mrd|Tel|Az|Abs|Art|Hr|Fr|Frl|inkl|zzgl|ggf|evtl|ggü|insb|"
+    "Jh|Jhd|Jan|Feb|Mär|Apr|Jun|Jul|Aug|Sept|Sep|Okt|Nov|Dez|geb|gest|allg|sog|Mo|Di|Mi|Do|Fr|Sa|So|Min|Sek|max|"
+    "min|Co|Inc|Ltd|Corp|Mr|Mrs|Ms|vs|al",
+}
+_URL = r"(?:https?://|www\.)[^\s<>\"]*[^\s<>\".,;:!?)\]'’]|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+_EMOTICON = rf"(?<![\S&&[^(]])[:;=][-^o']?[)(\]\[DPpO/\\|*]+(?!{_W})"
+_ENGLISH_CLITICS = [
+    rf"{_W}+(?=(?i:n['’]t)(?!{_W}))",  # did | n't, ca | n't
+    rf"(?i:n['’]t)(?!{_W})",
+    rf"{_W}+(?=['’](?i:s|re|ll|ve|m|d)(?!{_W}))",  # Tom | 's, I | 'm
+    rf"['’](?i:s|re|ll|ve|m|d)(?!{_W})",
+    rf"{_L}+[sS](?=['’](?!{_W}))",  # states | '
+    rf"(?<!{_W})(?i:gon|wan)(?=(?i:na)(?!{_W}))",  # gon | na, wan | na
+    rf"(?<!{_W})(?i:got)(?=(?i:ta)(?!{_W}))",  # got | ta
+    rf"(?<!{_W})(?i:can)(?=(?i:not)(?!{_W}))",  # can | not
+    rf"['’]\d0s(?!{_W})",  # ’70s
+    rf"(?<!{_W})(?i:pre|non|pro|re|e)-{_L}+",  # pre-war, e-mail
+    rf"{_W}+-(?!\S)",  # a word broken off: th- (speech)
+]
+_WORD = {
+    # English splits hyphens and slashes between words (GUM writes native - like, and / or).
+    "en": rf"[#@]?{_W}+(?:[.,:]{_W}+|['’&_+]{_L}+)*",
+    # German keeps hyphenated words and truncations whole (Asien-Pazifik-Gipfel, Spa-).
+    "de": rf"[#@]?{_W}+(?:[-'’.,:/&_@+]{_W}+)*-?",
+}
+
+
+@cache
+def word_pattern(language: str) -> str:
+    """The regular expression (Oniguruma) whose matches are the words of ``language``'s
+    text; whitespace and anything it does not match are not words (module docstring)."""
+    check_language(language)
+    alternatives = [
+        _URL,
+        _EMOTICON,
+        r"\p{L}{1,2}\.(?:\p{L}{1,2}\.)+",  # U.S., e.g., Ph.D., z.B.
+        rf"(?<!{_W})\p{{Lu}}\.(?!{_W})",  # an initial: J. Smith
+        rf"(?<!{_W})(?:{_ABBREVIATIONS[language]})\.",  # Mr., etc., bzw.
+        rf"(?<!{_W})(?i:no|c|p|pp)\.(?=\s*\d)",  # No. 5, c. 1900, p. 3
+    ]
+    if language == "en":
+        alternatives += _ENGLISH_CLITICS
+    else:
+        alternatives.append(rf"(?<![\w.])\d{{1,2}}\.(?=[^\S\n]+{_W})")  # am 13. Mai
+        alternatives.append(rf"['’]s(?!{_W})")  # geht 's
+    alternatives += [_WORD[language], r"``|''|\.{2,}|-{2,}|\S"]  # ..., --, `` and any other character alone
+    return "|".join(alternatives)
+
+
+def word_pre_tokenizer(language: str = "en") -> pre_tokenizers.PreTokenizer:
+    """:func:`word_pattern` as a new ``tokenizers`` pre-tokenizer (whitespace dropped): the
+    one a saved tokenizer carries. The pattern sees the whole text, so a rule may look past
+    a space (``No. 5``); ``pre_tokenize_str(text)`` gives each word with its ``(start, end)``."""
+    return pre_tokenizers.Sequence(
+        [pre_tokenizers.Split(Regex(word_pattern(language)), behavior="isolated"), pre_tokenizers.WhitespaceSplit()]
+    )
+
+
+@cache
+def word_splitter(language: str = "en") -> pre_tokenizers.PreTokenizer:
+    """``language``'s :func:`word_pre_tokenizer`, built once, for splitting text here."""
+    return word_pre_tokenizer(language)
+
+
+_PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")  # a blank line (and what follows it)
+_NON_SPACE = re.compile(r"\S+")
+_CLITIC_PIECE = re.compile(r"[^\W\d_'’]*['’]?[^\W\d_'’]*")  # letters, at most one apostrophe
+_SENTENCE_END = re.compile(r"[.!?…]+")  # a word made only of these ends a sentence
+_FOOTNOTE = re.compile(r"\d+|\.+|…")
+
+
+@dataclass
+class Sentence:
+    """One sentence of a text.
+
+    Attributes:
+        spans: ``(start, end)`` of each word in the text (``text[start:end]`` is its form).
+        multiword: ``first -> end`` word indices of each multiword token, words
+            ``first .. end - 1`` (usually empty).
+        paragraph_start: the sentence begins a paragraph.
+    """
+
+    spans: list[tuple[int, int]]
+    multiword: dict[int, int] = field(default_factory=dict)
+    paragraph_start: bool = False
+
+    def words(self, text: str) -> list[str]:
+        return [text[start:end] for start, end in self.spans]
+
+
+def check_language(language: str) -> str:
+    if language not in LANGUAGES:
+        raise ValueError(f"language: {language!r} is not supported; choose one of {LANGUAGES}")
+    return language
+
+
+def _paragraphs(text: str) -> Iterator[tuple[int, str]]:
+    """``(offset, paragraph)`` of each paragraph of ``text`` that is not blank."""
+    start = 0
+    for match in _PARAGRAPH_BREAK.finditer(text):
+        if text[start : match.start()].strip():
+            yield start, text[start : match.start()]
+        start = match.end()
+    if text[start:].strip():
+        yield start, text[start:]
+
+
+def _word_spans(text: str, language: str) -> list[tuple[int, int]]:
+    return [span for _, span in word_splitter(language).pre_tokenize_str(text)]
+
+
+def _footnote(text: str, spans: list[tuple[int, int]], i: int) -> bool:
+    """Words ``i .. i + 2`` are a footnote mark: ``[17]``, ``[...]``."""
+    marks = [text[start:end] for start, end in spans[i : i + 3]]
+    return len(marks) == 3 and marks[0] == "[" and marks[2] == "]" and _FOOTNOTE.fullmatch(marks[1]) is not None
+
+
+def _sentence_bounds(text: str, spans: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+    """``(first, end)`` word indices of each sentence of one paragraph (module docstring)."""
+    begin, ended, keep = 0, False, 0
+    for i, (start, end) in enumerate(spans):
+        word = text[start:end]
+        if ended and i > begin:
+            keep = 3 if keep <= 0 and _footnote(text, spans, i) else keep - 1
+            gap = start > spans[i - 1][1]
+            opener = gap and end < len(text) and not text[end].isspace()
+            closing = keep > 0 or (not any(c.isalnum() for c in word) and not opener)
+            if not closing and not word[0].islower():
+                yield begin, i
+                begin = i
+            ended = ended and closing
+        ended = ended or _SENTENCE_END.fullmatch(word) is not None
+    if begin < len(spans):
+        yield begin, len(spans)
+
+
+def _multiword(text: str, spans: list[tuple[int, int]]) -> dict[int, int]:
+    """``first -> end`` of each run of clitic pieces written together (module docstring)."""
+    multiword, run_start, clitic = {}, None, False
+    for i, (start, end) in enumerate(spans):
+        joins = clitic and spans[i - 1][1] == start
+        clitic = _CLITIC_PIECE.fullmatch(text, start, end) is not None
+        if joins and clitic:
+            run_start = i - 1 if run_start is None else run_start
+            multiword[run_start] = i + 1
+        else:
+            run_start = None
+    return multiword
+
+
+def _sentence(text: str, spans: list[tuple[int, int]], offset: int) -> Sentence:
+    return Sentence([(offset + start, offset + end) for start, end in spans], _multiword(text, spans))
+
+
+def split_text(text: str, language: str = "en") -> Iterator[Sentence]:
+    """The sentences of raw ``text`` (paragraphs at blank lines, then the sentence rules),
+    lazily.
+
+    Example::
+
+        [s.words(text) for s in split_text(text := "I don't know. He left.")]
+        # [['I', 'do', "n't", 'know', '.'], ['He', 'left', '.']]
+    """
+    check_language(language)
+    for offset, paragraph in _paragraphs(text):
+        spans = _word_spans(paragraph, language)
+        for number, (begin, end) in enumerate(_sentence_bounds(paragraph, spans)):
+            sentence = _sentence(paragraph, spans[begin:end], offset)
+            sentence.paragraph_start = number == 0
+            yield sentence
+
+
+def tokenize_sentences(
+    sentences: Iterable[str], language: str = "en", offsets: Iterable[int] | None = None
+) -> Iterator[Sentence]:
+    """Each string as one sentence (no sentence splitting), split into words, lazily.
+
+    ``offsets`` gives where each string starts in a larger text (default 0), for spans
+    into that text.
+    """
+    check_language(language)
+    sentences = list(sentences)
+    offsets = [0] * len(sentences) if offsets is None else list(offsets)
+    for offset, sentence in zip(offsets, sentences):
+        yield _sentence(sentence, _word_spans(sentence, language), offset)
+
+
+def whitespace_sentences(lines: Iterable[str], offsets: Iterable[int] | None = None) -> Iterator[Sentence]:
+    """Each string as one sentence of whitespace-separated words (already tokenized)."""
+    lines = list(lines)
+    offsets = [0] * len(lines) if offsets is None else list(offsets)
+    for offset, line in zip(offsets, lines):
+        yield Sentence([(offset + m.start(), offset + m.end()) for m in _NON_SPACE.finditer(line)])
+
+
+__all__ = [
+    "LANGUAGES",
+    "Sentence",
+    "check_language",
+    "split_text",
+    "tokenize_sentences",
+    "whitespace_sentences",
+    "word_pattern",
+    "word_pre_tokenizer",
+    "word_splitter",
+]
