@@ -48,6 +48,18 @@ UNIT_TEXT = (
     "and computes something else, silently. Change K, N_T or the basis with `scripts/compress.py`, which "
     "writes a new, consistent folder; do not edit the config by hand."
 )
+# A tagger's card says which positions each raw output covers (issue #37: the root's
+# logits look like a tag, and attentions have fewer rows than the logits).
+OUTPUTS_HEADING = "Outputs"
+OUTPUTS_TEXT = (
+    "Called directly, the model's `logits` (every column's `*_logits`) and `hidden_states` cover the tokens of "
+    "`input_ids`: position 0 is the root token `[ROOT]` the tokenizer prepends, whose logits are no tag (ignore "
+    "them, as the tokenizer's `word_ids()` is None there), and a word split into several pieces has its word's "
+    "values on each piece (read the first). `attentions` cover the encoder's words instead, `(batch, heads, "
+    "words, words)`: the root as word 0, then each word once however many pieces it has (the same positions as "
+    "the logits only when every word is one token). The pipeline above does this bookkeeping: one entry per "
+    "word, the root left out."
+)
 
 
 @dataclass(frozen=True)
@@ -237,6 +249,8 @@ def write_model_card(
             + "\n".join(f"| {_data_cell(r)} | {r.split} | {100 * r.accuracy:.2f}% |" for r in results)
         )
     body += [f"## {heading}\n\n{text.strip()}" for heading, text in (sections or {}).items()]
+    if type(model).__name__.endswith("ForTokenClassification"):
+        body.append(f"## {OUTPUTS_HEADING}\n\n{OUTPUTS_TEXT}")
     body.append(f"## {UNIT_HEADING}\n\n{_unit_text()}")
     body.append(f"## Usage\n\n{kind.usage}")
     content = f"---\n{card_data.to_yaml()}\n---\n\n" + "\n\n".join(body) + "\n\n"

@@ -298,7 +298,24 @@ def _mean_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Te
 class ContTransformerForTokenClassification(ContTransformerPreTrainedModel):
     """:class:`ContTransformerModel` with dropout and a Linear layer over the tags of each
     predicted column (``classifier`` for the primary one, ``column_classifiers[column]``
-    for the others)."""
+    for the others).
+
+    Which positions each output covers (the model card says the same):
+
+    * ``logits``, every ``{column}_logits`` and each of ``hidden_states``: the tokens,
+      ``(batch, seq, ...)`` over ``input_ids``. Position 0 is the root token ``[ROOT]``
+      the tokenizer prepends: its logits are no tag (their argmax means nothing; the
+      tokenizer's ``word_ids()`` is None there, as at padding). A word split into several
+      pieces has its word's values on each piece; the tagger reads the first.
+    * ``attentions``: the encoder's words, ``(batch, heads, words, words)``: the root as
+      word 0, then each word once however many pieces it has, a shorter row's padding
+      last. So "The old dog blorped" (root + 4 words, ``blorped`` in two pieces) gives
+      logits over 6 positions and attentions of 5 × 5; with a word-level tokenizer (or
+      when every word is one token) both cover the same positions.
+
+    ``pipeline(model=folder, trust_remote_code=True)`` and ``Tagger`` do this bookkeeping:
+    one entry per word, the root left out.
+    """
 
     def __init__(self, config: ContTransformerConfig):
         super().__init__(config)
