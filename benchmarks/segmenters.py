@@ -36,6 +36,7 @@ from pathlib import Path
 
 from cont_transformer.tagging.conllu_document import ConlluDocument, format_sentence
 from cont_transformer.tagging.scoring import score
+from cont_transformer.text_segmentation import paragraphs
 
 Segmented = list[tuple[list[tuple[int, int]], dict[int, int]]]  # per sentence: word spans, multiword tokens
 
@@ -54,18 +55,7 @@ def pipeline_segmenter(text: str, language: str) -> Segmented:
 
 # spaCy, as the package used it --------------------------------------------------------------
 
-_PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")
 _CLITIC_PIECE = re.compile(r"[^\W\d_'’]*['’]?[^\W\d_'’]*")
-
-
-def _paragraphs(text: str):
-    start = 0
-    for match in _PARAGRAPH_BREAK.finditer(text):
-        if text[start : match.start()].strip():
-            yield start, text[start : match.start()]
-        start = match.end()
-    if text[start:].strip():
-        yield start, text[start:]
 
 
 def spacy_segmenter(text: str, language: str) -> Segmented:
@@ -79,7 +69,7 @@ def spacy_segmenter(text: str, language: str) -> Segmented:
     nlp.add_pipe("sentencizer")
     nlp.max_length = 10**9
     result: Segmented = []
-    for offset, paragraph in _paragraphs(text):
+    for offset, paragraph in paragraphs(text):
         doc = nlp(paragraph)
         starts, lengths, space, punct, sent_start = (
             doc.to_array([IDX, LENGTH, IS_SPACE, IS_PUNCT, SENT_START]).astype("int64").T.tolist()

@@ -23,9 +23,10 @@ dev texts (``benchmarks/segmenters.py``; docs/experiments.md, "Tagging text").
 * Paragraphs. A blank line always ends a sentence: the text is cut into paragraphs at
   blank lines and each is split on its own.
 * Sentences. A sentence ends after a word made only of ``.``, ``!``, ``?`` and ``…``,
-  with the closing punctuation after it (``."``, ``?!``, ``.)``); an opening quote or
-  bracket after it (a space before it, none after) starts the next sentence, and so does
-  the next word only when it does not begin with a lowercase letter.
+  with the closing punctuation and a footnote mark after it (``."``, ``?!``, ``.)``,
+  ``. [17]``); an opening quote or bracket after it (a space before it, none after)
+  starts the next sentence, and so does the next word only when it does not begin with a
+  lowercase letter.
 * Multiword tokens. A run of two or more words with no space between them, each made
   only of letters and apostrophes, is one multiword token (``didn't`` over ``did``,
   ``n't``), as UD writes such a run.
@@ -147,7 +148,7 @@ def check_language(language: str) -> str:
     return language
 
 
-def _paragraphs(text: str) -> Iterator[tuple[int, str]]:
+def paragraphs(text: str) -> Iterator[tuple[int, str]]:
     """``(offset, paragraph)`` of each paragraph of ``text`` that is not blank."""
     start = 0
     for match in _PARAGRAPH_BREAK.finditer(text):
@@ -215,7 +216,7 @@ def split_text(text: str, language: str = "en") -> Iterator[Sentence]:
         # [['I', 'do', "n't", 'know', '.'], ['He', 'left', '.']]
     """
     check_language(language)
-    for offset, paragraph in _paragraphs(text):
+    for offset, paragraph in paragraphs(text):
         spans = _word_spans(paragraph, language)
         for number, (begin, end) in enumerate(_sentence_bounds(paragraph, spans)):
             sentence = _sentence(paragraph, spans[begin:end], offset)
@@ -250,6 +251,7 @@ __all__ = [
     "LANGUAGES",
     "Sentence",
     "check_language",
+    "paragraphs",
     "split_text",
     "tokenize_sentences",
     "whitespace_sentences",
