@@ -59,8 +59,8 @@ def train_word_vectors(
     output_dir: str | os.PathLike,
     vector_size: int = 100,
     epochs: int = 5,
-    min_count: int = 2,
-    max_words: int | None = 50_000,
+    min_count: int = 1,
+    max_words: int | None = None,
     window: int = 5,
     seed: int = 42,
     workers: int = 1,
@@ -68,7 +68,7 @@ def train_word_vectors(
     method: str = "fasttext",
 ) -> dict:
     """Train fastText vectors on ``files`` (checked by ``text.text_files``) and write the
-    vectors of the ``max_words`` most frequent words seen ``min_count`` times into
+    vectors of the ``max_words`` most frequent words (None: all) seen ``min_count`` times into
     ``output_dir`` (staged and swapped in whole, see ``safe_files``: never half-written).
     Returns the settings saved beside them (``word_vectors.json``)."""
     if method not in METHODS:
