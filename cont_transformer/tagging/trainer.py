@@ -117,7 +117,6 @@ from .sample_treebank import write_sample_treebank
 from .tag import Tagger, model_column_labels, saved_tag_column
 from .tag_files import tag_file
 from .tokenization import (
-    CONTINUATION_PREFIX,
     build_tokenizer,
     check_tokenizer,
     spelling_tables,
@@ -249,6 +248,7 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
     """A tagger's training run: CoNLL-U data, the continuous transformer, AdamW."""
 
     item_name = "tokens"
+    word_vectors: tuple[list[str], torch.Tensor] | None = None  # (words, vectors) of --word-vectors
 
     def load_data(self) -> None:
         args, accelerator = self.args, self.accelerator
@@ -276,7 +276,8 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
             words = _vocabulary(train_split)
             if args.word_vectors is not None:  # the vectors' words join the vocabulary
                 self.word_vectors = load_word_vectors(args.word_vectors)
-                words += [w for w in self.word_vectors[0] if not w.startswith(CONTINUATION_PREFIX)]
+                # The continuation prefix is chosen over all of them: no vector word is taken for a piece.
+                words += self.word_vectors[0]
             self.tokenizer = build_tokenizer(list(dict.fromkeys(words)), spelling=args.word_representation != "word")
         tokenizer, primary, words = self.tokenizer, self.primary, train_split["tokens"]
         feats_mode = getattr(config, "feats_mode", "whole") if saved is not None else args.feats_mode
