@@ -54,7 +54,7 @@ from .conllu_document import ConlluDocument, format_sentence, format_text_senten
 from .data import decode_utf8
 from .segmentation import (
     Sentence,
-    spacy_pipeline,
+    load_segmenter,
     split_text,
     tokenize_sentences,
     whitespace_sentences,
@@ -265,7 +265,7 @@ def tag_file(
             formatter = _Formatter(output_format, None, None)
         else:
             if input_format != "tokens" and text.strip():
-                spacy_pipeline(tagger.language)  # load spaCy now, outside the tokenizer's time
+                load_segmenter(tagger.language)  # build the word splitter now, outside the tokenizer's time
             units = ((s.words(text), s) for s in _raw_sentences(text, input_format, tagger.language) if s.spans)
             total = None
             formatter = _Formatter(output_format, text, input_format)
