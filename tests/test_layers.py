@@ -41,6 +41,7 @@ MODELS = [
     "model_folders",  # model and run folders as the package reads them, the Hub
     "compiling",  # torch.compile for training and inference
     "word_tagging",  # the decoding a saved tagger's pipeline shares with the tagging application
+    "text_segmentation",  # raw text to sentences of words, for Tagger and the saved pipeline alike
     "pipeline_cont_transformer",  # the tagger's pipeline, saved with it for remote code
 ]
 LAYERS = [

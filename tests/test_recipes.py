@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from cont_transformer.language_modeling.arguments import PretrainingArguments
 from cont_transformer.model_folders import BEST_MODEL_DIR, METRICS_FILE
@@ -27,6 +28,7 @@ KINDS = {
     "de_lit": TAGGER,
     "sample": TAGGER,
     "en_gum_pretrained": TAGGER,
+    "en_gum_vectors": TAGGER,
     "en_text_lm": LANGUAGE_MODEL,
     "mnist_small": IMAGES,
     "cifar10_small": IMAGES,
@@ -61,6 +63,16 @@ def test_every_recipe_parses_into_valid_arguments(name, tiny_tagger_config, tmp_
         ContTransformerForMaskedLM(tiny_tagger_config(word_representation="word")).save_pretrained(
             tmp_path / recipe["model_name_or_path"]
         )
+    if "word_vectors" in recipe:  # the vectors it reads, as train_word_vectors.py writes them
+        from safetensors.torch import save_file
+
+        from cont_transformer.tagging.word_vectors import VECTORS_FILE, WORDS_FILE
+
+        monkeypatch.chdir(tmp_path)
+        folder = tmp_path / recipe["word_vectors"]
+        folder.mkdir(parents=True)
+        save_file({"vectors": torch.zeros(2, 4)}, str(folder / VECTORS_FILE))
+        (folder / WORDS_FILE).write_text("a\nb\n", encoding="utf-8")
     args, extra = _parse(name)
     assert extra["given_fields"] == set(recipe)  # every key a field, given like a flag
     assert args.output_dir.startswith("runs/")
