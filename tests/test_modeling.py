@@ -29,7 +29,14 @@ from cont_transformer import (
     set_num_steps,
     tag,
 )
-from cont_transformer.tagging.tokenization import encode_words, spelling_tables
+from cont_transformer.tagging.tokenization import (
+    LEGACY_CONTINUATION_PREFIX,
+    character_ids,
+    continuation_prefix,
+    encode_words,
+    spelling_tables,
+    word_shortener,
+)
 from cont_transformer.word_representation import (
     CHAR_BOW,
     CHAR_EOW,
@@ -460,18 +467,93 @@ def spelling_tagger(tiny_tagger):
 def test_spelling_tokenizer_splits_unknown_words_into_their_characters(tmp_path):
     tokenizer = build_tokenizer(WORDS, spelling=True)
     assert tokenizer.tokenize("the cat") == ["the", "cat"]  # training words: one token each
-    assert tokenizer.tokenize("cats") == ["cat", " ##s"]
+    assert tokenizer.tokenize("cats") == ["cat", "##s"]
     pieces = tokenizer.tokenize("tacos")
-    assert len(pieces) > 1 and "".join(p.removeprefix(" ##") for p in pieces) == "tacos"
+    assert len(pieces) > 1 and "".join(p.removeprefix("##") for p in pieces) == "tacos"
     assert tokenizer.tokenize("zebra") == ["[UNK]"]  # "z", "b" never seen in training
-    hashes = build_tokenizer([*WORDS, "#"], spelling=True)  # "##s" is no continuation piece:
-    assert hashes.tokenize("##s") == ["#", "#", " ##s"]  # pieces start with a space
+    hashes = build_tokenizer([*WORDS, "#"], spelling=True)  # raw text: "#" split off, "##s" no piece
+    assert hashes.tokenize("##s") == ["#", "#", "##s"]
     encoding = tokenizer(["the", "cats", "."], is_split_into_words=True)
     assert encoding.word_ids() == [None, 0, 1, 1, 2]
     tokenizer.save_pretrained(tmp_path)
     loaded = AutoTokenizer.from_pretrained(tmp_path)
     assert loaded(["the", "cats", "."], is_split_into_words=True)["input_ids"] == encoding["input_ids"]
     assert loaded.decode(encoding["input_ids"], skip_special_tokens=True) == "the cats ."
+
+
+def test_no_piece_name_starts_with_whitespace_and_no_training_word_is_a_piece():
+    tokenizer = build_tokenizer([*WORDS, "#"], spelling=True)
+    assert continuation_prefix(tokenizer) == "##"
+    assert not any(token[:1].isspace() for token in tokenizer.get_vocab())
+    # A training word that starts with "##" stays one whole word: the prefix grows to "###".
+    words = [*WORDS, "##s", "#"]
+    hashes = build_tokenizer(words, spelling=True)
+    assert continuation_prefix(hashes) == "###" and hashes.tokenize("cats") == ["cat", "###s"]
+    assert encode_words(hashes, [["the", "##s"]])["input_ids"] == [[2, 3, hashes.convert_tokens_to_ids("##s")]]
+    tables, _ = spelling_tables(hashes, set(words), 6)
+    index = hashes.convert_tokens_to_ids
+    assert tables["whole_word"][index("##s")] and not tables["continuation"][index("##s")]
+    assert tables["continuation"][index("###s")] and tables["continuation"][index("####")]
+    assert hashes.backend_tokenizer.decoder.prefix == "###"
+    # An unknown word starting with the prefix would open with a continuation piece: it is [UNK].
+    [ids] = encode_words(tokenizer, [["the", "##s", "#s"]])["input_ids"]
+    assert ids == [2, 3, tokenizer.unk_token_id, *tokenizer.convert_tokens_to_ids(["#", "##s"])]
+
+
+def legacy_tokenizer(tokenizer, folder):
+    """``tokenizer`` as build_tokenizer made it before the prefix was a run of "#": its
+    continuation pieces prefixed with " ##" (same ids), saved in ``folder`` and reloaded."""
+    tokenizer.save_pretrained(folder)
+    saved = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    model = saved["model"]
+    assert model["continuing_subword_prefix"] == "##" and saved["decoder"]["prefix"] == "##"
+    model["vocab"] = {(" " + t if t.startswith("##") else t): i for t, i in model["vocab"].items()}
+    model["continuing_subword_prefix"] = saved["decoder"]["prefix"] = " ##"
+    (folder / "tokenizer.json").write_text(json.dumps(saved, ensure_ascii=False), encoding="utf-8")
+    return AutoTokenizer.from_pretrained(folder)
+
+
+def test_a_tokenizer_saved_with_the_old_prefix_splits_and_tags_as_before(tmp_path, spelling_tagger):
+    model, tokenizer = spelling_tagger(max_word_length=6)
+    legacy = legacy_tokenizer(tokenizer, tmp_path)
+    assert continuation_prefix(legacy) == LEGACY_CONTINUATION_PREFIX == " ##"
+    assert legacy.tokenize("cats") == ["cat", " ##s"]
+    assert legacy.convert_tokens_to_ids(legacy.tokenize("cats")) == tokenizer.convert_tokens_to_ids(["cat", "##s"])
+    # The same spelling tables, alphabet and cut words: the model reads the same thing.
+    new_tables, new_size = spelling_tables(tokenizer, set(WORDS), 6)
+    old_tables, old_size = spelling_tables(legacy, set(WORDS), 6)
+    assert new_size == old_size and all(torch.equal(new_tables[k], old_tables[k]) for k in new_tables)
+    assert character_ids(legacy) == character_ids(tokenizer)
+    long_word = "cat" * 40 + "s"
+    assert word_shortener(legacy, 6)(long_word) == word_shortener(tokenizer, 6)(long_word) != long_word
+    sentences = [["the", "cats", "zebra", "tacos", long_word, "."], ["a", "dog", "sat", "on", "the", "mat"]]
+    assert encode_words(legacy, sentences)["input_ids"] == encode_words(tokenizer, sentences)["input_ids"]
+    assert [s.tags for s in tag(sentences, model, legacy)] == [s.tags for s in tag(sentences, model, tokenizer)]
+    hashes = legacy_tokenizer(build_tokenizer([*WORDS, "#"], spelling=True), tmp_path / "hashes")
+    [ids] = encode_words(hashes, [["##s"]])["input_ids"]  # no word starts with " ##": spelt, as before
+    assert hashes.convert_ids_to_tokens(ids) == ["[ROOT]", "#", " ###", " ##s"]
+
+
+def test_a_language_model_with_the_old_prefix_gives_its_pieces_rows_to_a_new_tagger(tmp_path, spelling_tagger):
+    from cont_transformer import ContTransformerForMaskedLM
+    from cont_transformer.tagging.pretrained_encoder import extended_tokenizer, tagger_from_language_model
+
+    tagger, _ = spelling_tagger(max_word_length=6)
+    old = legacy_tokenizer(build_tokenizer(WORDS, spelling=True, mask=True), tmp_path)
+    old_tables, _ = spelling_tables(old, set(WORDS), 6)
+    lm = ContTransformerForMaskedLM(ContTransformerConfig(**{**tagger.config.to_dict(), "vocab_size": len(old)}))
+    lm.cont_transformer.embeddings.set_spelling(**old_tables)
+    new = extended_tokenizer(lm, old, ["zebu"])
+    assert continuation_prefix(new) == "##" and new.get_vocab()["mat"] == old.get_vocab()["mat"]
+    tables, char_vocab_size = spelling_tables(new, {*WORDS, "zebu"}, 6)
+    config = ContTransformerConfig(
+        **{**tagger.config.to_dict(), "vocab_size": len(new), "char_vocab_size": char_vocab_size}
+    )
+    fine_tuned = tagger_from_language_model(lm, old, config, new, tables)
+    before = lm.cont_transformer.embeddings.word_embeddings.weight
+    after = fine_tuned.cont_transformer.embeddings.word_embeddings.weight
+    for old_piece, new_piece in ((" ##s", "##s"), (" ##t", "##t"), ("mat", "mat")):
+        assert torch.equal(after[new.get_vocab()[new_piece]], before[old.get_vocab()[old_piece]]), new_piece
 
 
 def test_model_reads_each_words_spelling_from_input_ids(spelling_tagger):

@@ -197,17 +197,17 @@ def test_words_of_several_pieces_are_cut_and_windowed_whole():
     sentence = ["the", "dogs", "barked", "."]  # 1 + 2 + 3 + 1 pieces
     rows, cut = encode_for_training(tokenizer, [sentence], [[0, 1, 2, 3]], max_length=3)
     assert cut == 2
-    assert rows[0]["input_ids"] == [tokenizer.bos_token_id, ids("the"), ids("dog"), ids(" ##s")]
+    assert rows[0]["input_ids"] == [tokenizer.bos_token_id, ids("the"), ids("dog"), ids("##s")]
     assert rows[0]["labels"] == [IGNORE_INDEX, 0, 1, IGNORE_INDEX]
     rows = encode_for_evaluation(tokenizer, [sentence * 3], [list(range(12))], max_length=4, known_words={"the", "."})
     scored = [label for row in rows for label in row["labels"] if label != IGNORE_INDEX]
     assert sorted(scored) == list(range(12))
     for row in rows:  # every window starts at a word: after the root comes no continuation
-        assert not tokenizer.convert_ids_to_tokens(row["input_ids"][1]).startswith(" ##")
+        assert not tokenizer.convert_ids_to_tokens(row["input_ids"][1]).startswith("##")
         assert len(row["unseen"]) == len(row["input_ids"])
     first = rows[0]
     pieces = tokenizer.convert_ids_to_tokens(first["input_ids"])
-    assert pieces[:4] == ["[ROOT]", "the", "dog", " ##s"]
+    assert pieces[:4] == ["[ROOT]", "the", "dog", "##s"]
     assert first["unseen"][:4] == [0, 0, 1, 1]
 
 
@@ -257,7 +257,7 @@ def test_word_dropout_drops_rare_words_and_spares_special_tokens(word_representa
     assert probabilities[ids("the")] == pytest.approx(1 / 1001)
     assert all(probabilities[i] == 0 for i in tokenizer.all_special_ids)
     if spelling:  # pieces that are no training word are never dropped
-        assert probabilities[ids("b")] == 0 and probabilities[ids(" ##s")] == 0
+        assert probabilities[ids("b")] == 0 and probabilities[ids("##s")] == 0
     assert not word_dropout_probabilities(tokenizer, counts, alpha=0.0).any()
 
     # The model applies it to the word channel, in training mode only.

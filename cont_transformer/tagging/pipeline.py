@@ -7,7 +7,7 @@ What the plain pipeline does with a tagger of this package:
   tokenizer), each its own entry.
 * ``aggregation_strategy="first"`` (or ``"average"``, ``"max"``): the pieces of a word
   are joined into one word (the tokenizer is word aware: continuation pieces carry the
-  ``" ##"`` prefix) and tagged with its first piece's tag, as the tagger trains. Then
+  ``"##"`` prefix) and tagged with its first piece's tag, as the tagger trains. Then
   transformers groups *neighbouring words with the same label* into one entity (its
   named-entity convention: ``("big old", "JJ")``), and cuts a label at its first ``-``
   (``-LRB-`` becomes ``LRB-``). The same happens for ``is_split_into_words=True`` input:

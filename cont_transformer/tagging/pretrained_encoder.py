@@ -19,7 +19,7 @@ import torch
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..modeling_cont_transformer import ContTransformerForMaskedLM, ContTransformerForTokenClassification
 from ..pretrained import check_no_custom_code
-from .tokenization import build_tokenizer, character_ids, training_words
+from .tokenization import build_tokenizer, character_ids, continuation_prefix, training_words
 
 LANGUAGE_MODEL = ContTransformerForMaskedLM.__name__
 # The encoder's fields a tagger takes from the language model it starts from.
@@ -90,11 +90,18 @@ def tagger_from_language_model(
         if key not in target or target[key].shape != value.shape:
             raise ValueError(f"model_name_or_path: the language model's {key} does not fit the tagger")
         target[key].copy_(value)
+    # Rows matched by text; a continuation piece under its new tokenizer's prefix (a language model
+    # saved with the old " ##" prefix gives its pieces' rows to the new "##" ones).
+    old_prefix, new_prefix = continuation_prefix(old_tokenizer), continuation_prefix(new_tokenizer)
+    old_vocab = {
+        new_prefix + token[len(old_prefix) :] if token.startswith(old_prefix) else token: index
+        for token, index in old_tokenizer.get_vocab().items()
+    }
     _rows(
         target["embeddings.word_embeddings.weight"],
         source["embeddings.word_embeddings.weight"],
         new_tokenizer.get_vocab(),
-        old_tokenizer.get_vocab(),
+        old_vocab,
     )
     if "embeddings.characters.embedding.weight" in source:
         old_chars, new_chars = character_ids(old_tokenizer), character_ids(new_tokenizer)

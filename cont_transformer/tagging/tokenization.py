@@ -7,13 +7,21 @@
   words; every word is one token, and a word outside the vocabulary is ``[UNK]``.
 * ``spelling=True`` (the spelling representations, e.g. ``"word+chars"``): a WordPiece
   vocabulary that also holds every character seen in training, both as a word-initial
-  piece (``"s"``) and as a continuation piece (``" ##s"``, see
-  :data:`CONTINUATION_PREFIX`). A training word is still one token; an unknown word
-  splits into pieces whose characters concatenate to its spelling (``"zebras"`` ->
-  ``"ze"``, ``" ##b"``, ``" ##r"``, ...; the first piece is the longest training word or
-  character it starts with), so the model can read the spelling of any word from
-  ``input_ids`` alone (:func:`spelling_tables` gives the model what it needs for that).
-  Only a word with a character never seen in training is still ``[UNK]``.
+  piece (``"s"``) and as a continuation piece (``"##s"``). A training word is still one
+  token; an unknown word splits into pieces whose characters concatenate to its spelling
+  (``"zebras"`` -> ``"ze"``, ``"##b"``, ``"##r"``, ...; the first piece is the longest
+  training word or character it starts with), so the model can read the spelling of any
+  word from ``input_ids`` alone (:func:`spelling_tables` gives the model what it needs for
+  that). Only a word with a character never seen in training is still ``[UNK]``.
+
+Continuation prefix. ``##`` as in BERT, or a longer run of ``#`` when a training word
+starts with ``##`` (:func:`new_continuation_prefix`), so that no training word is read as
+a continuation piece (``##s`` stays one word); it is the WordPiece model's
+``continuing_subword_prefix`` in ``tokenizer.json``, and every reader takes it from there
+(:func:`continuation_prefix`). Tokenizers saved before prefixed their pieces with
+``" ##"`` (:data:`LEGACY_CONTINUATION_PREFIX`, a space no word contains); they load and
+tokenize as they did. A word outside the training vocabulary that starts with the prefix
+is ``[UNK]`` to the tagger (:func:`encode_words`).
 
 Long words. WordPiece's greedy longest-match costs more than the square of a word's
 length, so the spelling tokenizer spells words of up to :data:`MAX_INPUT_CHARS_PER_WORD`
@@ -60,8 +68,13 @@ from ..text_segmentation import word_pattern, word_pre_tokenizer
 from ..word_representation import NUM_RESERVED_CHARS, clip_spelling
 
 # Written once, for a saved tagger's pipeline (remote code) too: the continuation prefix
-# (" ##", a space no word contains), words kept whole, long words cut.
-from ..word_tagging import CONTINUATION_PREFIX, encode_words, word_shortener  # noqa: F401 (re-exported)
+# read from a tokenizer, words kept whole, long words cut.
+from ..word_tagging import (  # noqa: F401 (re-exported)
+    LEGACY_CONTINUATION_PREFIX,
+    continuation_prefix,
+    encode_words,
+    word_shortener,
+)
 
 PAD_TOKEN = "[PAD]"
 UNK_TOKEN = "[UNK]"
@@ -81,6 +94,14 @@ UD_WORDS = word_pattern("en")
 def ud_pre_tokenizer() -> pre_tokenizers.PreTokenizer:
     """:data:`UD_WORDS`, then whitespace dropped: raw text into UD-like words (module docstring)."""
     return word_pre_tokenizer("en")
+
+
+def new_continuation_prefix(words: Iterable[str]) -> str:
+    """The continuation prefix of a new spelling tokenizer over ``words``: ``"##"``, or the
+    shortest longer run of ``#`` that no word starts with (``"###"`` when ``"##s"`` is a
+    word), so that no word can be taken for a continuation piece."""
+    run = max((len(word) - len(word.lstrip("#")) for word in words), default=0)
+    return "#" * max(2, run + 1)
 
 
 def build_tokenizer(
@@ -105,7 +126,7 @@ def build_tokenizer(
         tokenizer = build_tokenizer(["The", "cat", "sat"])
         tokenizer(["The", "dog"], is_split_into_words=True)["input_ids"]  # [2, 3, 1]
         tokenizer = build_tokenizer(["The", "cat", "sat"], spelling=True)
-        tokenizer.tokenize("The cats")  # ['The', 'cat', ' ##s']
+        tokenizer.tokenize("The cats")  # ['The', 'cat', '##s']
     """
     vocab = {token: i for i, token in enumerate((*SPECIAL_TOKENS, *([MASK_TOKEN] if mask else [])))}
     words = list(words)
@@ -114,18 +135,19 @@ def build_tokenizer(
             raise ValueError(f"vocabulary words must be non-empty and without whitespace, got {word!r}")
         vocab.setdefault(word, len(vocab))
     if spelling:
+        prefix = new_continuation_prefix(words)
         characters = sorted({c for word in words for c in word})
-        for piece in [*characters, *(CONTINUATION_PREFIX + c for c in characters)]:
+        for piece in [*characters, *(prefix + c for c in characters)]:
             vocab.setdefault(piece, len(vocab))
         backend = Tokenizer(
             models.WordPiece(
                 vocab,
                 unk_token=UNK_TOKEN,
-                continuing_subword_prefix=CONTINUATION_PREFIX,
+                continuing_subword_prefix=prefix,
                 max_input_chars_per_word=max(MAX_INPUT_CHARS_PER_WORD, 2 + max(map(len, words), default=0)),
             )
         )
-        backend.decoder = decoders.WordPiece(prefix=CONTINUATION_PREFIX, cleanup=False)
+        backend.decoder = decoders.WordPiece(prefix=prefix, cleanup=False)
     else:
         backend = Tokenizer(models.WordLevel(vocab, unk_token=UNK_TOKEN))
     backend.pre_tokenizer = ud_pre_tokenizer()
@@ -202,8 +224,8 @@ def load_tokenizer(folder: str | os.PathLike, **options) -> PreTrainedTokenizerF
 def character_ids(tokenizer: PreTrainedTokenizerBase) -> dict[str, int]:
     """The character alphabet of a spelling tokenizer's vocabulary: each character its id
     in the model's character embedding (sorted, after the reserved ids)."""
-    special = set(tokenizer.all_special_tokens)
-    texts = (token.removeprefix(CONTINUATION_PREFIX) for token in tokenizer.get_vocab() if token not in special)
+    special, prefix = set(tokenizer.all_special_tokens), continuation_prefix(tokenizer)
+    texts = (token.removeprefix(prefix) for token in tokenizer.get_vocab() if token not in special)
     return {c: NUM_RESERVED_CHARS + i for i, c in enumerate(sorted(set("".join(texts))))}
 
 
@@ -221,8 +243,8 @@ def spelling_tables(
     sorted order, after the model's reserved ids.
     """
     vocab = tokenizer.get_vocab()
-    special = set(tokenizer.all_special_tokens)
-    texts = {token: token.removeprefix(CONTINUATION_PREFIX) for token in vocab if token not in special}
+    special, prefix = set(tokenizer.all_special_tokens), continuation_prefix(tokenizer)
+    texts = {token: token.removeprefix(prefix) for token in vocab if token not in special}
     alphabet = {c: NUM_RESERVED_CHARS + i for i, c in enumerate(sorted(set("".join(texts.values()))))}
     size = len(tokenizer)
     tables = {
@@ -238,7 +260,7 @@ def spelling_tables(
         characters = clip_spelling([alphabet[c] for c in texts[token]], max_word_length)
         tables["piece_characters"][index, : len(characters)] = torch.tensor(characters)
         tables["piece_lengths"][index] = len(characters)
-        tables["continuation"][index] = token.startswith(CONTINUATION_PREFIX)
+        tables["continuation"][index] = token.startswith(prefix)
         tables["whole_word"][index] = token in words and not tables["continuation"][index]
     return tables, NUM_RESERVED_CHARS + len(alphabet)
 
