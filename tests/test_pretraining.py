@@ -25,7 +25,8 @@ PRETRAIN = ROOT / "scripts" / "pretrain.py"
 TRAIN_POS = ROOT / "scripts" / "train_pos.py"
 # A word of the text that the generated sample treebank never shows.
 TEXT_ONLY_WORD = "zygote"
-TINY = [
+# A tiny encoder (a tagger's or a language model's), its batches and warm-up.
+TINY_ENCODER = [
     "--hidden-size",
     "16",
     "--num-attention-heads",
@@ -40,19 +41,12 @@ TINY = [
     "2",
     "--refine-steps",
     "none",
-    "--vocabulary-size",
-    "300",
-    "--heldout-lines",
-    "40",
     "--batch-size",
     "16",
     "--warmup-steps",
     "2",
-    "--learning-rate",
-    "5e-3",
-    "--seed",
-    "3",
 ]
+TINY = [*TINY_ENCODER, "--vocabulary-size", "300", "--heldout-lines", "40", "--learning-rate", "5e-3", "--seed", "3"]
 
 # The module's pretraining run: 12 steps, evaluated and checkpointed at 6 and 12.
 RUN = ("--max-steps", "12", "--eval-steps", "6", "--save-steps", "6", *TINY)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import save_file
-from test_pretraining import ROOT, TEXT_ONLY_WORD, TRAIN_POS, _run, write_text
+from test_pretraining import ROOT, TEXT_ONLY_WORD, TINY_ENCODER, TRAIN_POS, _run, write_text
 
 from cont_transformer.tagging.word_vectors import (
     VECTORS_FILE,
@@ -27,36 +27,8 @@ from cont_transformer.tagging.word_vectors import (
 pytest.importorskip("gensim")
 
 TRAIN_VECTORS = ROOT / "scripts" / "train_word_vectors.py"
-TINY_TAGGER = [
-    "--treebank",
-    "sample",
-    "--hidden-size",
-    "16",
-    "--num-attention-heads",
-    "2",
-    "--intermediate-size",
-    "16",
-    "--char-hidden-size",
-    "16",
-    "--char-embedding-size",
-    "8",
-    "--num-basis",
-    "2",
-    "--refine-steps",
-    "none",
-    "--max-steps",
-    "6",
-    "--eval-steps",
-    "6",
-    "--save-steps",
-    "6",
-    "--warmup-steps",
-    "2",
-    "--batch-size",
-    "16",
-    "--seed",
-    "1",
-]
+TINY_TAGGER = ["--treebank", "sample", *TINY_ENCODER, "--max-steps", "6", "--eval-steps", "6", "--save-steps", "6"]
+TINY_TAGGER += ["--seed", "1"]
 
 
 @pytest.fixture(scope="module")
