@@ -25,21 +25,22 @@ import torch
 from safetensors.torch import save_file
 
 from ..safe_files import OutputFolderError, lock_output_folder, read_manifest, staged_directory
+from ..tagging.tokenization import ud_pre_tokenizer
 from ..tagging.word_vectors import SETTINGS_FILE, VECTORS_FILE, WORDS_FILE
-from .text import _open, split_words
+from .text import _open
 
 
 def _write_corpus(files: Sequence[Path], path: Path) -> int:
     """The files' non-blank lines, split into words, one line of space-separated words each
     (gensim's ``corpus_file`` format: read as a stream, every epoch); returns the words."""
-    words = 0
+    words, splitter = 0, ud_pre_tokenizer()  # the taggers' raw-text words, as text.split_words reads them
     with path.open("w", encoding="utf-8") as out:
         for file in files:
             with _open(file) as stream:
                 for line in stream:
                     if not line.strip():
                         continue
-                    (row,) = split_words([line], max_words=1 << 30) or [[]]
+                    row = [word for word, _ in splitter.pre_tokenize_str(line)]
                     if row:
                         out.write(" ".join(row) + "\n")
                         words += len(row)

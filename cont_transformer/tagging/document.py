@@ -47,8 +47,23 @@ def _written(value: str | None) -> str:
     return "_" if value is None else value
 
 
+class _CharacterSpan:
+    """stanza's names of a word's or token's character offsets (``start``, ``end``)."""
+
+    start: int | None
+    end: int | None
+
+    @property
+    def start_char(self) -> int | None:
+        return self.start
+
+    @property
+    def end_char(self) -> int | None:
+        return self.end
+
+
 @dataclass(eq=False)
-class Word:
+class Word(_CharacterSpan):
     """One syntactic word (a CoNLL-U word line)."""
 
     id: int
@@ -60,14 +75,6 @@ class Word:
     start: int | None = None
     end: int | None = None
     parent: Token | None = field(default=None, repr=False)  # the token it belongs to
-
-    @property
-    def start_char(self) -> int | None:
-        return self.start
-
-    @property
-    def end_char(self) -> int | None:
-        return self.end
 
     @property
     def pos(self) -> str | None:
@@ -91,7 +98,7 @@ class Word:
 
 
 @dataclass(eq=False)
-class Token:
+class Token(_CharacterSpan):
     """What the text shows: one word, or a multiword token (``id`` ``(first, last)``)
     whose ``text`` is written as one and whose ``words`` are several."""
 
@@ -104,14 +111,6 @@ class Token:
     def __post_init__(self):
         for word in self.words:
             word.parent = self
-
-    @property
-    def start_char(self) -> int | None:
-        return self.start
-
-    @property
-    def end_char(self) -> int | None:
-        return self.end
 
     def is_mwt(self) -> bool:
         return len(self.words) > 1
