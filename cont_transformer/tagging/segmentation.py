@@ -29,15 +29,11 @@ def load_segmenter(language: str):
     return word_splitter(check_language(language))
 
 
-# The name callers written when spaCy split raw text still use for the same warm-up.
-spacy_pipeline = load_segmenter
-
 __all__ = [
     "LANGUAGES",
     "Sentence",
     "check_language",
     "load_segmenter",
-    "spacy_pipeline",
     "split_text",
     "tokenize_sentences",
     "whitespace_sentences",
