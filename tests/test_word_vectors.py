@@ -14,7 +14,16 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import save_file
-from test_pretraining import ROOT, TEXT_ONLY_WORD, TINY_ENCODER, TRAIN_POS, _run, write_text
+from test_pretraining import (  # noqa: F401  (the language model's fixtures)
+    ROOT,
+    TEXT_ONLY_WORD,
+    TINY_ENCODER,
+    TRAIN_POS,
+    _run,
+    language_model,
+    text_file,
+    write_text,
+)
 
 from cont_transformer.tagging.word_vectors import (
     VECTORS_FILE,
@@ -86,13 +95,50 @@ def test_a_tagger_keeps_the_vector_of_a_word_only_the_text_shows(vectors, tmp_pa
     before = embeddings(ids).vectors
     embeddings.static_vectors[word_id] += 1.0
     assert not torch.allclose(before, embeddings(ids).vectors)
+    # A saved tagger keeps its own vectors: fine-tuning it with others is refused in one line.
+    again = tmp_path / "again"
+    result = _run(
+        TRAIN_POS, *TINY_TAGGER, "--word-vectors", str(vectors), "--model-name-or-path", str(best),
+        "--output-dir", str(again), check=False,
+    )  # fmt: skip
+    assert result.returncode == 2 and not again.exists()
+    assert "a saved tagger (--model-name-or-path) keeps its own" in result.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_a_tagger_from_a_language_model_takes_vectors_too(language_model, vectors, tmp_path):  # noqa: F811
+    """Fine-tuning from the language model with vectors: a word of the text keeps its
+    pretrained row and gets its vector; the vectors' other words get [UNK]'s channel."""
+    from transformers import AutoTokenizer
+
+    from cont_transformer import ContTransformerForMaskedLM, ContTransformerForTokenClassification
+
+    output = tmp_path / "tagger"
+    flags = ["--max-steps", "4", "--eval-steps", "4", "--save-steps", "4", "--warmup-steps", "1"]
+    _run(
+        TRAIN_POS, "--treebank", "sample", "--model-name-or-path", str(language_model / "best"),
+        "--word-vectors", str(vectors), "--output-dir", str(output), *flags,
+    )  # fmt: skip
+    lm = ContTransformerForMaskedLM.from_pretrained(language_model / "best")
+    lm_vocab = AutoTokenizer.from_pretrained(language_model / "best").get_vocab()
+    tagger = ContTransformerForTokenClassification.from_pretrained(output / "best")
+    vocab = AutoTokenizer.from_pretrained(output / "best").get_vocab()
+    embeddings = tagger.cont_transformer.embeddings
+    words, table = load_word_vectors(vectors)
+    word_id = vocab[TEXT_ONLY_WORD]
+    assert word_id == lm_vocab[TEXT_ONLY_WORD] and bool(embeddings.whole_word[word_id])
+    before = lm.cont_transformer.embeddings.word_embeddings.weight[word_id]
+    torch.testing.assert_close(embeddings.word_embeddings.weight[word_id], before)
+    torch.testing.assert_close(embeddings.static_vectors[word_id], table[words.index(TEXT_ONLY_WORD)])
+    assert set(words) <= set(vocab)
+    vector_only = [w for w in words if w not in lm_vocab]
+    assert all(not bool(embeddings.whole_word[vocab[w]]) for w in vector_only)
 
 
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
         (["--word-representation", "word"], "needs a spelling representation"),
-        (["--model-name-or-path", "MISSING"], "only a new tagger takes static vectors"),
     ],
 )
 def test_word_vectors_refuse_contradictory_flags(vectors, tmp_path, flags, message):

@@ -284,12 +284,15 @@ class TrainingArguments(EncoderArguments, RunArguments):
             )
 
     def _check_word_vectors(self) -> None:
-        """Static vectors go into a new tagger that spells words; the folder holds them."""
+        """Static vectors go into a new tagger that spells words (also one started from a
+        language model); the folder holds them."""
         if self.model_name_or_path is not None:
-            raise ValueError(
-                "word_vectors: only a new tagger takes static vectors; a saved model "
-                "(--model-name-or-path) keeps its own"
-            )
+            check_no_custom_code(self.model_name_or_path)
+            if not is_language_model(AutoConfig.from_pretrained(self.model_name_or_path, trust_remote_code=False)):
+                raise ValueError(
+                    "word_vectors: only a new tagger takes static vectors (also one started from a language "
+                    "model); a saved tagger (--model-name-or-path) keeps its own"
+                )
         if self.word_representation == "word":
             raise ValueError(
                 "word_vectors: needs a spelling representation (--word-representation word+chars): "

@@ -38,7 +38,9 @@ Decisions worth knowing:
   tokenizer, K, N_T, columns and labels are kept. Primary-column tags new in the data
   get new classifier rows; new values of the other columns (a tag, FEATS string or
   lemma script the saved head lacks) map to no label (-1): not trained on, and scored
-  as errors.
+  as errors. From a language model instead (:mod:`.pretrained_encoder`), the tagger is
+  new but its encoder, spelling and word rows are the language model's; ``word_vectors``
+  may be given with it (a new tagger either way).
 """
 
 from __future__ import annotations
@@ -268,17 +270,19 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
                 raise ValueError(f"treebank: {args.treebank!r} has no {split!r} split (found {sorted(data)})")
         train_split, dev_split = data["train"], data["validation"]
         self.primary, self.labels = choose_columns(args, train_split, saved)
-        if self.language_model is not None:
-            self.language_model_tokenizer = self.tokenizer
-            self.pretrained_words = training_words(self.tokenizer, self.language_model)
-            self.tokenizer = extended_tokenizer(self.language_model, self.tokenizer, _vocabulary(train_split))
-        elif saved is None:
+        if saved is None:
             words = _vocabulary(train_split)
             if args.word_vectors is not None:  # the vectors' words join the vocabulary
                 self.word_vectors = load_word_vectors(args.word_vectors)
                 # The continuation prefix is chosen over all of them: no vector word is taken for a piece.
                 words += self.word_vectors[0]
-            self.tokenizer = build_tokenizer(list(dict.fromkeys(words)), spelling=args.word_representation != "word")
+            if self.language_model is not None:  # its words first, with their ids; then the new ones
+                self.language_model_tokenizer = self.tokenizer
+                self.pretrained_words = training_words(self.tokenizer, self.language_model)
+                self.tokenizer = extended_tokenizer(self.language_model, self.tokenizer, words)
+            else:
+                spelling = args.word_representation != "word"
+                self.tokenizer = build_tokenizer(list(dict.fromkeys(words)), spelling=spelling)
         tokenizer, primary, words = self.tokenizer, self.primary, train_split["tokens"]
         feats_mode = getattr(config, "feats_mode", "whole") if saved is not None else args.feats_mode
         self.feats_mode = feats_mode
@@ -336,10 +340,6 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
                 model = ContTransformerForTokenClassification(config)
                 if spelling is not None:
                     model.cont_transformer.embeddings.set_spelling(**spelling)
-                if self.word_vectors is not None:
-                    table, found = vector_table(tokenizer.get_vocab(), len(tokenizer), *self.word_vectors)
-                    model.cont_transformer.embeddings.set_static_vectors(table)
-                    logger.info("static word vectors for %d of %d vocabulary ids", found, len(tokenizer))
             else:
                 model = tagger_from_language_model(
                     self.language_model, self.language_model_tokenizer, config, tokenizer, spelling
@@ -347,6 +347,10 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
                 if args.freeze_word_embeddings:
                     rows = tokenizer.convert_tokens_to_ids(sorted(self.pretrained_words))
                     freeze_rows(model.cont_transformer.embeddings.word_embeddings.weight, rows)
+            if self.word_vectors is not None:
+                table, found = vector_table(tokenizer.get_vocab(), len(tokenizer), *self.word_vectors)
+                model.cont_transformer.embeddings.set_static_vectors(table)
+                logger.info("static word vectors for %d of %d vocabulary ids", found, len(tokenizer))
         else:
             check_no_custom_code(args.model_name_or_path)
             model = ContTransformerForTokenClassification.from_pretrained(
