@@ -13,8 +13,8 @@ package metadata, name = ``model_type``), so compressing an ``ode_resnet`` folde
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -74,6 +74,8 @@ class ModelFamily:
         write_record: ``(source_folder, folder, accuracy, description)``, files a compressed
             folder needs besides the model and preprocessor (a tagger's metrics.json).
         card: what the family's model cards say (:class:`CardText`).
+        head_cards: what the cards of its models with another head say, by the end of the
+            architecture's name (``{"ForMaskedLM": ...}``); ``card`` for any other.
     """
 
     model_type: str
@@ -82,6 +84,15 @@ class ModelFamily:
     synthetic_inputs: Callable[..., tuple[dict, str]]
     write_record: Callable[[Path, Path, float | None, str], None] | None = None
     card: CardText | None = None
+    head_cards: Mapping[str, CardText] = field(default_factory=dict)
+
+    def card_for(self, config) -> CardText | None:
+        """The card text of ``config``'s model: its head's, else the family's."""
+        for architecture in getattr(config, "architectures", None) or []:
+            for head, card in self.head_cards.items():
+                if architecture.endswith(head):
+                    return card
+        return self.card
 
 
 FAMILIES: dict[str, ModelFamily] = {}

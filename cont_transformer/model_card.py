@@ -97,9 +97,9 @@ GENERIC_CARD = CardText(
 
 def card_text(config) -> CardText:
     """What the card of a ``config.model_type`` model says: its family's
-    :class:`~.families.CardText`, or :data:`GENERIC_CARD` when no family is known."""
+    :class:`~.families.CardText` for its head, or :data:`GENERIC_CARD` when no family is known."""
     try:
-        card = get_family(config.model_type).card
+        card = get_family(config.model_type).card_for(config)
     except ValueError:
         card = None
     return card or GENERIC_CARD

@@ -156,6 +156,27 @@ print(fill("The cat [MASK] a house .", top_k=2)[0]["token_str"])
 
 
 @pytest.mark.slow
+def test_a_compressed_language_model_stays_a_masked_language_model(language_model, tmp_path):
+    """compress.py on the language model keeps its masked-word head, its card's task and fill-mask."""
+    from transformers import AutoModelForMaskedLM, pipeline
+
+    import cont_transformer
+
+    output = tmp_path / "k1"
+    _run(
+        ROOT / "scripts" / "compress.py", str(language_model / "best"), "--num-basis", "1", "--output-dir", str(output)
+    )
+    cont_transformer.register_auto_classes()
+    model = AutoModelForMaskedLM.from_pretrained(output, trust_remote_code=False)
+    assert type(model).__name__ == "ContTransformerForMaskedLM" and model.config.num_basis == 1
+    assert model.config.architectures == ["ContTransformerForMaskedLM"]
+    card = (output / "README.md").read_text()
+    assert "pipeline_tag: fill-mask" in card and "masked language model" in card
+    filled = pipeline("fill-mask", model=str(output))("The dog [MASK] the ball .", top_k=2)
+    assert len(filled) == 2 and filled[0]["sequence"].startswith("The dog ")
+
+
+@pytest.mark.slow
 def test_fine_tuning_keeps_the_pretrained_row_of_a_word_the_treebank_lacks(language_model, tmp_path):
     from transformers import AutoTokenizer
 

@@ -24,12 +24,12 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from ..configuration_cont_transformer import ContTransformerConfig
-from ..families import CardText
 from ..model_card import Evaluation
 from ..model_folders import BEST_MODEL_DIR, METRICS_FILE
 from ..modeling_cont_transformer import ContTransformerForMaskedLM
 from ..tagging.batching import LengthGroupedBatchSampler, LengthGroupedEpochs, PaddingCollator
 from ..tagging.evaluation import eval_loader
+from ..tagging.family import LANGUAGE_MODEL_CARD
 from ..tagging.optimization import build_optimizer
 from ..tagging.tokenization import build_tokenizer, encode_words, spelling_tables, vocabulary_fingerprint
 from ..tagging.trainer import encoder_config
@@ -40,24 +40,6 @@ from .masking import IGNORE_INDEX, mask_words, masked_rows
 from .text import load_text, split_words, text_files, vocabulary, word_counts
 
 logger = logging.getLogger(__name__)
-
-CARD = CardText(
-    title="Continuous-in-depth transformer, masked language model",
-    pipeline_tag="fill-mask",
-    description=(
-        "The encoder of a continuous-in-depth tagger, pretrained on unlabelled text to fill in\n"
-        "masked words: its weights are functions of depth-time, θ(t) = Σ_k φ_k(t) θ̂_k, integrated\n"
-        "with a Runge–Kutta scheme (Stateful ODE-Nets, Queiruga et al., NeurIPS 2021). Fine-tune it\n"
-        "into a tagger with `scripts/train_pos.py --model-name-or-path <this folder>`."
-    ),
-    usage=(
-        "```python\n"
-        "from transformers import pipeline\n\n"
-        'fill = pipeline("fill-mask", model="<this repo>", trust_remote_code=True)\n'
-        'fill("The dog [MASK] at the cat .")\n'
-        "```"
-    ),
-)
 
 
 def _words(batch: dict, max_words: int) -> dict:
@@ -197,7 +179,7 @@ class MaskedLmTrainer(LengthGroupedEpochs, Trainer):
     def card_facts(self, entry: dict) -> dict:
         name = ", ".join(p.name for p in self.files) or str(self.args.dataset_name)
         return {
-            "card": CARD,
+            "card": LANGUAGE_MODEL_CARD,
             "extra": {
                 "training text": f"{name}: {self.facts['train_words']:,} words in {self.facts['train_lines']:,} lines",
                 "vocabulary": f"{len(self.words):,} words ({100 * self.facts['vocabulary_coverage']:.1f}% of the text)",

@@ -135,12 +135,39 @@ CARD = CardText(
         "sentences after `.`, `!`, `?` and at blank lines; a sentence longer than the model's\n"
         '`max_position_embeddings` is tagged in overlapping windows. `pipeline("token-classification",\n'
         "...)` gives the primary column's tag per token piece.\n\n"
-        "With the `cont-transformer` package installed, `import cont_transformer` registers the\n"
-        "Auto classes (no remote code needed) and `cont_transformer.tag(text, model, tokenizer)`\n"
-        "tags every column, splitting raw text with spaCy's rules."
+        'With the `cont-transformer` package installed, `cont_transformer.Tagger.from_pretrained("<this repo>")`\n'
+        "tags every column without remote code (the package registers the Auto classes on first\n"
+        "use of any of its names), splitting raw text with the same rules as the pipeline."
     ),
     facts=card_facts,
 )
 
-FAMILY = ModelFamily("cont_transformer", load_preprocessor, eval_set, synthetic_inputs, write_record, card=CARD)
+# What a masked language model's card says (scripts/pretrain.py, and compress.py of one).
+LANGUAGE_MODEL_CARD = CardText(
+    title="Continuous-in-depth transformer, masked language model",
+    pipeline_tag="fill-mask",
+    description=(
+        "The encoder of a continuous-in-depth tagger, pretrained on unlabelled text to fill in\n"
+        "masked words: its weights are functions of depth-time, θ(t) = Σ_k φ_k(t) θ̂_k, integrated\n"
+        "with a Runge–Kutta scheme (Stateful ODE-Nets, Queiruga et al., NeurIPS 2021). Fine-tune it\n"
+        "into a tagger with `scripts/train_pos.py --model-name-or-path <this folder>`."
+    ),
+    usage=(
+        "```python\n"
+        "from transformers import pipeline\n\n"
+        'fill = pipeline("fill-mask", model="<this repo>", trust_remote_code=True)\n'
+        'fill("The dog [MASK] at the cat .")\n'
+        "```"
+    ),
+)
+
+FAMILY = ModelFamily(
+    "cont_transformer",
+    load_preprocessor,
+    eval_set,
+    synthetic_inputs,
+    write_record,
+    card=CARD,
+    head_cards={"ForMaskedLM": LANGUAGE_MODEL_CARD},
+)
 register_family(FAMILY)

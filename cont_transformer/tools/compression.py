@@ -33,6 +33,7 @@ from transformers import (
     AutoConfig,
     AutoModel,
     AutoModelForImageClassification,
+    AutoModelForMaskedLM,
     AutoModelForTokenClassification,
     PretrainedConfig,
 )
@@ -70,6 +71,7 @@ PathLike = str | os.PathLike
 HEADS = {
     "ForTokenClassification": (AutoModelForTokenClassification, "token-classification"),
     "ForImageClassification": (AutoModelForImageClassification, "image-classification"),
+    "ForMaskedLM": (AutoModelForMaskedLM, "fill-mask"),
 }
 # Timing input when no evaluation data is given: (sentences, words) or (images, side).
 SYNTHETIC_BATCH = (64, 32)
