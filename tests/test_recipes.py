@@ -30,6 +30,7 @@ KINDS = {
     "en_gum_pretrained": TAGGER,
     "en_gum_vectors": TAGGER,
     "en_text_lm": LANGUAGE_MODEL,
+    "en_text_lm_gpu": LANGUAGE_MODEL,
     "mnist_small": IMAGES,
     "cifar10_small": IMAGES,
     "cifar10_fast": IMAGES,
@@ -60,7 +61,8 @@ def test_every_recipe_parses_into_valid_arguments(name, tiny_tagger_config, tmp_
         from cont_transformer import ContTransformerForMaskedLM
 
         monkeypatch.chdir(tmp_path)
-        ContTransformerForMaskedLM(tiny_tagger_config(word_representation="word")).save_pretrained(
+        representation = "word+chars" if "word_vectors" in recipe else "word"  # vectors need spelling
+        ContTransformerForMaskedLM(tiny_tagger_config(word_representation=representation)).save_pretrained(
             tmp_path / recipe["model_name_or_path"]
         )
     if "word_vectors" in recipe:  # the vectors it reads, as train_word_vectors.py writes them

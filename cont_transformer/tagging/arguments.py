@@ -249,10 +249,10 @@ class TrainingArguments(EncoderArguments, RunArguments):
         if self.cooldown_steps is not None and not 0 <= self.cooldown_steps <= self.max_steps:
             raise ValueError(f"cooldown_steps: must lie in [0, max_steps], got {self.cooldown_steps}")
         check_word_representation(self.word_representation)
-        if self.word_vectors is not None:
-            self._check_word_vectors()
         if self.model_name_or_path is not None:
             self._adopt_saved_sizes()
+        if self.word_vectors is not None:  # after a language model's representation is adopted
+            self._check_word_vectors()
         if self.length_buckets is None:
             self.length_buckets = COMPILE_LENGTH_BUCKETS if self.torch_compile else 0
         super().__post_init__()
