@@ -61,8 +61,9 @@ def test_every_recipe_parses_into_valid_arguments(name, tiny_tagger_config, tmp_
         from cont_transformer import ContTransformerForMaskedLM
 
         monkeypatch.chdir(tmp_path)
-        representation = "word+chars" if "word_vectors" in recipe else "word"  # vectors need spelling
-        ContTransformerForMaskedLM(tiny_tagger_config(word_representation=representation)).save_pretrained(
+        # vectors need spelling (and its [UNK])
+        spelling = {"word_representation": "word+chars", "unk_token_id": 1} if "word_vectors" in recipe else {}
+        ContTransformerForMaskedLM(tiny_tagger_config(**{"word_representation": "word", **spelling})).save_pretrained(
             tmp_path / recipe["model_name_or_path"]
         )
     if "word_vectors" in recipe:  # the vectors it reads, as train_word_vectors.py writes them
