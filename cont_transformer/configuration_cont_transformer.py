@@ -114,6 +114,14 @@ class ContTransformerConfig(PreTrainedConfig):
             tokens) that a trained projection adds to the word's representation, so a word
             the treebank never shows but the text did brings what the text taught
             (``word_representation.py``).
+        num_word_embeddings: rows of the word-embedding table (``word_embeddings``); 0 means
+            ``vocab_size``. Fewer rows are for ``"word+chars"`` (``"chars"`` has no table,
+            ``"word"`` needs every row): the ids from the last row on are never whole words
+            (``whole_word``), so they read ``[UNK]``'s row. A tagger
+            trained with static word vectors ends the table at its last whole word, so the
+            vectors' extra words, which read ``[UNK]``'s row anyway, cost no rows
+            (docs/design.md, "Static word vectors"). A masked language model scores every id
+            with its word embeddings and keeps them all.
 
     Columns. ``id2label`` / ``label2id`` name the tags of the primary column (their size
     sets ``num_labels``; its scores are the output's ``logits``, so transformers'
@@ -184,6 +192,7 @@ class ContTransformerConfig(PreTrainedConfig):
     char_kernel_size: int = 3
     max_word_length: int = 20
     word_vector_size: int = 0
+    num_word_embeddings: int = 0
     primary_column: str | None = None
     column_labels: dict[str, list[str]] | None = None
     feats_mode: str = "whole"
@@ -200,6 +209,7 @@ class ContTransformerConfig(PreTrainedConfig):
         self.validate_continuous_choices()
         self.validate_encoder()
         self.validate_word_representation()
+        self.validate_word_embedding_rows()
         self.validate_columns()
 
     def validate_continuous_choices(self):
@@ -255,6 +265,28 @@ class ContTransformerConfig(PreTrainedConfig):
             check_count(name, getattr(self, name))
         if self.char_kernel_size % 2 == 0:
             raise ValueError(f"char_kernel_size: must be odd, got {self.char_kernel_size}")
+
+    def validate_word_embedding_rows(self):
+        """``num_word_embeddings`` is 0 or a number of rows up to ``vocab_size``, fewer only for
+        the spelling representations and never fewer than ``[PAD]`` and ``[UNK]`` need."""
+        rows = self.num_word_embeddings
+        if not 0 <= rows <= self.vocab_size:
+            raise ValueError(f"num_word_embeddings: must lie in [0, vocab_size={self.vocab_size}], got {rows}")
+        if rows in (0, self.vocab_size):
+            return
+        if self.word_representation == "word":
+            raise ValueError(
+                f"num_word_embeddings: the 'word' representation embeds every id (0 or vocab_size), got {rows}"
+            )
+        for name in ("pad_token_id", "unk_token_id"):
+            value = getattr(self, name)
+            if value is not None and value >= rows:
+                raise ValueError(f"num_word_embeddings: {rows} rows leave {name}={value} without its row")
+
+    @property
+    def word_embedding_rows(self) -> int:
+        """The rows of the word-embedding table: ``num_word_embeddings``, or ``vocab_size`` when 0."""
+        return self.num_word_embeddings or self.vocab_size
 
     def validate_columns(self):
         """The predicted columns are known, none twice, and each has labels."""

@@ -427,6 +427,11 @@ class ContTransformerForMaskedLM(ContTransformerPreTrainedModel):
         super().__init__(config)
         if config.word_representation == "chars":
             raise ValueError("word_representation: a masked language model needs word embeddings, not 'chars'")
+        if config.word_embedding_rows != config.vocab_size:
+            raise ValueError(
+                f"num_word_embeddings: a masked language model scores every id with its word embeddings "
+                f"(0 or vocab_size={config.vocab_size}), got {config.num_word_embeddings}"
+            )
         self.cont_transformer = ContTransformerModel(config)
         self.lm_head = ContTransformerLMHead(config)
         self.post_init()

@@ -212,6 +212,10 @@ class WordRepresentation(nn.Module):
     ``word_vector_size`` ``static_vectors`` ``(vocab, word_vector_size)``, and, for
     the spelling representations, ``piece_characters`` ``(vocab, max_word_length)``,
     ``piece_lengths``, ``continuation`` and ``whole_word`` ``(vocab,)``.
+
+    The word embeddings have ``config.word_embedding_rows`` rows (``num_word_embeddings``):
+    with fewer than ``vocab`` (``"word+chars"``), the ids past them are never whole words and
+    read ``[UNK]``'s row, as any other word without an embedding of its own does.
     """
 
     def __init__(self, config: ContTransformerConfig):
@@ -220,7 +224,7 @@ class WordRepresentation(nn.Module):
         self.unk_token_id = config.unk_token_id
         vocab = config.vocab_size
         if self.kind != "chars":
-            self.word_embeddings = nn.Embedding(vocab, config.hidden_size, config.pad_token_id)
+            self.word_embeddings = nn.Embedding(config.word_embedding_rows, config.hidden_size, config.pad_token_id)
         self.register_buffer("word_dropout", torch.zeros(vocab))
         # Whether the buffer drops anything: read when training starts (`train`), so the
         # forward pass never synchronises with the device to find out.
@@ -255,10 +259,18 @@ class WordRepresentation(nn.Module):
             piece_lengths: ``(vocab,)`` the number of characters stored.
             continuation: ``(vocab,)`` bool, True at continuation pieces.
             whole_word: ``(vocab,)`` bool, True at ids that are whole words with their own
-                embedding (training words and special tokens).
+                embedding (training words and special tokens); none past the word
+                embeddings' rows (``config.num_word_embeddings``).
         """
         if self.kind == "word":
             raise ValueError("the 'word' representation reads no spelling")
+        rows = self.word_embeddings.num_embeddings if self.kind == "word+chars" else len(whole_word)
+        if bool(whole_word[rows:].any()):
+            word = rows + int(whole_word[rows:].nonzero()[0])
+            raise ValueError(
+                f"whole_word: id {word} is a whole word but the word embeddings have {rows} rows "
+                "(config.num_word_embeddings); a whole word needs a row of its own"
+            )
         for name, value in (
             ("piece_characters", piece_characters),
             ("piece_lengths", piece_lengths),
@@ -351,6 +363,9 @@ class WordRepresentation(nn.Module):
         vectors = vectors.view(batch, num_words, -1)  # (batch, words, hidden)
         if self.kind == "word+chars":
             own = self.whole_word[first] & single
+            rows = self.word_embeddings.num_embeddings
+            if rows < self.whole_word.shape[0]:  # ids past the table read [UNK]'s row, whatever the buffer says
+                own &= first < rows
             ids = torch.where(own, first, self.unk_token_id)  # (batch, words)
             vectors = vectors + self.word_embeddings(self._drop_words(ids))
         if hasattr(self, "static_vectors"):  # a word of one token has its vector; others none

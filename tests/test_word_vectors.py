@@ -133,6 +133,10 @@ def test_a_tagger_from_a_language_model_takes_vectors_too(language_model, vector
     assert set(words) <= set(vocab)
     vector_only = [w for w in words if w not in lm_vocab]
     assert all(not bool(embeddings.whole_word[vocab[w]]) for w in vector_only)
+    # ... and no rows: the table ends at the last whole word, past the language model's words.
+    rows = embeddings.word_embeddings.weight.shape[0]
+    assert rows == 1 + int(embeddings.whole_word.nonzero().max()) < len(vocab)
+    assert word_id < rows and all(vocab[w] >= rows for w in vector_only)
 
 
 @pytest.mark.parametrize(
@@ -206,3 +210,134 @@ def test_word2vec_vectors_for_the_comparison(tmp_path):
     assert json.loads(result.stdout.strip().splitlines()[-1])["method"] == "word2vec skip-gram (gensim)"
     words, vectors = load_word_vectors(output)
     assert "the" in words and vectors.shape == (len(words), 100)
+
+
+# --- the vectors' extra words have no word-embedding rows ----------------------------------
+
+PACKAGE_FREE = """
+import json, sys
+sys.modules["cont_transformer"] = None  # importing the package now fails
+import torch
+from transformers import AutoModelForTokenClassification
+folder, ids = sys.argv[1], torch.tensor(json.loads(sys.argv[2]))
+model = AutoModelForTokenClassification.from_pretrained(folder, trust_remote_code=True).eval()
+assert type(model).__module__.startswith("transformers_modules."), type(model).__module__
+with torch.no_grad():
+    logits = model(ids).logits
+print(json.dumps({"rows": model.get_input_embeddings().num_embeddings, "logits": logits.tolist()}))
+"""
+
+
+def test_vector_only_ids_have_no_word_embedding_rows():
+    """A table that ends at the last whole word: a vector-only word and an unknown word read
+    [UNK]'s row; a whole word past the table, a misordered vocabulary and a masked LM with
+    a short table are refused in one line."""
+    from cont_transformer import (
+        ContTransformerConfig,
+        ContTransformerForMaskedLM,
+        ContTransformerForTokenClassification,
+    )
+    from cont_transformer.tagging.tokenization import build_tokenizer, spelling_tables
+    from cont_transformer.tagging.trainer import whole_word_rows
+
+    training, vector_only = ["The", "dog", "barks", "."], ["zygote", "cat"]
+    tokenizer = build_tokenizer([*training, *vector_only], spelling=True)
+    spelling, char_vocab_size = spelling_tables(tokenizer, set(training), 20)
+    rows = whole_word_rows(spelling["whole_word"])
+    assert rows == 3 + len(training) < len(tokenizer)  # the special tokens, then the training words
+    sizes = {"hidden_size": 8, "num_attention_heads": 1, "intermediate_size": 8, "num_basis": 2}
+    config = ContTransformerConfig(
+        vocab_size=len(tokenizer), **sizes, word_representation="word+chars", unk_token_id=tokenizer.unk_token_id,
+        char_vocab_size=char_vocab_size, char_hidden_size=8, word_vector_size=4, num_word_embeddings=rows,
+        id2label={0: "A", 1: "B"},
+    )  # fmt: skip
+    model = ContTransformerForTokenClassification(config).eval()
+    embeddings = model.cont_transformer.embeddings
+    assert embeddings.word_embeddings.weight.shape == (rows, 8)
+    assert embeddings.static_vectors.shape == (len(tokenizer), 4) and embeddings.whole_word.shape == (len(tokenizer),)
+    embeddings.set_spelling(**spelling)
+    ids = tokenizer(["The", "zygote", "barks", "."], is_split_into_words=True, return_tensors="pt")["input_ids"]
+    assert int(ids.max()) >= rows  # the vector-only word's id is past the table
+    assert model(ids).logits.shape == (1, 5, 2)
+    # Its word channel is [UNK]'s: changing [UNK]'s row changes its vector, not The's.
+    before = embeddings(ids).vectors
+    with torch.no_grad():
+        embeddings.word_embeddings.weight[tokenizer.unk_token_id] += 1.0
+    changed = (embeddings(ids).vectors - before).abs().sum(-1)[0]
+    assert changed[2] > 0 and changed[1] == 0  # words: [ROOT], The, zygote, barks, .
+    # Buffers that claim a whole word past the table are refused, and could not index past it.
+    bad = spelling["whole_word"].clone()
+    bad[rows] = True
+    with pytest.raises(ValueError, match=f"whole_word: id {rows} is a whole word but the word embeddings have {rows}"):
+        embeddings.set_spelling(**{**spelling, "whole_word": bad})
+    embeddings.whole_word.copy_(bad)
+    assert model(ids).logits.shape == (1, 5, 2)
+    misordered = spelling["whole_word"].clone()
+    misordered[3], misordered[rows] = False, True
+    with pytest.raises(ValueError, match="vocabulary: id 3 is not a whole word but comes before the last one"):
+        whole_word_rows(misordered)
+    with pytest.raises(ValueError, match="num_word_embeddings: a masked language model scores every id"):
+        ContTransformerForMaskedLM(config)
+    for fields, message in (
+        ({"num_word_embeddings": len(tokenizer) + 1}, "must lie in"),
+        ({"num_word_embeddings": 1}, "leave unk_token_id=1 without its row"),
+        ({"word_representation": "word", "num_word_embeddings": rows}, "'word' representation embeds every id"),
+    ):
+        with pytest.raises(ValueError, match=f"^num_word_embeddings: .*{message}"):
+            ContTransformerConfig(**{**config.to_dict(), **fields})
+    assert ContTransformerConfig(vocab_size=10, num_basis=2).word_embedding_rows == 10  # 0, as in older configs
+
+
+@pytest.mark.slow
+def test_a_saved_vector_tagger_has_rows_for_its_whole_words_only(vectors, tmp_path):
+    """The saved tagger's word embeddings end at its last whole word, and it loads and tags a
+    vector-only word with the package and, without it, by remote code."""
+    import os
+    import subprocess
+    import sys
+
+    from transformers import AutoTokenizer
+
+    from cont_transformer.modeling_cont_transformer import ContTransformerForTokenClassification
+    from cont_transformer.tagging.tag import Tagger
+
+    output = tmp_path / "tagger"
+    _run(TRAIN_POS, *TINY_TAGGER, "--word-vectors", str(vectors), "--output-dir", str(output))
+    best = output / "best"
+    tokenizer = AutoTokenizer.from_pretrained(best)
+    model = ContTransformerForTokenClassification.from_pretrained(best).eval()
+    embeddings = model.cont_transformer.embeddings
+    rows = embeddings.word_embeddings.weight.shape[0]
+    assert rows == model.config.num_word_embeddings == 1 + int(embeddings.whole_word.nonzero().max())
+    assert rows < len(tokenizer) == model.config.vocab_size
+    word_id = tokenizer.convert_tokens_to_ids(TEXT_ONLY_WORD)
+    assert word_id >= rows and bool(embeddings.static_vectors[word_id].any())
+    tagged = Tagger.from_pretrained(best)([["The", TEXT_ONLY_WORD, "barks", "."]])
+    assert [w.text for w in tagged.sentences[0].words] == ["The", TEXT_ONLY_WORD, "barks", "."]
+    assert all(w.upos for w in tagged.sentences[0].words)
+    ids = tokenizer(["The", TEXT_ONLY_WORD, "barks", "."], is_split_into_words=True, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        logits = model(ids).logits
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf_home"), "OMP_NUM_THREADS": "1"}
+    env.pop("PYTHONPATH", None)
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", PACKAGE_FREE, str(best), json.dumps(ids.tolist())],
+        check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    remote = json.loads(result.stdout.strip().splitlines()[-1])
+    assert remote["rows"] == rows
+    torch.testing.assert_close(torch.tensor(remote["logits"]), logits)
+
+
+def test_vectors_refuse_a_language_model_without_spelling(vectors, tiny_tagger_config, tmp_path):
+    """A word-only language model would give the vectors' new words untrained embeddings."""
+    from cont_transformer import ContTransformerForMaskedLM
+
+    lm = tmp_path / "lm"
+    ContTransformerForMaskedLM(tiny_tagger_config(word_representation="word")).save_pretrained(lm)
+    output = tmp_path / "run"
+    flags = ["--treebank", "sample", "--model-name-or-path", str(lm), "--word-vectors", str(vectors)]
+    result = _run(TRAIN_POS, *flags, "--output-dir", str(output), check=False)
+    assert result.returncode == 2 and not output.exists()
+    assert "needs a spelling representation" in result.stderr.strip().splitlines()[-1]

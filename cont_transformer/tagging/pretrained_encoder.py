@@ -59,8 +59,10 @@ def extended_tokenizer(language_model, tokenizer, words):
 
 
 def _rows(target: torch.Tensor, source: torch.Tensor, new_ids: dict, old_ids: dict) -> int:
-    """Copy ``source``'s row of each key of ``old_ids`` into ``target``'s row of the same key."""
-    pairs = [(new_ids[k], old) for k, old in old_ids.items() if k in new_ids]
+    """Copy ``source``'s row of each key of ``old_ids`` into ``target``'s row of the same key,
+    where ``target`` has that row (a tagger's word embeddings may end before its pieces and
+    its vectors' words: ``config.num_word_embeddings``; the language model's words all fit)."""
+    pairs = [(new_ids[k], old) for k, old in old_ids.items() if new_ids.get(k, len(target)) < len(target)]
     index = torch.tensor(pairs, dtype=torch.long).reshape(-1, 2)
     target[index[:, 0]] = source[index[:, 1]].to(target.dtype)
     return len(pairs)

@@ -227,11 +227,13 @@ def model_config(
     char_vocab_size: int = ContTransformerConfig.char_vocab_size,
     combinations: list[list[str]] | None = None,
     word_vector_size: int = 0,
+    num_word_embeddings: int = 0,
 ) -> ContTransformerConfig:
     """The tagger's config at the refinement schedule's initial K and N_T; ``labels``: per
     predicted column its labels, the primary column first; ``combinations``: the
     (UPOS, XPOS, FEATS) triples seen in training (``combinations.tag_combinations``);
-    ``word_vector_size``: of the static word vectors (0: none)."""
+    ``word_vector_size``: of the static word vectors (0: none); ``num_word_embeddings``:
+    rows of the word embeddings (0: one per id; see :func:`whole_word_rows`)."""
     primary, *others = labels
     label_names = labels[primary]
     return ContTransformerConfig(
@@ -243,7 +245,24 @@ def model_config(
         feats_mode=args.feats_mode,
         tag_combinations=combinations,
         word_vector_size=word_vector_size,
+        num_word_embeddings=num_word_embeddings,
     )
+
+
+def whole_word_rows(whole_word: torch.Tensor) -> int:
+    """The word-embedding rows of a tagger whose vocabulary has ``whole_word`` ``(vocab,)``
+    (``spelling_tables``): one per id up to the last whole word. The whole words (special
+    tokens, training words, a language model's words) come first in the vocabulary and the
+    vectors' other words and the pieces after them, which read ``[UNK]``'s row and need
+    none; a ``ValueError`` if the vocabulary is not laid out so."""
+    rows = int(whole_word.nonzero().max()) + 1
+    if not bool(whole_word[:rows].all()):
+        gap = int((~whole_word[:rows]).nonzero()[0])
+        raise ValueError(
+            f"vocabulary: id {gap} is not a whole word but comes before the last one ({rows - 1}); "
+            "the whole words must come first for the word embeddings to end there"
+        )
+    return rows
 
 
 class PosTrainer(LengthGroupedEpochs, Trainer):
@@ -332,9 +351,13 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
             whole_words = set(self.counts) | (self.pretrained_words if self.language_model is not None else set())
             if args.word_representation != "word":
                 spelling, char_vocab_size = spelling_tables(tokenizer, whole_words, args.max_word_length)
-            vector_size = 0 if self.word_vectors is None else self.word_vectors[1].shape[1]
+            vector_size, rows = 0, 0
+            if self.word_vectors is not None:  # the vectors' extra words get no rows
+                vector_size = self.word_vectors[1].shape[1]
+                if args.word_representation == "word+chars":
+                    rows = whole_word_rows(spelling["whole_word"])
             config = model_config(
-                args, tokenizer, self.labels, language, char_vocab_size, self.combinations, vector_size
+                args, tokenizer, self.labels, language, char_vocab_size, self.combinations, vector_size, rows
             )
             if self.language_model is None:
                 model = ContTransformerForTokenClassification(config)
