@@ -343,6 +343,26 @@ def test_no_weight_decay_on_biases_and_layer_norms(tiny_tagger):
     assert len(decay["params"]) + len(no_decay["params"]) == len(list(model.parameters()))
 
 
+def test_each_named_parameter_gets_its_own_learning_rate_multiple(tiny_tagger):
+    """Fine-tuning from a language model: the encoder at one multiple, the character CNN at
+    another (--spelling-learning-rate-scale), the heads at 1; decay as before."""
+    model = tiny_tagger(**TAGGER, num_basis=2, word_representation="word+chars", unk_token_id=1).train()
+    names = {id(p): n for n, p in model.named_parameters()}
+    scales = {n: (1.0 if ".characters." in n else 0.3) for n in names.values() if n.startswith("cont_transformer.")}
+    optimizer = build_optimizer(
+        model, 1e-3, 0.1, scales, no_decay=["cont_transformer.embeddings.word_embeddings.weight"]
+    )
+    seen = {}
+    for group in optimizer.param_groups:
+        for parameter in group["params"]:
+            seen[names[id(parameter)]] = (group["lr_scale"], group["weight_decay"])
+    assert len(seen) == len(names)
+    assert seen["classifier.weight"] == (1.0, 0.1)
+    assert seen["cont_transformer.encoder.rate.mlp.fc1.weight"] == (0.3, 0.1)
+    assert seen["cont_transformer.embeddings.word_embeddings.weight"] == (0.3, 0.0)
+    assert all(seen[n][0] == 1.0 for n in names.values() if ".characters." in n)
+
+
 def test_refinement_projects_the_optimizer_state(tiny_tagger):
     model = tiny_tagger(**TAGGER, num_basis=2).train()
     optimizer = build_optimizer(model, 1e-2, 0.1)

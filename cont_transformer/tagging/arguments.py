@@ -190,6 +190,13 @@ class TrainingArguments(EncoderArguments, RunArguments):
             "(embeddings, character CNN, ODE block) as a multiple of --learning-rate"
         ),
     )
+    spelling_learning_rate_scale: float | None = field(
+        default=None,
+        **_help(
+            "fine-tuning from a language model: the character CNN's learning rate as a multiple of "
+            "--learning-rate (default: --encoder-learning-rate-scale)"
+        ),
+    )
     warmup_steps: int = field(default=8000, **_help("linear warm-up steps, then 1/sqrt decay"))
     cooldown_steps: int | None = field(
         default=None,
@@ -243,6 +250,9 @@ class TrainingArguments(EncoderArguments, RunArguments):
             raise ValueError(
                 f"encoder_learning_rate_scale: must be a finite number >= 0, got {self.encoder_learning_rate_scale}"
             )
+        spelling = self.spelling_learning_rate_scale
+        if spelling is not None and not (math.isfinite(spelling) and spelling >= 0):
+            raise ValueError(f"spelling_learning_rate_scale: must be a finite number >= 0, got {spelling}")
         check_count("max_steps", self.max_steps)  # before the cool-down that derives from it
         if self.cooldown_steps is None and self.num_train_epochs is None:  # else: of the planned steps
             self.cooldown_steps = round(DEFAULT_COOLDOWN_FRACTION * self.max_steps)

@@ -4,7 +4,7 @@ coefficient mirrors of them included)."""
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Container, Mapping
 
 import torch
 from torch import nn
@@ -30,25 +30,23 @@ def build_optimizer(
     model: nn.Module,
     learning_rate: float,
     weight_decay: float,
-    pretrained: Container[str] = (),
-    pretrained_scale: float = 1.0,
+    scales: Mapping[str, float] | None = None,
     no_decay: Container[str] = (),
 ) -> torch.optim.AdamW:
     """AdamW with the paper's β and ε; biases and LayerNorm parameters (and the parameters
-    named in ``no_decay``) get no weight decay, and the parameters named in ``pretrained``
-    ``pretrained_scale`` times the learning rate (the scaffold's ``lr_scale``).
+    named in ``no_decay``) get no weight decay, and a parameter named in ``scales`` its
+    multiple of the learning rate (the scaffold's ``lr_scale``; 1 for any other).
 
     The fused kernel: at K = 64 the coefficients are 64 copies of the rate's weights, and
     the per-tensor loop of the default AdamW costs about ten times as long on a CPU.
     """
+    scales = scales or {}
     undecayed = _no_decay_parameters(model) | set(no_decay)
     groups = []
     for decay in (True, False):
-        for scale in {1.0, pretrained_scale}:
+        for scale in sorted({1.0, *scales.values()}):
             params = [
-                p
-                for n, p in model.named_parameters()
-                if (n not in undecayed) == decay and (pretrained_scale if n in pretrained else 1.0) == scale
+                p for n, p in model.named_parameters() if (n not in undecayed) == decay and scales.get(n, 1.0) == scale
             ]
             if params:
                 groups.append({"params": params, "weight_decay": weight_decay if decay else 0.0, "lr_scale": scale})

@@ -265,6 +265,10 @@ def whole_word_rows(whole_word: torch.Tensor) -> int:
     return rows
 
 
+# The character CNN: its parameters' names (``--spelling-learning-rate-scale``).
+SPELLING_PARAMETERS = "cont_transformer.embeddings.characters."
+
+
 class PosTrainer(LengthGroupedEpochs, Trainer):
     """A tagger's training run: CoNLL-U data, the continuous transformer, AdamW."""
 
@@ -393,10 +397,15 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
         # otherwise only shrink.
         names = [name for name, _ in model.named_parameters()]
         embeddings = [n for n in names if n.endswith("embeddings.word_embeddings.weight")]
-        pretrained = [n for n in names if n.startswith(("cont_transformer.embeddings.", "cont_transformer.encoder."))]
-        return build_optimizer(
-            model, args.learning_rate, args.weight_decay, pretrained, args.encoder_learning_rate_scale, embeddings
-        )
+        spelling_scale = args.spelling_learning_rate_scale
+        if spelling_scale is None:
+            spelling_scale = args.encoder_learning_rate_scale
+        scales = {
+            n: spelling_scale if n.startswith(SPELLING_PARAMETERS) else args.encoder_learning_rate_scale
+            for n in names
+            if n.startswith(("cont_transformer.embeddings.", "cont_transformer.encoder."))
+        }
+        return build_optimizer(model, args.learning_rate, args.weight_decay, scales, embeddings)
 
     def learning_rate(self, step: int) -> float:
         args, max_steps = self.args, self.plan.max_steps
