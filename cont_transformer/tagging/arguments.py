@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from transformers import AutoConfig
+from transformers import AutoConfig, PretrainedConfig
 
 from ..basis import get_basis, refined_num_steps
 from ..choices import check_count
@@ -246,23 +246,19 @@ class TrainingArguments(EncoderArguments, RunArguments):
             raise ValueError(f"word_dropout: must be >= 0, got {self.word_dropout}")
         if self.warmup_steps < 0:
             raise ValueError(f"warmup_steps: must be >= 0, got {self.warmup_steps}")
-        if not (math.isfinite(self.encoder_learning_rate_scale) and self.encoder_learning_rate_scale >= 0):
-            raise ValueError(
-                f"encoder_learning_rate_scale: must be a finite number >= 0, got {self.encoder_learning_rate_scale}"
-            )
-        spelling = self.spelling_learning_rate_scale
-        if spelling is not None and not (math.isfinite(spelling) and spelling >= 0):
-            raise ValueError(f"spelling_learning_rate_scale: must be a finite number >= 0, got {spelling}")
+        for name in ("encoder_learning_rate_scale", "spelling_learning_rate_scale"):
+            scale = getattr(self, name)
+            if scale is not None and not (math.isfinite(scale) and scale >= 0):
+                raise ValueError(f"{name}: must be a finite number >= 0, got {scale}")
         check_count("max_steps", self.max_steps)  # before the cool-down that derives from it
         if self.cooldown_steps is None and self.num_train_epochs is None:  # else: of the planned steps
             self.cooldown_steps = round(DEFAULT_COOLDOWN_FRACTION * self.max_steps)
         if self.cooldown_steps is not None and not 0 <= self.cooldown_steps <= self.max_steps:
             raise ValueError(f"cooldown_steps: must lie in [0, max_steps], got {self.cooldown_steps}")
         check_word_representation(self.word_representation)
-        if self.model_name_or_path is not None:
-            self._adopt_saved_sizes()
+        saved = self._adopt_saved_sizes() if self.model_name_or_path is not None else None
         if self.word_vectors is not None:  # after a language model's representation is adopted
-            self._check_word_vectors()
+            self._check_word_vectors(saved)
         if self.length_buckets is None:
             self.length_buckets = COMPILE_LENGTH_BUCKETS if self.torch_compile else 0
         super().__post_init__()
@@ -293,16 +289,14 @@ class TrainingArguments(EncoderArguments, RunArguments):
                 f"(a UD treebank, e.g. en_gum); {self.treebank!r} is read in its default one, got {config!r}"
             )
 
-    def _check_word_vectors(self) -> None:
+    def _check_word_vectors(self, saved) -> None:
         """Static vectors go into a new tagger that spells words (also one started from a
-        language model); the folder holds them."""
-        if self.model_name_or_path is not None:
-            check_no_custom_code(self.model_name_or_path)
-            if not is_language_model(AutoConfig.from_pretrained(self.model_name_or_path, trust_remote_code=False)):
-                raise ValueError(
-                    "word_vectors: only a new tagger takes static vectors (also one started from a language "
-                    "model); a saved tagger (--model-name-or-path) keeps its own"
-                )
+        language model, whose config is ``saved``); the folder holds them."""
+        if saved is not None and not is_language_model(saved):
+            raise ValueError(
+                "word_vectors: only a new tagger takes static vectors (also one started from a language "
+                "model); a saved tagger (--model-name-or-path) keeps its own"
+            )
         if self.word_representation == "word":
             raise ValueError(
                 "word_vectors: needs a spelling representation (--word-representation word+chars): "
@@ -314,9 +308,9 @@ class TrainingArguments(EncoderArguments, RunArguments):
                     f"word_vectors: {self.word_vectors} has no {name} (make it with scripts/train_word_vectors.py)"
                 )
 
-    def _adopt_saved_sizes(self) -> None:
+    def _adopt_saved_sizes(self) -> PretrainedConfig:
         """Fine-tuning keeps the saved model's continuous choices; refinements (if any)
-        grow them from there."""
+        grow them from there. Returns the saved model's config."""
         from .. import auto  # noqa: F401  registers the models with the Auto classes
 
         check_no_custom_code(self.model_name_or_path)
@@ -335,6 +329,7 @@ class TrainingArguments(EncoderArguments, RunArguments):
             current = current.refine()
         self.basis, self.scheme, self.time_horizon = config.basis, config.scheme, config.time_horizon
         self.num_basis, self.num_steps = current.num_basis, refined_num_steps(config.num_steps, refinements)
+        return config
 
 
 def ud_treebank(config: str, data_dir: str | None = None) -> str:
