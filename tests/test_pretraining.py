@@ -256,6 +256,38 @@ def test_a_killed_pretraining_run_resumes_to_the_same_weights(language_model, te
 
 
 @pytest.mark.slow
+def test_pretraining_goes_on_from_a_saved_language_model(language_model, tmp_path):
+    """--model-name-or-path: new text, the saved vocabulary, sizes and weights (at a learning
+    rate too small to move them, the new run's model is the saved one)."""
+    saved = language_model / "best"
+    output = tmp_path / "further"
+    more = write_text(tmp_path / "more.txt.gz", lines=200, seed=5)
+    steps = ("--max-steps", "2", "--eval-steps", "2", "--save-steps", "2", "--warmup-steps", "1", "--batch-size", "16")
+    args = ("--text-files", str(more), "--output-dir", str(output), "--model-name-or-path", str(saved), *steps)
+    _run(PRETRAIN, *args, "--learning-rate", "1e-12", "--heldout-lines", "40", "--vocabulary-size", "7")
+    before, after = load_file(saved / "model.safetensors"), load_file(output / "best" / "model.safetensors")
+    assert before.keys() == after.keys()
+    assert all(torch.allclose(before[k].float(), after[k].float(), atol=1e-6) for k in before)
+    assert (
+        json.loads((output / "best" / "tokenizer.json").read_text())["model"]["vocab"]
+        == json.loads((saved / "tokenizer.json").read_text())["model"]["vocab"]
+    )
+    config = json.loads((output / "best" / "config.json").read_text())
+    assert (config["num_basis"], config["hidden_size"]) == (2, 16)  # the saved sizes, not the defaults
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert metrics["vocabulary_words"] == json.loads((language_model / "metrics.json").read_text())["vocabulary_words"]
+
+
+def test_pretraining_goes_on_only_from_a_language_model(tmp_path, text_file):
+    from cont_transformer.configuration_cont_transformer import ContTransformerConfig
+    from cont_transformer.language_modeling.arguments import PretrainingArguments
+
+    ContTransformerConfig(architectures=["ContTransformerForTokenClassification"]).save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="holds a tagger; pretraining goes on only from a language model"):
+        PretrainingArguments(text_files=[str(text_file)], model_name_or_path=str(tmp_path))
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("content", "message"),
     [

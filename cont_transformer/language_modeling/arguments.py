@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ..choices import check_count
-from ..tagging.arguments import INVERSE_SQRT, INVERSE_SQRT_DESCRIPTION, EncoderArguments
+from ..tagging.arguments import INVERSE_SQRT, INVERSE_SQRT_DESCRIPTION, EncoderArguments, adopt_saved_sizes
+from ..tagging.pretrained_encoder import is_language_model
 from ..training.arguments import RunArguments, _help
 
 
@@ -28,6 +29,14 @@ class PretrainingArguments(EncoderArguments, RunArguments):
         default=None, **_help("a datasets name or local dataset folder instead of --text-files")
     )
     dataset_config_name: str | None = field(default=None, **_help("its configuration", aliases=["--dataset-config"]))
+    model_name_or_path: str | None = field(
+        default=None,
+        **_help(
+            "a language model saved by this script to pretrain further (on new text: domain-adaptive "
+            "pretraining): its vocabulary, sizes, K and N_T and weights are kept; --vocabulary-size, "
+            "--min-word-count and the encoder's sizes are then not read"
+        ),
+    )
     language: str | None = field(default=None, **_help("ISO 639-1 code of the text, for the model card"))
     text_column: str = field(default="text", **_help("the column of --dataset-name holding the text"))
     vocabulary_size: int = field(
@@ -76,4 +85,9 @@ class PretrainingArguments(EncoderArguments, RunArguments):
             self.cooldown_steps = round(0.2 * self.max_steps)
         if not 0 <= self.cooldown_steps <= self.max_steps:
             raise ValueError(f"cooldown_steps: must lie in [0, max_steps], got {self.cooldown_steps}")
+        if self.model_name_or_path is not None and not is_language_model(adopt_saved_sizes(self)):
+            raise ValueError(
+                f"model_name_or_path: {self.model_name_or_path} holds a tagger; pretraining goes on only "
+                "from a language model (scripts/pretrain.py's best/)"
+            )
         super().__post_init__()

@@ -22,16 +22,26 @@ from pathlib import Path
 import torch
 from torch import nn
 from torch.utils.data import DataLoader
+from transformers import AutoTokenizer
 
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..model_card import Evaluation
 from ..model_folders import BEST_MODEL_DIR, METRICS_FILE
 from ..modeling_cont_transformer import ContTransformerForMaskedLM
+from ..pretrained import check_no_custom_code
 from ..tagging.batching import LengthGroupedBatchSampler, LengthGroupedEpochs, PaddingCollator
 from ..tagging.evaluation import eval_loader
 from ..tagging.family import LANGUAGE_MODEL_CARD
 from ..tagging.optimization import build_optimizer
-from ..tagging.tokenization import build_tokenizer, encode_words, spelling_tables, vocabulary_fingerprint
+from ..tagging.pretrained_encoder import load_language_model
+from ..tagging.tokenization import (
+    build_tokenizer,
+    check_tokenizer,
+    encode_words,
+    spelling_tables,
+    training_words,
+    vocabulary_fingerprint,
+)
 from ..tagging.trainer import encoder_config
 from ..training.scaffold import Trainer
 from ..training.schedules import cooldown_factor, inverse_sqrt_learning_rate
@@ -73,9 +83,13 @@ class MaskedLmTrainer(LengthGroupedEpochs, Trainer):
             )
             data = data.map(partial(_words, max_words=args.max_length - 1), batched=True, remove_columns=["text"])
             counts = word_counts(data["train"])
-            words = vocabulary(counts, args.vocabulary_size, args.min_word_count)
-            spelling = args.word_representation != "word"
-            self.tokenizer = tokenizer = build_tokenizer(words, spelling=spelling, mask=True)
+            if args.model_name_or_path is None:
+                words = vocabulary(counts, args.vocabulary_size, args.min_word_count)
+                spelling = args.word_representation != "word"
+                self.tokenizer = tokenizer = build_tokenizer(words, spelling=spelling, mask=True)
+            else:  # pretraining goes on: the saved model's vocabulary, read before the output folder is touched
+                words = self._saved_vocabulary(args.model_name_or_path)
+                tokenizer = self.tokenizer
             first = tokenizer.convert_tokens_to_ids(words[0]) if words else 0
             encode = partial(_encode, tokenizer=tokenizer, first_word=first, end_word=first + len(words))
             data = data.map(encode, batched=True, remove_columns=["words"])
@@ -100,8 +114,23 @@ class MaskedLmTrainer(LengthGroupedEpochs, Trainer):
             json.dumps([words, self.facts, data["heldout"]._fingerprint]).encode()
         ).hexdigest()
 
+    def _saved_vocabulary(self, folder: str) -> list[str]:
+        """Load the language model in ``folder`` and its tokenizer; returns its words in id
+        order, which must be consecutive ids (the masks are drawn over that range)."""
+        check_no_custom_code(folder)
+        self.tokenizer = tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+        self.language_model = load_language_model(folder)
+        check_tokenizer(tokenizer, self.language_model.config, folder)
+        vocab = tokenizer.get_vocab()
+        words = sorted(training_words(tokenizer, self.language_model), key=vocab.__getitem__)
+        if not words or vocab[words[-1]] - vocab[words[0]] != len(words) - 1:
+            raise ValueError(f"model_name_or_path: {folder}'s words are not consecutive ids of its tokenizer")
+        return words
+
     def build_model(self) -> nn.Module:
         args, tokenizer = self.args, self.tokenizer
+        if args.model_name_or_path is not None:
+            return self.language_model
         spelling, char_vocab_size = None, ContTransformerConfig.char_vocab_size
         if args.word_representation != "word":
             spelling, char_vocab_size = spelling_tables(tokenizer, set(self.words), args.max_word_length)

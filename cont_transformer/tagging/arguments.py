@@ -256,7 +256,7 @@ class TrainingArguments(EncoderArguments, RunArguments):
         if self.cooldown_steps is not None and not 0 <= self.cooldown_steps <= self.max_steps:
             raise ValueError(f"cooldown_steps: must lie in [0, max_steps], got {self.cooldown_steps}")
         check_word_representation(self.word_representation)
-        saved = self._adopt_saved_sizes() if self.model_name_or_path is not None else None
+        saved = adopt_saved_sizes(self) if self.model_name_or_path is not None else None
         if self.word_vectors is not None:  # after a language model's representation is adopted
             self._check_word_vectors(saved)
         if self.length_buckets is None:
@@ -308,28 +308,32 @@ class TrainingArguments(EncoderArguments, RunArguments):
                     f"word_vectors: {self.word_vectors} has no {name} (make it with scripts/train_word_vectors.py)"
                 )
 
-    def _adopt_saved_sizes(self) -> PretrainedConfig:
-        """Fine-tuning keeps the saved model's continuous choices; refinements (if any)
-        grow them from there. Returns the saved model's config."""
-        from .. import auto  # noqa: F401  registers the models with the Auto classes
 
-        check_no_custom_code(self.model_name_or_path)
-        config = AutoConfig.from_pretrained(self.model_name_or_path, trust_remote_code=False)
-        if config.model_type != MODEL_TYPE:
-            raise ValueError(
-                f"model_name_or_path: {self.model_name_or_path} holds a {config.model_type!r} "
-                f"model, not a {MODEL_TYPE!r} tagger"
-            )
-        if is_language_model(config):  # a pretrained encoder: the tagger takes its sizes
-            for name in ENCODER_FIELDS:
-                setattr(self, name, getattr(config, name))
-        current = get_basis(config.basis, config.num_basis, config.time_horizon)
-        refinements = len(parse_steps(self.refine_steps))
-        for _ in range(refinements):
-            current = current.refine()
-        self.basis, self.scheme, self.time_horizon = config.basis, config.scheme, config.time_horizon
-        self.num_basis, self.num_steps = current.num_basis, refined_num_steps(config.num_steps, refinements)
-        return config
+def adopt_saved_sizes(args) -> PretrainedConfig:
+    """Fine-tuning (and pretraining further) keeps the saved model's continuous choices:
+    ``args`` (a tagger's or a language model's arguments) take the basis, scheme, time
+    horizon, K and N_T of the model in ``args.model_name_or_path``, grown by the refinements
+    ``args.refine_steps`` asks for, and a language model's encoder sizes. Returns the saved
+    model's config; a folder of another model type is refused in one line."""
+    from .. import auto  # noqa: F401  registers the models with the Auto classes
+
+    check_no_custom_code(args.model_name_or_path)
+    config = AutoConfig.from_pretrained(args.model_name_or_path, trust_remote_code=False)
+    if config.model_type != MODEL_TYPE:
+        raise ValueError(
+            f"model_name_or_path: {args.model_name_or_path} holds a {config.model_type!r} "
+            f"model, not a {MODEL_TYPE!r} tagger or language model"
+        )
+    if is_language_model(config):  # a pretrained encoder: its sizes are kept
+        for name in ENCODER_FIELDS:
+            setattr(args, name, getattr(config, name))
+    current = get_basis(config.basis, config.num_basis, config.time_horizon)
+    refinements = len(parse_steps(args.refine_steps))
+    for _ in range(refinements):
+        current = current.refine()
+    args.basis, args.scheme, args.time_horizon = config.basis, config.scheme, config.time_horizon
+    args.num_basis, args.num_steps = current.num_basis, refined_num_steps(config.num_steps, refinements)
+    return config
 
 
 def ud_treebank(config: str, data_dir: str | None = None) -> str:
