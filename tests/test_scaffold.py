@@ -353,3 +353,21 @@ def test_a_malicious_pickle_in_a_checkpoint_runs_no_code(tmp_path, caplog):
         ToyTrainer(toy(tmp_path, max_steps=12, resume_from_checkpoint="latest"))
     assert not marker.exists()
     assert "step-8/" in caplog.text and "is damaged" in caplog.text
+
+
+class WorseningTrainer(ToyTrainer):
+    """Scores every evaluation below the one before: the coarse models look best on dev."""
+
+    def evaluate(self, model):
+        return {"accuracy": -float(self.state.step)}
+
+
+def test_a_refined_run_keeps_a_model_of_its_final_sizes(tmp_path):
+    """Once the run reaches the K and N_T it was asked for, a coarser model never stays
+    best/, however it scored; a run that never reaches them keeps its best by the metric."""
+    result = WorseningTrainer(toy(tmp_path)).run()
+    assert [h["step"] for h in result["history"]] == [4, 8, 12]
+    assert (result["best"]["step"], result["best"]["num_basis"]) == (12, 4)
+    assert json.loads((tmp_path / "run" / BEST_MODEL_DIR / "config.json").read_text())["num_basis"] == 4
+    result = WorseningTrainer(toy(tmp_path, output_dir=str(tmp_path / "short"), max_steps=8)).run()
+    assert (result["best"]["step"], result["best"]["num_basis"]) == (4, 1)

@@ -11,7 +11,8 @@ of a batch and the evaluation; the scaffold does the rest the same way for all:
   is seeded from ``(seed, step, process)``, and the subclass's batches of an epoch are a
   function of ``(seed, epoch)``, so a resumed run replays the uninterrupted one exactly.
 * Order within a step ``s``: the optimiser step; an evaluation if due (the best model is
-  written to ``best/`` through a staging folder); the refinement if ``s`` is a refinement
+  written to ``best/`` through a staging folder; once the run has reached its final K and
+  N_T, only evaluations at those sizes compete: :meth:`Trainer._rank`); the refinement if ``s`` is a refinement
   step (:func:`.refinement.refine_with_optimizer`: the optimiser's state is projected
   like the coefficients); a checkpoint if due. A checkpoint therefore holds the sizes the
   refinement schedule gives after ``s``, and resuming rebuilds them before loading.
@@ -516,8 +517,7 @@ class Trainer(RunRecords):
         }
         state.history.append(entry)
         state.loss_sum, state.loss_count = 0.0, 0
-        metric = self.selection_metric
-        if state.best is None or entry[metric] > state.best[metric]:
+        if state.best is None or self._rank(entry) > self._rank(state.best):
             state.best = entry
             self.save_best(entry)
         if self.args.report_to:
@@ -527,6 +527,16 @@ class Trainer(RunRecords):
             )
         self.write_metrics()
         return entry
+
+    def _rank(self, entry: dict) -> tuple[bool, float]:
+        """How ``entry`` competes for ``best/``: first whether it has the run's final K and
+        N_T, then the selection metric. A refined run's coarser models are kept only until
+        the first evaluation at the sizes it was asked for: the run delivers those sizes,
+        which halve for free (``compression_report``), never a coarser model that happened
+        to score as high on dev before the last refinement."""
+        schedule = self.schedule
+        final = (entry["num_basis"], entry["num_steps"]) == (schedule.num_basis, schedule.num_steps)
+        return final, entry[self.selection_metric]
 
     def save_best(self, entry: dict) -> None:
         """Write the current model to ``best/`` through a staging folder (never half-written)."""
