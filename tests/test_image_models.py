@@ -5,6 +5,7 @@ import gzip
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -351,8 +352,23 @@ def test_two_process_training_splits_batches_and_counts_every_test_image(tmp_pat
         "16",
     ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    result = subprocess.run(command, check=False, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
+    # Its own process group, killed whole on a timeout: accelerate's workers must not outlive the test.
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        start_new_session=True,
+    )
+    try:
+        _, stderr = process.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        pytest.fail("the two-process run took over 600 s; its process group was killed")
+    assert process.returncode == 0, stderr[-3000:]
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert [r["num_basis"] for r in metrics["history"]] == [1, 2]
     assert all(r["num_images"] == 21 for r in metrics["history"])

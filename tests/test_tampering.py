@@ -4,6 +4,7 @@ the config), weights beyond a sane magnitude; each in one line naming the tensor
 of config.json that keep every shape cannot be detected, and the card says so."""
 
 import json
+import re
 import shutil
 
 import pytest
@@ -15,7 +16,7 @@ from transformers import AutoModelForMaskedLM, AutoModelForTokenClassification, 
 from cont_transformer import ContTransformerConfig
 from cont_transformer.model_card import UNIT_HEADING
 from cont_transformer.modeling_cont_transformer import ContTransformerForMaskedLM
-from cont_transformer.pretrained import MAX_ABS_WEIGHT
+from cont_transformer.pretrained import MAX_ABS_WEIGHT, MAX_RUNNING_VARIANCE, check_finite
 from cont_transformer.tagging.tag import Tagger
 from cont_transformer.tagging.tokenization import TOKENIZER_FILE, vocabulary_fingerprint
 from cont_transformer.tools.cli import run_cli
@@ -156,6 +157,22 @@ def test_a_weight_beyond_a_sane_magnitude_is_refused_by_name(saved, tmp_path, ca
     within = copy_of(saved, tmp_path, "within")
     edit_weights(within, lambda weights: weights["classifier.weight"].__setitem__((0, 0), MAX_ABS_WEIGHT / 2))
     AutoModelForTokenClassification.from_pretrained(within)
+
+
+def test_a_running_variance_may_reach_the_square_of_the_weight_limit():
+    """Variances are in squared units: an activation of magnitude 125 gives 1.56e4."""
+    norm = torch.nn.BatchNorm2d(3)
+    norm.running_var.fill_(1.56e4)
+    check_finite(norm, "bn")
+    norm.running_mean.fill_(1.56e4)
+    with pytest.raises(ValueError, match=f"^bn: tensor running_mean holds .* beyond the {MAX_ABS_WEIGHT:g}"):
+        check_finite(norm, "bn")
+    norm.running_mean.zero_()
+    norm.running_var.fill_(3e38)
+    with pytest.raises(
+        ValueError, match=f"^bn: tensor running_var holds .* beyond the {re.escape(f'{MAX_RUNNING_VARIANCE:g}')}"
+    ):
+        check_finite(norm, "bn")
 
 
 def test_a_config_edit_that_keeps_the_shapes_loads_and_the_card_says_so(trained, tmp_path):
