@@ -87,7 +87,7 @@ class MaskedLmTrainer(LengthGroupedEpochs, Trainer):
                 words = vocabulary(counts, args.vocabulary_size, args.min_word_count)
                 spelling = args.word_representation != "word"
                 self.tokenizer = tokenizer = build_tokenizer(words, spelling=spelling, mask=True)
-            else:  # pretraining goes on: the saved model's vocabulary, read before the output folder is touched
+            else:  # pretraining goes on: the saved model's vocabulary
                 words = self._saved_vocabulary(args.model_name_or_path)
                 tokenizer = self.tokenizer
             first = tokenizer.convert_tokens_to_ids(words[0]) if words else 0

@@ -12,9 +12,9 @@ of a batch and the evaluation; the scaffold does the rest the same way for all:
   function of ``(seed, epoch)``, so a resumed run replays the uninterrupted one exactly.
 * Order within a step ``s``: the optimiser step; an evaluation if due (the best model is
   written to ``best/`` through a staging folder; once the run has reached its final K and
-  N_T, only evaluations at those sizes compete: :meth:`Trainer._rank`); the refinement if ``s`` is a refinement
-  step (:func:`.refinement.refine_with_optimizer`: the optimiser's state is projected
-  like the coefficients); a checkpoint if due. A checkpoint therefore holds the sizes the
+  N_T, only evaluations at those sizes compete: :meth:`Trainer._rank`); the refinement
+  if ``s`` is a refinement step (:func:`.refinement.refine_with_optimizer`: the
+  optimiser's state is projected like the coefficients); a checkpoint if due. A checkpoint therefore holds the sizes the
   refinement schedule gives after ``s``, and resuming rebuilds them before loading.
 * Folders. A new run refuses a non-empty ``output_dir`` unless ``overwrite_output_dir``,
   which deletes only what the earlier run's manifest names (:mod:`.outputs`), never a
