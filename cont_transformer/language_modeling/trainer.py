@@ -28,18 +28,16 @@ from ..configuration_cont_transformer import ContTransformerConfig
 from ..model_card import Evaluation
 from ..model_folders import BEST_MODEL_DIR, METRICS_FILE
 from ..modeling_cont_transformer import ContTransformerForMaskedLM
-from ..pretrained import check_no_custom_code
 from ..tagging.batching import LengthGroupedBatchSampler, LengthGroupedEpochs, PaddingCollator
 from ..tagging.evaluation import eval_loader
 from ..tagging.family import LANGUAGE_MODEL_CARD
 from ..tagging.optimization import build_optimizer
-from ..tagging.pretrained_encoder import load_language_model
+from ..tagging.pretrained_encoder import language_model_words, load_language_model
 from ..tagging.tokenization import (
     build_tokenizer,
     check_tokenizer,
     encode_words,
     spelling_tables,
-    training_words,
     vocabulary_fingerprint,
 )
 from ..tagging.trainer import encoder_config
@@ -117,12 +115,11 @@ class MaskedLmTrainer(LengthGroupedEpochs, Trainer):
     def _saved_vocabulary(self, folder: str) -> list[str]:
         """Load the language model in ``folder`` and its tokenizer; returns its words in id
         order, which must be consecutive ids (the masks are drawn over that range)."""
-        check_no_custom_code(folder)
+        self.language_model = load_language_model(folder)  # refuses a folder asking for code of its own
         self.tokenizer = tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
-        self.language_model = load_language_model(folder)
         check_tokenizer(tokenizer, self.language_model.config, folder)
+        words = language_model_words(self.language_model, tokenizer)
         vocab = tokenizer.get_vocab()
-        words = sorted(training_words(tokenizer, self.language_model), key=vocab.__getitem__)
         if not words or vocab[words[-1]] - vocab[words[0]] != len(words) - 1:
             raise ValueError(f"model_name_or_path: {folder}'s words are not consecutive ids of its tokenizer")
         return words

@@ -48,11 +48,16 @@ def load_language_model(folder: str | os.PathLike) -> ContTransformerForMaskedLM
     return ContTransformerForMaskedLM.from_pretrained(folder)
 
 
+def language_model_words(language_model, tokenizer) -> list[str]:
+    """The language model's vocabulary words (its whole words, no special token), in id order."""
+    vocab = tokenizer.get_vocab()
+    return sorted(training_words(tokenizer, language_model), key=vocab.__getitem__)
+
+
 def extended_tokenizer(language_model, tokenizer, words):
     """A tokenizer over the language model's words (same ids) and then the ``words`` it lacks."""
-    known = training_words(tokenizer, language_model)
-    vocab = tokenizer.get_vocab()
-    ordered = sorted(known, key=vocab.__getitem__)
+    ordered = language_model_words(language_model, tokenizer)
+    known = set(ordered)
     new = [word for word in dict.fromkeys(words) if word not in known]
     spelling = language_model.config.word_representation != "word"
     return build_tokenizer([*ordered, *new], spelling=spelling, mask=tokenizer.mask_token is not None)
