@@ -96,3 +96,27 @@ def test_tag_refuses_output_equal_to_input_and_a_directory_input(saved, tmp_path
     assert text.read_text().startswith("# newdoc")
     line = run_tag([str(saved), "--input", str(tmp_path), "--output", str(tmp_path / "o")], capsys)
     assert line == f"error: input: {tmp_path} is a directory, not a file"
+
+
+@pytest.mark.slow
+def test_a_bad_treebank_file_loses_no_earlier_run_it_was_to_overwrite(sample_run_60, tmp_path):
+    """The data is checked before --overwrite-output-dir deletes anything."""
+    import shutil
+
+    bad = tmp_path / "bad.conllu"
+    bad.write_text("1\tfoo\n")
+    output = tmp_path / "run"
+    shutil.copytree(sample_run_60, output)
+    weights = (output / "best" / "model.safetensors").read_bytes()
+    args = ["recipes/sample.json", "--output-dir", str(output), "--overwrite-output-dir"]
+    result = subprocess.run(
+        [sys.executable, "scripts/train_pos.py", *args, "--train-file", str(bad), "--dev-file", str(bad)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 2 and f"{bad}:1:" in result.stderr.strip().splitlines()[-1], result.stderr[-2000:]
+    assert (output / "best" / "model.safetensors").read_bytes() == weights

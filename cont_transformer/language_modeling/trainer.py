@@ -68,13 +68,9 @@ class MaskedLmTrainer(LengthGroupedEpochs, Trainer):
 
     item_name = "tokens"
 
-    def __init__(self, args: PretrainingArguments):
-        # The text is checked before the output folder is touched: a bad file loses nothing.
-        self.files = text_files(args.text_files) if args.text_files else []
-        super().__init__(args)
-
     def load_data(self) -> None:
         args, accelerator = self.args, self.accelerator
+        self.files = text_files(args.text_files) if args.text_files else []
         with accelerator.main_process_first():
             data = load_text(
                 self.files, args.dataset_name, args.dataset_config_name, args.text_column, args.heldout_lines, args.seed

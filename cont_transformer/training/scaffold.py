@@ -16,9 +16,10 @@ of a batch and the evaluation; the scaffold does the rest the same way for all:
   if ``s`` is a refinement step (:func:`.refinement.refine_with_optimizer`: the
   optimiser's state is projected like the coefficients); a checkpoint if due. A checkpoint therefore holds the sizes the
   refinement schedule gives after ``s``, and resuming rebuilds them before loading.
-* Folders. A new run refuses a non-empty ``output_dir`` unless ``overwrite_output_dir``,
-  which deletes only what the earlier run's manifest names (:mod:`.outputs`), never a
-  ``model_name_or_path`` inside the folder;
+* Folders. The data is loaded (and checked) before ``output_dir`` is touched. A new run
+  refuses a non-empty ``output_dir`` unless ``overwrite_output_dir``, which deletes only
+  what the earlier run's manifest names (:mod:`.outputs`), never a model the run reads
+  (:meth:`Trainer.sources`) inside the folder;
   ``run.json`` records the run's identity and a resumed run must match it
   (:mod:`.identity`), also when resuming from a checkpoint of another run folder, whose
   history then stays out of this run's ``metrics.json``; checkpoints are complete or
@@ -105,7 +106,7 @@ class Trainer(RunRecords):
     :meth:`run_plan` (step counts that depend on the data size), :attr:`steps_per_epoch`, :meth:`epoch_batches`, :meth:`build_model` (at the schedule's
     initial sizes), :meth:`build_optimizer`, :meth:`learning_rate`, :meth:`loss`,
     :meth:`evaluate` (returns at least ``selection_metric``), :meth:`save_model` (writes a
-    complete model folder), and optionally :meth:`after_optimizer_step`,
+    complete model folder), and optionally :meth:`sources`, :meth:`after_optimizer_step`,
     :meth:`data_fingerprint`, :meth:`data_files`, :meth:`summary`, :meth:`finish`. An optimiser's param group
     with an ``lr_scale`` gets that multiple of :meth:`learning_rate`.
     """
@@ -131,15 +132,15 @@ class Trainer(RunRecords):
         # A checkpoint of another run folder: that run must be this one (its identity).
         self.source_run = foreign_run_folder(args.resume_from_checkpoint, self.output_dir) if resuming else None
         resume_here = resuming and (self.source_run is None or read_identity(self.output_dir) is not None)
+        # The data first: a bad file is refused before --overwrite-output-dir deletes an earlier run.
+        self.load_data()
         if accelerator.is_main_process:
-            sources = {"--model-name-or-path": getattr(args, "model_name_or_path", None)}
             prepare_run_folder(
-                self.output_dir, resuming=resume_here, overwrite=args.overwrite_output_dir, sources=sources
+                self.output_dir, resuming=resume_here, overwrite=args.overwrite_output_dir, sources=self.sources()
             )
             record_run_outputs(self.output_dir, RUN_WRITES)
             remove_abandoned(self.output_dir)
         accelerator.wait_for_everyone()
-        self.load_data()
         self.plan = self._follow_strategies(self.run_plan())  # derived once, after the data size is known
         args.resolve_warmup(self.plan.max_steps)  # --warmup-ratio: a share of the planned steps
         identity = (args.identity(), self.data_fingerprint(), file_fingerprints(self.data_files()))
@@ -269,6 +270,11 @@ class Trainer(RunRecords):
         return self.plan.schedule
 
     # --- hooks ---------------------------------------------------------------------
+    def sources(self) -> dict[str, str | None]:
+        """What the run reads besides its data, by flag (``{"--model-name-or-path": path}``):
+        a run may not replace the folder that holds one (:func:`prepare_run_folder`)."""
+        return {"--model-name-or-path": getattr(self.args, "model_name_or_path", None)}
+
     def load_data(self) -> None:
         raise NotImplementedError
 
