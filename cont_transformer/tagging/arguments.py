@@ -176,6 +176,21 @@ class TrainingArguments(EncoderArguments, RunArguments):
             "fixed, beside its own embeddings, and the vectors' words join its vocabulary"
         ),
     )
+    teacher: str | None = field(
+        default=None,
+        **_help(
+            "self-training: a saved tagger of this package whose tags of --silver-text-files join the "
+            "train split as silver sentences (it must predict every column the student trains)"
+        ),
+    )
+    silver_text_files: list[str] = field(
+        default_factory=list,
+        **_help("self-training: unlabelled text (plain or gzip, globs allowed, one sentence a line) for --teacher"),
+    )
+    silver_lines: int = field(
+        default=30000,
+        **_help("self-training: how many lines of 3-60 words to draw from --silver-text-files (seeded by --seed)"),
+    )
     freeze_word_embeddings: bool = field(
         default=False,
         **_help(
@@ -240,6 +255,10 @@ class TrainingArguments(EncoderArguments, RunArguments):
             self.columns = ",".join(parse_columns(self.columns))
         if self.feats_mode not in FEATS_MODES:
             raise ValueError(f"feats_mode: choose one of {FEATS_MODES}, got {self.feats_mode!r}")
+        self.silver_text_files = list(self.silver_text_files)
+        if (self.teacher is None) != (not self.silver_text_files):
+            raise ValueError("teacher: self-training needs both --teacher and --silver-text-files")
+        check_count("silver_lines", self.silver_lines)
         if self.lemma_min_count < 1:
             raise ValueError(f"lemma_min_count: must be >= 1, got {self.lemma_min_count}")
         if self.word_dropout < 0:

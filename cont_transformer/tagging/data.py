@@ -361,9 +361,11 @@ def load_treebank(
     data_dir: PathLike | None = None,
     *,
     label_names: Mapping[str, Sequence[str]] | None = None,
+    extra_train: Sequence[dict[str, list[str]]] = (),
 ) -> datasets.DatasetDict:
     """Load a treebank as a `DatasetDict` with `tokens`, `upos`, `xpos`, `feats`, `lemma`
-    columns.
+    columns; `extra_train` (sentences as `read_conllu` reads them, e.g. silver ones from
+    `self_training.py`) follows the train split's own.
 
     `name_or_files` is one of: a name in `TREEBANKS` (files under `data_dir`
     or `$UD_DIR`); `"sample"` (generated, see `write_sample_treebank`); a UD
@@ -378,16 +380,19 @@ def load_treebank(
     if name_or_files == "sample":
         with tempfile.TemporaryDirectory(prefix="cont_transformer_sample_") as directory:
             files = {split: [path] for split, path in write_sample_treebank(directory).items()}
-            return _to_dataset_dict(_read_splits(files), label_names)
-    if isinstance(name_or_files, Mapping):
+            splits = _read_splits(files)
+    elif isinstance(name_or_files, Mapping):
         files = {SPLIT_ALIASES.get(split, split): _expand(split, spec) for split, spec in name_or_files.items()}
+        splits = _read_splits(files)
     elif name_or_files in TREEBANKS:
-        files = _known_treebank_files(str(name_or_files), data_dir)
+        splits = _read_splits(_known_treebank_files(str(name_or_files), data_dir))
     elif Path(name_or_files).is_dir():
-        files = _release_folder_files(Path(name_or_files))
+        splits = _read_splits(_release_folder_files(Path(name_or_files)))
     else:
-        return _to_dataset_dict(_hub_sentences(str(name_or_files)), label_names)
-    return _to_dataset_dict(_read_splits(files), label_names)
+        splits = _hub_sentences(str(name_or_files))
+    if extra_train:
+        splits["train"] = [*splits.get("train", []), *extra_train]
+    return _to_dataset_dict(splits, label_names)
 
 
 def _read_splits(files: dict[str, list[Path]]) -> dict[str, list[dict[str, list[str]]]]:

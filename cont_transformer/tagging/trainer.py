@@ -52,6 +52,7 @@ import os
 import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from itertools import islice
 from pathlib import Path
 
 import torch
@@ -116,6 +117,7 @@ from .pretrained_encoder import (
     tagger_from_language_model,
 )
 from .sample_treebank import write_sample_treebank
+from .self_training import silver_sentences
 from .tag import Tagger, model_column_labels, saved_tag_column
 from .tag_files import tag_file
 from .tokenization import (
@@ -141,13 +143,15 @@ def load_splits(
     train_file: Sequence[str] = (),
     dev_file: Sequence[str] = (),
     label_names: Mapping[str, Sequence[str]] | None = None,
+    extra_train: Sequence[dict[str, list[str]]] = (),
 ):
-    """The treebank as a ``DatasetDict``, with ``train_file`` / ``dev_file`` replacing splits.
+    """The treebank as a ``DatasetDict``, with ``train_file`` / ``dev_file`` replacing splits
+    and ``extra_train`` (silver sentences) after the train split's own.
 
     Replacing one split of a known UD treebank keeps its other files; otherwise give both.
     """
     if not train_file and not dev_file:
-        return load_treebank(treebank, data_dir, label_names=label_names)
+        return load_treebank(treebank, data_dir, label_names=label_names, extra_train=extra_train)
     files: dict[str, Sequence[str]] = {}
     if treebank in TREEBANKS and not (train_file and dev_file):
         root = data_dir if data_dir is not None else os.environ.get("UD_DIR")
@@ -157,7 +161,7 @@ def load_splits(
     elif not (train_file and dev_file):
         raise ValueError(f"train_file: give both --train-file and --dev-file for treebank {treebank!r}")
     files.update({k: list(v) for k, v in (("train", train_file), ("validation", dev_file)) if v})
-    return load_treebank(files, label_names=label_names)
+    return load_treebank(files, label_names=label_names, extra_train=extra_train)
 
 
 def _vocabulary(train) -> list[str]:
@@ -275,6 +279,10 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
     item_name = "tokens"
     word_vectors: tuple[list[str], torch.Tensor] | None = None  # (words, vectors) of --word-vectors
 
+    def sources(self) -> dict[str, str | None]:
+        args = self.args
+        return {**super().sources(), "--teacher": args.teacher, "--word-vectors": args.word_vectors}
+
     def load_data(self) -> None:
         args, accelerator = self.args, self.accelerator
         saved = self.language_model = self.word_vectors = None
@@ -287,12 +295,23 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
                 self.language_model = load_language_model(args.model_name_or_path)
             else:
                 saved = model_column_labels(config, saved_tag_column(args.model_name_or_path))
-        data = load_splits(args.treebank, args.data_dir, args.train_file, args.dev_file)
+        silver, silver_columns = [], ()
+        if args.teacher is not None:
+            silver, silver_columns = silver_sentences(
+                args.teacher, args.silver_text_files, args.silver_lines, args.seed, accelerator.device
+            )
+        data = load_splits(args.treebank, args.data_dir, args.train_file, args.dev_file, extra_train=silver)
         for split in ("train", "validation"):
             if split not in data:
                 raise ValueError(f"treebank: {args.treebank!r} has no {split!r} split (found {sorted(data)})")
         train_split, dev_split = data["train"], data["validation"]
+        self.num_silver_sentences = len(silver)
         self.primary, self.labels = choose_columns(args, train_split, saved)
+        if silver and set(self.labels) - set(silver_columns):
+            raise ValueError(
+                f"teacher: {args.teacher} predicts {', '.join(silver_columns)}; the student trains "
+                f"{', '.join(self.labels)}: a teacher must predict every column"
+            )
         if saved is None:
             words = _vocabulary(train_split)
             if args.word_vectors is not None:  # the vectors' words join the vocabulary
@@ -325,8 +344,10 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
                 num_cut,
             )
         self.counts = Counter(word for sentence in words for word in sentence)
+        # Unseen words are those the treebank's train split lacks, with silver sentences or without.
+        known = Counter(word for sentence in islice(words, len(train_split) - len(silver)) for word in sentence)
         dev_rows, self.gold = scoring_rows(
-            tokenizer, dev_split, self.labels, primary, args.max_length, self.counts, feats_mode
+            tokenizer, dev_split, self.labels, primary, args.max_length, known, feats_mode
         )
         self.fingerprint = _content_fingerprint(train_split, dev_split, columns=list(self.labels))
         self.files = treebank_files(
@@ -336,7 +357,7 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
         if self.facts is None and args.treebank == "sample" and not args.train_file:
             self.facts = TreebankFacts("sample (generated by cont_transformer)", language="en")
         self.baseline = most_frequent_tag_baseline(train_split, dev_split, primary) if primary in TAG_COLUMNS else None
-        self.num_sentences = (len(train_split), len(dev_split))
+        self.num_sentences = (len(train_split) - len(silver), len(dev_split))
         self.sampler = LengthGroupedBatchSampler([len(r["input_ids"]) for r in train_rows], args.batch_size, args.seed)
         self.buckets = bucket_lengths([len(r["input_ids"]) for r in train_rows], args.length_buckets)
         self.collate = PaddingCollator(tokenizer.pad_token_id, self.buckets)
@@ -445,6 +466,7 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
             "selection_metric": "accuracy: the mean of "
             + ", ".join(r for r in reported_rows(self.labels) if r in SELECTION_ROWS),
             "num_train_sentences": self.num_sentences[0],
+            "num_silver_sentences": self.num_silver_sentences,
             "num_dev_sentences": self.num_sentences[1],
             "baseline_accuracy": self.baseline,
             "num_processes": self.accelerator.num_processes,
@@ -471,6 +493,12 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
             source = ""
         return f"{len(words):,} words of width {vectors.shape[1]}{source}, fixed in the model"
 
+    def silver_note(self) -> str:
+        """What the card says of the silver sentences (self-training), if any."""
+        if not self.num_silver_sentences:
+            return ""
+        return f"; and {self.num_silver_sentences:,} sentences of unlabelled text tagged by {self.args.teacher}"
+
     def card_facts(self, entry: dict) -> dict:
         args, facts = self.args, self.facts
         name = facts.name if facts else args.treebank
@@ -489,7 +517,7 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
         ]
         return {
             "extra": {
-                "training data": f"{name}, {self.num_sentences[0]:,} sentences",
+                "training data": f"{name}, {self.num_sentences[0]:,} sentences" + self.silver_note(),
                 "dev data": f"{dev_name}, {self.num_sentences[1]:,} sentences",
                 "best dev step": entry["step"],
                 **({"static word vectors": self.vector_note()} if self.word_vectors is not None else {}),

@@ -1,0 +1,117 @@
+"""Self-training: a teacher's tags of unlabelled text join the treebank as silver sentences.
+
+The teacher is conftest's ``sample_run_60`` (a tagger of every column); the text is a small
+generated gzip file.
+"""
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cont_transformer.tagging.self_training import MAX_LINE_WORDS, MIN_LINE_WORDS, sample_lines, silver_sentences
+
+ROOT = Path(__file__).resolve().parents[1]
+TEXT_ONLY_WORD = "zygote"  # a word of the text that the sample treebank never shows
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    with gzip.open(path, "wt", encoding="utf-8") as stream:
+        stream.write("".join(line + "\n" for line in lines))
+    return path
+
+
+def _sentences(count: int) -> list[str]:
+    return [f"The old {TEXT_ONLY_WORD} number {i} saw a bird ." for i in range(count)]
+
+
+def _train(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [
+            sys.executable,
+            "scripts/train_pos.py",
+            "recipes/sample.json",
+            "--max-steps",
+            "4",
+            "--refine-steps",
+            "none",
+            *args,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        timeout=300,
+        check=False,
+    )
+
+
+def test_lines_are_drawn_by_seed_from_sentence_lines_only(tmp_path):
+    short, long = "Hello there", " ".join(["word"] * (MAX_LINE_WORDS + 1))
+    text = _write(tmp_path / "text.txt.gz", [short, *_sentences(30), long, "", " ".join(["w"] * MIN_LINE_WORDS)])
+    drawn = sample_lines([str(text)], 10, seed=1)
+    assert len(drawn) == 10 and short not in drawn and long not in drawn
+    order = [_sentences(30).index(line) for line in drawn]
+    assert order == sorted(order)  # in the order of the text
+    assert sample_lines([str(text)], 10, seed=1) == drawn
+    assert sample_lines([str(text)], 10, seed=2) != drawn
+    everything = sample_lines([str(text)], 100, seed=1)  # fewer lines than asked: all of them
+    assert everything == [*_sentences(30), " ".join(["w"] * MIN_LINE_WORDS)]
+
+
+@pytest.mark.slow
+def test_the_teacher_tags_every_column_of_the_drawn_lines(sample_run_60, tmp_path):
+    text = _write(tmp_path / "text.txt.gz", ["Tom didn't see the old dog .", *_sentences(5)])
+    sentences, columns = silver_sentences(sample_run_60, [str(text)], 10, seed=0, device="cpu")  # all six
+    assert columns == ("upos", "xpos", "feats", "lemma")
+    labels = json.loads((sample_run_60 / "best" / "config.json").read_text())["label2id"]
+    assert len(sentences) == 6 and sentences[0]["tokens"][:3] == ["Tom", "did", "n't"]
+    for sentence in sentences:
+        assert {len(values) for values in sentence.values()} == {len(sentence["tokens"])}
+        assert all(tag in labels for tag in sentence["xpos"])  # the teacher's own tags
+
+
+@pytest.mark.slow
+def test_a_student_trains_on_the_treebank_and_the_silver_sentences(sample_run_60, tmp_path):
+    text = _write(tmp_path / "text.txt.gz", _sentences(40))
+    plain, student = tmp_path / "plain", tmp_path / "student"
+    assert _train("--output-dir", str(plain)).returncode == 0
+    silver = ("--teacher", str(sample_run_60), "--silver-text-files", str(text), "--silver-lines", "25")
+    result = _train("--output-dir", str(student), *silver)
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((student / "metrics.json").read_text())
+    before = json.loads((plain / "metrics.json").read_text())
+    assert metrics["num_silver_sentences"] == 25
+    assert metrics["num_train_sentences"] == before["num_train_sentences"]
+    # The silver words join the vocabulary, not the treebank's words that "unseen" is measured against.
+    vocabulary = json.loads((student / "best" / "tokenizer.json").read_text())["model"]["vocab"]
+    assert TEXT_ONLY_WORD in vocabulary
+    assert metrics["best"]["num_unseen_words"] == before["best"]["num_unseen_words"]
+    assert "25 sentences of unlabelled text tagged by" in (student / "best" / "README.md").read_text()
+
+
+@pytest.mark.slow
+def test_self_training_refuses_bad_input_in_one_line(sample_run_60, tmp_path):
+    text = _write(tmp_path / "text.txt.gz", _sentences(5))
+    binary = tmp_path / "image.txt"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 50)
+    cases = [
+        (("--teacher", str(sample_run_60)), "needs both --teacher and --silver-text-files"),
+        (("--silver-text-files", str(text)), "needs both --teacher and --silver-text-files"),
+        (("--teacher", str(sample_run_60), "--silver-text-files", str(binary)), str(binary)),
+        (("--teacher", str(tmp_path / "absent"), "--silver-text-files", str(text)), str(tmp_path / "absent")),
+        (("--teacher", str(sample_run_60), "--silver-text-files", str(text), "--silver-lines", "0"), "silver_lines"),
+    ]
+    output = tmp_path / "run"  # an earlier run, asked to be overwritten, keeps its model
+    shutil.copytree(sample_run_60, output)
+    weights = (output / "best" / "model.safetensors").read_bytes()
+    for args, message in cases:
+        result = _train("--output-dir", str(output), "--overwrite-output-dir", *args)
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode == 2 and len(lines) == 1 and message in lines[0], (args, result.stderr[-2000:])
+        assert (output / "best" / "model.safetensors").read_bytes() == weights
