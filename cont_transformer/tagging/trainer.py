@@ -278,6 +278,7 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
 
     item_name = "tokens"
     word_vectors: tuple[list[str], torch.Tensor] | None = None  # (words, vectors) of --word-vectors
+    num_silver_sentences = 0  # the teacher's sentences after the treebank's (--teacher)
 
     def sources(self) -> dict[str, str | None]:
         args = self.args
