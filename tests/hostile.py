@@ -1,8 +1,11 @@
 """Helpers of the hostile-input tests (``test_hostile_*.py``, issue 23): the scripts as
-modules, a saved tiny tagger, and the one ``error:`` line each bad input must give."""
+modules or processes, a saved tiny tagger, and the one ``error:`` line each bad input must give."""
 
 import importlib.util
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,19 @@ from cont_transformer.tagging.tokenization import spelling_tables
 from cont_transformer.tools.cli import run_cli
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def train_pos(*args: str) -> subprocess.CompletedProcess:
+    """``scripts/train_pos.py ARGS`` in its own process, one thread, its output captured."""
+    return subprocess.run(
+        [sys.executable, "scripts/train_pos.py", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        timeout=300,
+        check=False,
+    )
 
 
 def load_script(name):

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from hostile import REPO, load_script, run_tag, save_tagger
+from hostile import REPO, load_script, run_tag, save_tagger, train_pos
 
 from cont_transformer.safe_files import LOCK_FILE, OutputFolderError, hold_lock, release_output_folder, staged_directory
 from cont_transformer.tagging.tag import Tagger
@@ -109,14 +109,6 @@ def test_a_bad_treebank_file_loses_no_earlier_run_it_was_to_overwrite(sample_run
     shutil.copytree(sample_run_60, output)
     weights = (output / "best" / "model.safetensors").read_bytes()
     args = ["recipes/sample.json", "--output-dir", str(output), "--overwrite-output-dir"]
-    result = subprocess.run(
-        [sys.executable, "scripts/train_pos.py", *args, "--train-file", str(bad), "--dev-file", str(bad)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-        timeout=300,
-        check=False,
-    )
+    result = train_pos(*args, "--train-file", str(bad), "--dev-file", str(bad))
     assert result.returncode == 2 and f"{bad}:1:" in result.stderr.strip().splitlines()[-1], result.stderr[-2000:]
     assert (output / "best" / "model.safetensors").read_bytes() == weights

@@ -6,17 +6,14 @@ generated gzip file.
 
 import gzip
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from hostile import train_pos
 
 from cont_transformer.tagging.self_training import MAX_LINE_WORDS, MIN_LINE_WORDS, sample_lines, silver_sentences
 
-ROOT = Path(__file__).resolve().parents[1]
 TEXT_ONLY_WORD = "zygote"  # a word of the text that the sample treebank never shows
 
 
@@ -30,25 +27,8 @@ def _sentences(count: int) -> list[str]:
     return [f"The old {TEXT_ONLY_WORD} number {i} saw a bird ." for i in range(count)]
 
 
-def _train(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [
-            sys.executable,
-            "scripts/train_pos.py",
-            "recipes/sample.json",
-            "--max-steps",
-            "4",
-            "--refine-steps",
-            "none",
-            *args,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-        timeout=300,
-        check=False,
-    )
+def _train(*args: str):
+    return train_pos("recipes/sample.json", "--max-steps", "4", "--refine-steps", "none", *args)
 
 
 def test_lines_are_drawn_by_seed_from_sentence_lines_only(tmp_path):
