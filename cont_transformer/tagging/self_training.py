@@ -9,7 +9,8 @@ metric (words absent from the treebank's train split) are the treebank's alone.
 
 Lines. Every line of 3 to :data:`MAX_LINE_WORDS` whitespace-separated words (a sentence,
 rarely a paragraph) may be drawn; ``num_lines`` of them are drawn by reservoir sampling
-seeded by ``seed``, so the text is read once, as a stream, and only the sample is held.
+seeded by ``seed``: the text is read as a stream (after the check, which reads it too),
+and only the sample is held.
 The teacher splits each line into words as ``tag.py --input-format lines`` does (one
 sentence a line; ``didn't`` → ``did`` ``n't``) and tags them; the silver sentences are
 its words and tags, in the order of the text.
