@@ -10,8 +10,7 @@ metric (words absent from the treebank's train split) are the treebank's alone.
 Lines. Every line of 3 to :data:`MAX_LINE_WORDS` whitespace-separated words (a sentence,
 rarely a paragraph) may be drawn; ``num_lines`` of them are drawn by reservoir sampling
 seeded by ``seed``: the text is read as a stream (after the check, which reads it too),
-and only the sample is held.
-The teacher splits each line into words as ``tag.py --input-format lines`` does (one
+and only the sample is held. The teacher splits each line into words as ``tag.py --input-format lines`` does (one
 sentence a line; ``didn't`` → ``did`` ``n't``) and tags them; the silver sentences are
 its words and tags, in the order of the text.
 """
@@ -69,7 +68,6 @@ def silver_sentences(
     lines = sample_lines(patterns, num_lines, seed)
     tagger = Tagger.from_pretrained(teacher, device=device)
     words = [sentence.words(line) for sentence, line in zip(tokenize_sentences(lines, tagger.language), lines)]
-    words = [sentence for sentence in words if sentence]
     sentences = []
     for sentence, columns in zip(words, tagger.predict_columns(words)):
         blank = ["_"] * len(sentence)

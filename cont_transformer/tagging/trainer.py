@@ -346,7 +346,7 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
             )
         self.counts = Counter(word for sentence in words for word in sentence)
         # Unseen words are those the treebank's train split lacks, with silver sentences or without.
-        known = Counter(word for sentence in islice(words, len(train_split) - len(silver)) for word in sentence)
+        known = {word for sentence in islice(words, len(train_split) - len(silver)) for word in sentence}
         dev_rows, self.gold = scoring_rows(
             tokenizer, dev_split, self.labels, primary, args.max_length, known, feats_mode
         )

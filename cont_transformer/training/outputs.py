@@ -3,7 +3,9 @@
 * :func:`prepare_run_folder` enforces who may write into a run's output folder: a new run
   only into an empty (or missing) folder, unless the user asks to overwrite; a resumed
   run only into its own folder (see :mod:`.identity`). It locks the folder for the run
-  (:func:`~cont_transformer.safe_files.lock_output_folder`).
+  (:func:`~cont_transformer.safe_files.lock_output_folder`). :func:`check_run_folder`
+  applies its rules without touching the folder, so a run refuses a wrong one before it
+  loads its data.
 * :func:`record_run_outputs` records what a run writes at its top in the run's manifest.
 * :func:`publish_best_model` copies the best model's files to the top of the run folder
   at the end of training, as transformers' ``Trainer`` leaves its model in
@@ -44,6 +46,39 @@ from ..safe_files import (
 logger = logging.getLogger(__name__)
 
 
+def check_run_folder(
+    output_dir: PathLike,
+    *,
+    resuming: bool,
+    overwrite: bool,
+    sources: Mapping[str, PathLike | None] | None = None,
+) -> bool:
+    """Refuse, touching nothing, a folder that a run may not write into (the rules of
+    :func:`prepare_run_folder`); returns whether an earlier run's outputs are there to be
+    replaced. Raises :class:`OutputFolderError` naming the folder."""
+    folder = Path(output_dir)
+    if folder.exists() and not folder.is_dir():
+        raise OutputFolderError(f"--output-dir: {folder} exists and is not a folder")
+    contents = {path.name for path in folder.iterdir()} - {LOCK_FILE, MANIFEST_FILE} if folder.is_dir() else set()
+    if resuming or not contents or contents == {RUN_FILE}:
+        return False
+    manifest = read_manifest(folder)
+    if not (folder / RUN_FILE).is_file() and not (manifest is not None and manifest["kind"] == RUN_KIND):
+        raise OutputFolderError(
+            f"--output-dir: {folder} is not empty and no run of this package wrote it "
+            f"(no {RUN_FILE}); choose another folder"
+            + (" (--overwrite-output-dir deletes only a run's outputs)" if overwrite else "")
+        )
+    if not overwrite:
+        raise OutputFolderError(
+            f"--output-dir: {folder} is not empty (an earlier run's outputs?); resume it with "
+            "--resume-from-checkpoint latest, choose another folder, or pass "
+            "--overwrite-output-dir to replace its run"
+        )
+    _check_sources(folder, sources or {})
+    return True
+
+
 def prepare_run_folder(
     output_dir: PathLike,
     *,
@@ -63,29 +98,14 @@ def prepare_run_folder(
     read, by flag (``{"--model-name-or-path": path}``); one inside the folder to be
     replaced is refused before anything is deleted. A resumed run writes into its own
     folder (its identity is checked by the caller). Raises :class:`OutputFolderError`
-    naming the folder.
+    naming the folder. :func:`check_run_folder` applies the same rules without the lock.
     """
     folder = Path(output_dir)
     if folder.exists() and not folder.is_dir():
         raise OutputFolderError(f"--output-dir: {folder} exists and is not a folder")
     lock_output_folder(folder)
-    contents = {path.name for path in folder.iterdir()} - {LOCK_FILE, MANIFEST_FILE}
-    if not resuming and contents and contents != {RUN_FILE}:
-        manifest = read_manifest(folder)
-        if not (folder / RUN_FILE).is_file() and not (manifest is not None and manifest["kind"] == RUN_KIND):
-            raise OutputFolderError(
-                f"--output-dir: {folder} is not empty and no run of this package wrote it "
-                f"(no {RUN_FILE}); choose another folder"
-                + (" (--overwrite-output-dir deletes only a run's outputs)" if overwrite else "")
-            )
-        if not overwrite:
-            raise OutputFolderError(
-                f"--output-dir: {folder} is not empty (an earlier run's outputs?); resume it with "
-                "--resume-from-checkpoint latest, choose another folder, or pass "
-                "--overwrite-output-dir to replace its run"
-            )
-        _check_sources(folder, sources or {})
-        if manifest is not None:
+    if check_run_folder(folder, resuming=resuming, overwrite=overwrite, sources=sources):
+        if read_manifest(folder) is not None:
             remove_outputs(folder)
         else:  # written before manifests: the fixed outputs and the published model files
             published = [p.name for p in (folder / BEST_MODEL_DIR).glob("*") if p.is_file()]

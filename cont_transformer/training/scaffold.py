@@ -16,7 +16,8 @@ of a batch and the evaluation; the scaffold does the rest the same way for all:
   if ``s`` is a refinement step (:func:`.refinement.refine_with_optimizer`: the
   optimiser's state is projected like the coefficients); a checkpoint if due. A checkpoint therefore holds the sizes the
   refinement schedule gives after ``s``, and resuming rebuilds them before loading.
-* Folders. The data is loaded (and checked) before ``output_dir`` is touched. A new run
+* Folders. The folder's rules are checked first (touching nothing), then the data is
+  loaded (and checked), and only then is ``output_dir`` touched. A new run
   refuses a non-empty ``output_dir`` unless ``overwrite_output_dir``, which deletes only
   what the earlier run's manifest names (:mod:`.outputs`), never a model the run reads
   (:meth:`Trainer.sources`) inside the folder;
@@ -84,7 +85,7 @@ from .checkpoints import (
 )
 from .divergence import check_loss, check_weights
 from .identity import check_identity, file_fingerprints, read_identity, record_identity
-from .outputs import prepare_run_folder, publish_best_model, record_run_outputs
+from .outputs import check_run_folder, prepare_run_folder, publish_best_model, record_run_outputs
 from .records import COMPRESSION_FILE, RunRecords
 from .refinement import refine_with_optimizer
 from .schedules import RefinementSchedule, RunPlan, coarse_num_steps
@@ -132,12 +133,13 @@ class Trainer(RunRecords):
         # A checkpoint of another run folder: that run must be this one (its identity).
         self.source_run = foreign_run_folder(args.resume_from_checkpoint, self.output_dir) if resuming else None
         resume_here = resuming and (self.source_run is None or read_identity(self.output_dir) is not None)
-        # The data first: a bad file is refused before --overwrite-output-dir deletes an earlier run.
+        # The folder's rules are checked first, touching nothing; then the data is loaded, so
+        # that a bad file is refused before --overwrite-output-dir deletes an earlier run.
+        folder_rules = {"resuming": resume_here, "overwrite": args.overwrite_output_dir, "sources": self.sources()}
+        check_run_folder(self.output_dir, **folder_rules)
         self.load_data()
         if accelerator.is_main_process:
-            prepare_run_folder(
-                self.output_dir, resuming=resume_here, overwrite=args.overwrite_output_dir, sources=self.sources()
-            )
+            prepare_run_folder(self.output_dir, **folder_rules)
             record_run_outputs(self.output_dir, RUN_WRITES)
             remove_abandoned(self.output_dir)
         accelerator.wait_for_everyone()
