@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 from hostile import train_pos
 
-from cont_transformer.tagging.self_training import MAX_LINE_WORDS, MIN_LINE_WORDS, sample_lines, silver_sentences
+from cont_transformer.tagging.self_training import (
+    MAX_LINE_WORDS,
+    MIN_LINE_WORDS,
+    sample_lines,
+    silver_sentences,
+    vote,
+)
 
 TEXT_ONLY_WORD = "zygote"  # a word of the text that the sample treebank never shows
 
@@ -44,6 +50,26 @@ def test_lines_are_drawn_by_seed_from_sentence_lines_only(tmp_path):
     assert everything == [*_sentences(30), " ".join(["w"] * MIN_LINE_WORDS)]
 
 
+def _tags(*words: tuple[str, str, str, str]) -> dict[str, list[str]]:
+    """A teacher's columns of a sentence, from (UPOS, XPOS, FEATS, lemma) per word."""
+    return dict(zip(("upos", "xpos", "feats", "lemma"), (list(column) for column in zip(*words))))
+
+
+def test_teachers_vote_word_by_word_keeping_each_triple_whole():
+    first = _tags(("NOUN", "NN", "Number=Sing", "run"), ("NOUN", "NN", "Number=Sing", "saw"), ("X", "FW", "_", "a"))
+    second = _tags(("VERB", "VB", "VerbForm=Inf", "run"), ("NOUN", "NNS", "Number=Plur", "see"), ("X", "FW", "_", "b"))
+    third = _tags(("VERB", "VB", "VerbForm=Inf", "ran"), ("PROPN", "NN", "Number=Plur", "see"), ("X", "FW", "_", "c"))
+    voted = vote([first, second, third])
+    # Word 1: two of three give the verb triple; its lemma, "run", is two of three too.
+    # Word 2: three different triples, so the first teacher's (not NOUN + NN + Plur, each
+    # column's own majority, which no teacher gave whole); the lemma "see" is two of three.
+    # Word 3: the lemmas tie, so the first teacher's.
+    assert voted == _tags(
+        ("VERB", "VB", "VerbForm=Inf", "run"), ("NOUN", "NN", "Number=Sing", "see"), ("X", "FW", "_", "a")
+    )
+    assert vote([second]) == second and vote([first, second]) == first  # a tie of two: the first
+
+
 @pytest.mark.slow
 def test_the_teacher_tags_every_column_of_the_drawn_lines(sample_run_60, tmp_path):
     text = _write(tmp_path / "text.txt.gz", ["Tom didn't see the old dog .", *_sentences(5)])
@@ -54,6 +80,8 @@ def test_the_teacher_tags_every_column_of_the_drawn_lines(sample_run_60, tmp_pat
     for sentence in sentences:
         assert {len(values) for values in sentence.values()} == {len(sentence["tokens"])}
         assert all(tag in labels for tag in sentence["xpos"])  # the teacher's own tags
+    # Teachers that agree vote for what each gives alone.
+    assert silver_sentences([sample_run_60] * 2, [str(text)], 10, seed=0, device="cpu") == (sentences, columns)
 
 
 @pytest.mark.slow
@@ -61,7 +89,8 @@ def test_a_student_trains_on_the_treebank_and_the_silver_sentences(sample_run_60
     text = _write(tmp_path / "text.txt.gz", _sentences(40))
     plain, student = tmp_path / "plain", tmp_path / "student"
     assert _train("--output-dir", str(plain)).returncode == 0
-    silver = ("--teacher", str(sample_run_60), "--silver-text-files", str(text), "--silver-lines", "25")
+    second = shutil.copytree(sample_run_60, tmp_path / "second")  # two teachers vote
+    silver = ("--teacher", str(sample_run_60), str(second), "--silver-text-files", str(text), "--silver-lines", "25")
     result = _train("--output-dir", str(student), *silver)
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = json.loads((student / "metrics.json").read_text())
@@ -72,7 +101,10 @@ def test_a_student_trains_on_the_treebank_and_the_silver_sentences(sample_run_60
     vocabulary = json.loads((student / "best" / "tokenizer.json").read_text())["model"]["vocab"]
     assert TEXT_ONLY_WORD in vocabulary
     assert metrics["best"]["num_unseen_words"] == before["best"]["num_unseen_words"]
-    assert "25 sentences of unlabelled text tagged by" in (student / "best" / "README.md").read_text()
+    assert (
+        f"25 sentences of unlabelled text tagged by the vote of {sample_run_60}, {second}"
+        in (student / "best" / "README.md").read_text()
+    )
 
 
 @pytest.mark.slow
@@ -88,6 +120,8 @@ def test_self_training_refuses_bad_input_in_one_line(sample_run_60, tmp_path):
         (("--teacher", str(sample_run_60), "--silver-text-files", str(text), "--silver-lines", "0"), "silver_lines"),
     ]
     output = tmp_path / "run"  # an earlier run, asked to be overwritten, keeps its model
+    inside = ("--teacher", str(sample_run_60), str(output / "best"), "--silver-text-files", str(text))
+    cases.append((inside, "--teacher: " + str(output / "best") + " lies inside --output-dir"))
     shutil.copytree(sample_run_60, output)
     weights = (output / "best" / "model.safetensors").read_bytes()
     for args, message in cases:

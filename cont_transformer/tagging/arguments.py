@@ -176,11 +176,12 @@ class TrainingArguments(EncoderArguments, RunArguments):
             "fixed, beside its own embeddings, and the vectors' words join its vocabulary"
         ),
     )
-    teacher: str | None = field(
-        default=None,
+    teacher: list[str] = field(
+        default_factory=list,
         **_help(
             "self-training: a saved tagger of this package whose tags of --silver-text-files join the "
-            "train split as silver sentences (it must predict every column the student trains)"
+            "train split as silver sentences (it must predict every column the student trains); several "
+            "vote, word by word"
         ),
     )
     silver_text_files: list[str] = field(
@@ -256,7 +257,8 @@ class TrainingArguments(EncoderArguments, RunArguments):
         if self.feats_mode not in FEATS_MODES:
             raise ValueError(f"feats_mode: choose one of {FEATS_MODES}, got {self.feats_mode!r}")
         self.silver_text_files = list(self.silver_text_files)
-        if (self.teacher is None) != (not self.silver_text_files):
+        self.teacher = [self.teacher] if isinstance(self.teacher, str) else list(self.teacher or [])
+        if (not self.teacher) != (not self.silver_text_files):
             raise ValueError("teacher: self-training needs both --teacher and --silver-text-files")
         check_count("silver_lines", self.silver_lines)
         if self.lemma_min_count < 1:

@@ -280,7 +280,7 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
     word_vectors: tuple[list[str], torch.Tensor] | None = None  # (words, vectors) of --word-vectors
     num_silver_sentences = 0  # the teacher's sentences after the treebank's (--teacher)
 
-    def sources(self) -> dict[str, str | None]:
+    def sources(self) -> dict[str, str | list[str] | None]:
         args = self.args
         return {**super().sources(), "--teacher": args.teacher, "--word-vectors": args.word_vectors}
 
@@ -297,7 +297,7 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
             else:
                 saved = model_column_labels(config, saved_tag_column(args.model_name_or_path))
         silver, silver_columns = [], ()
-        if args.teacher is not None:
+        if args.teacher:
             silver, silver_columns = silver_sentences(
                 args.teacher, args.silver_text_files, args.silver_lines, args.seed, accelerator.device
             )
@@ -310,8 +310,8 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
         self.primary, self.labels = choose_columns(args, train_split, saved)
         if silver and set(self.labels) - set(silver_columns):
             raise ValueError(
-                f"teacher: {args.teacher} predicts {', '.join(silver_columns)}; the student trains "
-                f"{', '.join(self.labels)}: a teacher must predict every column"
+                f"teacher: {', '.join(args.teacher)} predict(s) {', '.join(silver_columns)}; the student "
+                f"trains {', '.join(self.labels)}: a teacher must predict every column"
             )
         if saved is None:
             words = _vocabulary(train_split)
@@ -498,7 +498,9 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
         """What the card says of the silver sentences (self-training), if any."""
         if not self.num_silver_sentences:
             return ""
-        return f"; and {self.num_silver_sentences:,} sentences of unlabelled text tagged by {self.args.teacher}"
+        teachers = self.args.teacher
+        by = teachers[0] if len(teachers) == 1 else f"the vote of {', '.join(teachers)}"
+        return f"; and {self.num_silver_sentences:,} sentences of unlabelled text tagged by {by}"
 
     def card_facts(self, entry: dict) -> dict:
         args, facts = self.args, self.facts

@@ -25,7 +25,7 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ..model_folders import BEST_MODEL_DIR, RUN_FILE, RUN_OUTPUTS
@@ -51,7 +51,7 @@ def check_run_folder(
     *,
     resuming: bool,
     overwrite: bool,
-    sources: Mapping[str, PathLike | None] | None = None,
+    sources: Mapping[str, PathLike | Sequence[PathLike] | None] | None = None,
 ) -> bool:
     """Refuse, touching nothing, a folder that a run may not write into (the rules of
     :func:`prepare_run_folder`); returns whether an earlier run's outputs are there to be
@@ -84,7 +84,7 @@ def prepare_run_folder(
     *,
     resuming: bool,
     overwrite: bool,
-    sources: Mapping[str, PathLike | None] | None = None,
+    sources: Mapping[str, PathLike | Sequence[PathLike] | None] | None = None,
 ) -> Path:
     """Check that a run may write into ``output_dir``, make it exist and lock it for this
     process (:func:`lock_output_folder`).
@@ -116,13 +116,21 @@ def prepare_run_folder(
     return folder
 
 
-def _check_sources(folder: Path, sources: Mapping[str, PathLike | None]) -> None:
+def _paths(value: PathLike | Sequence[PathLike] | None) -> list[PathLike]:
+    """A flag's paths: none, one, or several (a flag given more than once)."""
+    if value is None:
+        return []
+    return [value] if isinstance(value, (str, os.PathLike)) else list(value)
+
+
+def _check_sources(folder: Path, sources: Mapping[str, PathLike | Sequence[PathLike] | None]) -> None:
     """Refuse a source (a model to start from) that is the run folder to be replaced or
     lies inside it: it would be deleted before the run reads it."""
     resolved = folder.resolve()
-    for flag, source in sources.items():
-        if source is None or not Path(source).exists():
-            continue  # not given, or not a local path (a Hub id)
+    given = [(flag, source) for flag, value in sources.items() for source in _paths(value)]
+    for flag, source in given:
+        if not Path(source).exists():
+            continue  # not a local path (a Hub id)
         path = Path(source).resolve()
         if path == resolved or resolved in path.parents:
             raise OutputFolderError(
