@@ -20,6 +20,8 @@ ACTIVATIONS = ("gelu", "relu")
 PREDICTED_COLUMNS = ("upos", "xpos", "feats", "lemma")
 # UFeats as one class per whole FEATS string, or one class per value of each feature.
 FEATS_MODES = ("whole", "factored")
+# The columns a lemma lexicon may be keyed by (with the form), the first predicted chosen.
+LEXICON_COLUMNS = ("xpos", "upos")
 # The columns decoded jointly when the config records their tag_combinations.
 JOINT_COLUMNS = ("upos", "xpos", "feats")
 ABSENT_FEATURE = "_"  # the value of a feature a word does not have (factored features)
@@ -144,6 +146,11 @@ class ContTransformerConfig(PreTrainedConfig):
             (whole FEATS, all three columns predicted); when set, the tagger decodes the
             three columns jointly, choosing per word the seen triple of highest summed
             log-probability. None: each column's own argmax.
+        lemma_lexicon: ``{column: {tag: {form: lemma}}}``, for each (form, tag) of
+            ``column`` (``"xpos"``, else ``"upos"``) seen in training, the lemma seen most
+            often with it; a word whose form and predicted tag are in it gets that lemma
+            rather than its predicted edit script's (``word_tagging.decode_columns``).
+            None: the scripts alone.
         tie_word_embeddings: the masked-LM head's decoder shares the word embedding
             matrix (``ContTransformerForMaskedLM``; the tagger has no such head).
         vocab_fingerprint: SHA-256 of the vocabulary of the tokenizer saved beside the model
@@ -197,6 +204,7 @@ class ContTransformerConfig(PreTrainedConfig):
     column_labels: dict[str, list[str]] | None = None
     feats_mode: str = "whole"
     tag_combinations: list[list[str]] | None = None
+    lemma_lexicon: dict[str, dict[str, dict[str, str]]] | None = None
     vocab_fingerprint: str | None = None
     tie_word_embeddings: bool = True
 
@@ -314,6 +322,12 @@ class ContTransformerConfig(PreTrainedConfig):
                 raise ValueError(f"tag_combinations: the model does not predict all of {JOINT_COLUMNS}")
             if any(len(triple) != len(JOINT_COLUMNS) for triple in self.tag_combinations):
                 raise ValueError("tag_combinations: every combination is an [upos, xpos, feats] triple")
+        if self.lemma_lexicon:
+            (column,) = self.lemma_lexicon if len(self.lemma_lexicon) == 1 else (None,)
+            if column not in LEXICON_COLUMNS or {column, "lemma"} - set(self.predicted_columns):
+                raise ValueError(
+                    f"lemma_lexicon: keyed by one of {LEXICON_COLUMNS}, which the model predicts with lemmas"
+                )
 
     @property
     def predicted_columns(self) -> tuple[str, ...]:

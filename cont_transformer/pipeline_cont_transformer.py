@@ -17,7 +17,8 @@ offsets in the text) and every column the model predicts (``upos``, ``xpos``, ``
 ``lemma``; None for a column it does not predict), decoded as the package's ``Tagger``
 decodes them (``word_tagging.py``, written once for both): UPOS, XPOS and FEATS jointly
 over the triples seen in training, a lemma by applying the predicted edit script to the
-word. ``pipeline(model=..., trust_remote_code=True)`` finds the task in the folder (a folder
+word or, for a form seen in training with the predicted tag, from ``config.lemma_lexicon``.
+``pipeline(model=..., trust_remote_code=True)`` finds the task in the folder (a folder
 names one custom task, so transformers takes it); ``pipeline("pos-tagging", model=...,
 trust_remote_code=True)`` says it. ``pipeline("token-classification", ...)`` is transformers'
 own pipeline as before: the primary column's tag per token piece. With this package
@@ -54,7 +55,7 @@ from .configuration_cont_transformer import PREDICTED_COLUMNS
 from .text_segmentation import check_language, split_text
 from .word_tagging import (
     combination_index,
-    decode_column,
+    decode_columns,
     encode_words,
     evaluation_windows,
     model_column_labels,
@@ -117,6 +118,7 @@ class ContTransformerTaggingPipeline(Pipeline):
         self.feats_mode = getattr(config, "feats_mode", "whole")
         # The seen (UPOS, XPOS, FEATS) triples, decoded jointly; None: each column alone.
         self.combinations = combination_index(config, self.column_labels)
+        self.lemma_lexicon = getattr(config, "lemma_lexicon", None)  # (form, tag) -> lemma
         self.max_length = getattr(config, "max_position_embeddings", None) or 2**62
         self.shorten = word_shortener(self.tokenizer, getattr(config, "max_word_length", 0) or 0)
         self.language = check_language(getattr(config, "language", None) or "en")
@@ -206,10 +208,7 @@ class ContTransformerTaggingPipeline(Pipeline):
                 ids[row.sentence][column].extend(row_ids[column])
         entries = []
         for words, spans, sentence_ids in zip(document.words, document.spans, ids):
-            values = {
-                column: decode_column(column, words, sentence_ids[column], self.column_labels[column], self.feats_mode)
-                for column in self.columns
-            }
+            values = decode_columns(words, sentence_ids, self.column_labels, self.feats_mode, self.lemma_lexicon)
             for k, (word, (start, end)) in enumerate(zip(words, spans)):
                 entry = {"word": word, "start": start, "end": end}
                 entry.update({column: values[column][k] if column in values else None for column in PREDICTED_COLUMNS})

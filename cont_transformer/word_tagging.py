@@ -22,7 +22,9 @@ application (``tagging/tag.py``, ``lemmas.py``, ``columns.py``, ``batching.py``,
   each head alone; :func:`decode_column` turns label ids into values: a lemma by applying
   the predicted edit script to the word (:func:`apply_script`, :class:`EditScript`; how
   scripts are learnt is ``tagging/lemmas.py``), factored features assembled into one
-  canonical FEATS string (:func:`canonical_feats`).
+  canonical FEATS string (:func:`canonical_feats`); :func:`decode_columns` decodes a
+  sentence's every column, a word of the lemma lexicon (``config.lemma_lexicon``) taking
+  its lemma from there.
 """
 
 from __future__ import annotations
@@ -362,6 +364,27 @@ def decode_column(
     return [labels[i] for i in ids]
 
 
+def decode_columns(
+    words: Sequence[str],
+    ids: dict[str, Sequence],
+    labels: dict[str, Sequence],
+    feats_mode: str = "whole",
+    lemma_lexicon: dict[str, dict[str, dict[str, str]]] | None = None,
+) -> dict[str, list[str]]:
+    """Every column of ``ids`` decoded for one sentence's ``words`` (:func:`decode_column`);
+    with a ``lemma_lexicon`` (``config.lemma_lexicon``), a word whose form and predicted
+    tag it holds takes the lemma it gives."""
+    columns = {column: decode_column(column, words, ids[column], labels[column], feats_mode) for column in ids}
+    if lemma_lexicon and "lemma" in columns:
+        ((tag_column, lexicon),) = lemma_lexicon.items()
+        if tag_column in columns:
+            columns["lemma"] = [
+                lexicon.get(tag, {}).get(word, lemma)
+                for word, tag, lemma in zip(words, columns[tag_column], columns["lemma"])
+            ]
+    return columns
+
+
 __all__ = [
     "CASINGS",
     "LEGACY_CONTINUATION_PREFIX",
@@ -372,6 +395,7 @@ __all__ = [
     "combination_index",
     "continuation_prefix",
     "decode_column",
+    "decode_columns",
     "encode_words",
     "evaluation_windows",
     "finish",

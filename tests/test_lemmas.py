@@ -1,14 +1,18 @@
-"""Lemma edit scripts: learnt from (form, lemma) pairs, applied to forms never seen."""
+"""Lemma edit scripts: learnt from (form, lemma) pairs, applied to forms never seen; and the
+lemma lexicon, which gives a (form, tag) seen in training its lemma."""
 
 import pytest
 
+from cont_transformer import ContTransformerConfig
 from cont_transformer.tagging.lemmas import (
     EditScript,
     apply_script,
     edit_script,
+    lemma_lexicon,
     parse_script,
     script_labels,
 )
+from cont_transformer.word_tagging import decode_columns
 
 
 def test_a_made_up_verbs_ed_form_gets_its_lemma_from_the_walked_script():
@@ -66,3 +70,47 @@ def test_script_labels_keep_scripts_seen_min_count_times_most_frequent_first():
     assert script_labels(pairs, min_count=2) == ["lower|-0+|-2+"]
     with pytest.raises(ValueError, match="lemma_min_count"):
         script_labels(pairs, min_count=0)
+
+
+def test_the_lexicon_keeps_each_form_and_tags_most_frequent_lemma():
+    triples = [
+        ("leaves", "VBZ", "leave"),
+        ("leaves", "NNS", "leaf"),
+        ("leaves", "NNS", "leaf"),
+        ("leaves", "NNS", "leave"),  # outvoted
+        ("saw", "VBD", "see"),
+        ("saw", "VBD", "saw"),  # a tie: the first seen stays
+        ("um", "UH", "_"),  # no lemma: not a lemma of the lexicon
+    ]
+    assert lemma_lexicon(triples, "xpos") == {
+        "xpos": {"VBZ": {"leaves": "leave"}, "NNS": {"leaves": "leaf"}, "VBD": {"saw": "see"}}
+    }
+    assert lemma_lexicon([("um", "UH", "_")], "xpos") is None
+
+
+def test_a_word_of_the_lexicon_with_its_predicted_tag_takes_the_lexicons_lemma():
+    labels = {"xpos": ["NNS", "VBZ"], "lemma": [parse_script("lower|-0+|-1+"), parse_script("keep|-0+|-0+")]}
+    words = ["leaves", "leaves", "dogs"]
+    ids = {"xpos": [0, 1, 0], "lemma": [0, 0, 0]}  # the script strips a final letter everywhere
+    lexicon = {"xpos": {"NNS": {"leaves": "leaf"}}}
+    assert decode_columns(words, ids, labels)["lemma"] == ["leave", "leave", "dog"]
+    # Only the (form, tag) the lexicon holds changes: "leaves" as VBZ keeps its script's lemma.
+    assert decode_columns(words, ids, labels, lemma_lexicon=lexicon)["lemma"] == ["leaf", "leave", "dog"]
+    assert decode_columns(words, {"xpos": ids["xpos"]}, labels, lemma_lexicon=lexicon) == {
+        "xpos": ["NNS", "VBZ", "NNS"]
+    }
+
+
+@pytest.mark.parametrize(
+    "lexicon",
+    [{"feats": {"_": {"a": "a"}}}, {"upos": {"DET": {"a": "a"}}}, {"xpos": {}, "upos": {}}],
+)
+def test_a_config_refuses_a_lexicon_keyed_by_a_column_it_cannot_use(lexicon):
+    with pytest.raises(ValueError, match="lemma_lexicon"):
+        ContTransformerConfig(
+            vocab_size=9,
+            id2label={0: "DT"},
+            primary_column="xpos",
+            column_labels={"lemma": ["keep|-0+|-0+"]},
+            lemma_lexicon=lexicon,
+        )

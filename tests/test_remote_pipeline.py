@@ -114,6 +114,22 @@ def test_the_folders_pipeline_gives_every_column_per_word_as_the_tagger_does(sav
     assert [piece["word"] for piece in pieces] == ["The", "old", "dog"] and all("entity" in p for p in pieces)
 
 
+def test_the_folders_pipeline_looks_seen_words_up_in_the_lemma_lexicon(saved, tmp_path):
+    folder = tmp_path / "lexicon"
+    folder.mkdir()
+    for path in saved.iterdir():
+        (folder / path.name).write_bytes(path.read_bytes())
+    config = json.loads((folder / "config.json").read_text())
+    assert "dog" in config["lemma_lexicon"]["xpos"]["NN"]  # the training treebank's own
+    # A made-up lemma for "dog" under every tag, which no edit script could give it.
+    tags = [config["id2label"][str(i)] for i in range(len(config["id2label"]))]
+    config["lemma_lexicon"] = {"xpos": {tag: {"dog": "LEXICON"} for tag in tags}}
+    (folder / "config.json").write_text(json.dumps(config))
+    entries = pipeline(model=str(folder), trust_remote_code=True)(TEXT)
+    assert [entry["lemma"] for entry in entries if entry["word"] == "dog"] == ["LEXICON"]
+    assert [{column: entry[column] for column in COLUMNS} for entry in entries] == tagger_columns(folder, TEXT)
+
+
 def test_a_sentence_longer_than_the_model_covers_is_tagged_in_windows(saved):
     tagger = pipeline(model=str(saved), pipeline_class=ContTransformerTaggingPipeline)
     limit = tagger.model.config.max_position_embeddings

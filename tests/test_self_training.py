@@ -101,6 +101,9 @@ def test_a_student_trains_on_the_treebank_and_the_silver_sentences(sample_run_60
     vocabulary = json.loads((student / "best" / "tokenizer.json").read_text())["model"]["vocab"]
     assert TEXT_ONLY_WORD in vocabulary
     assert metrics["best"]["num_unseen_words"] == before["best"]["num_unseen_words"]
+    # The lemma lexicon is the treebank's: no silver word, whose lemma is the teacher's guess.
+    lexicon = json.loads((student / "best" / "config.json").read_text())["lemma_lexicon"]["xpos"]
+    assert "dog" in lexicon["NN"] and not any(TEXT_ONLY_WORD in forms for forms in lexicon.values())
     assert (
         f"25 sentences of unlabelled text tagged by the vote of {sample_run_60}, {second}"
         in (student / "best" / "README.md").read_text()

@@ -37,7 +37,7 @@ from ..configuration_cont_transformer import (
     PREDICTED_COLUMNS,
     feature_groups,
 )
-from ..word_tagging import canonical_feats, decode_column  # written once, for remote code too
+from ..word_tagging import canonical_feats, decode_column, decode_columns  # written once, for remote code too
 from .data import UNSEEN_TAG
 from .lemmas import edit_script, script_labels
 
@@ -50,6 +50,7 @@ __all__ = [
     "column_labels",
     "column_values",
     "decode_column",
+    "decode_columns",
     "encode_column",
     "feature_groups",
     "label_field",

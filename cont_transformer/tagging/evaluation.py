@@ -40,7 +40,7 @@ from ..pretrained import check_no_custom_code
 from ..training.accelerator import end_distributed, make_accelerator
 from .arguments import MODEL_TYPE
 from .batching import IGNORE_INDEX, WORD_INDEX, PaddingCollator, encode_for_evaluation
-from .columns import column_values, decode_column, encode_column, label_field
+from .columns import column_values, decode_columns, encode_column, label_field
 from .data import SPLIT_ALIASES, load_treebank
 from .metrics.conll18.conll18 import Word, tag_counts
 from .tag import (
@@ -89,16 +89,17 @@ class GoldColumns:
     def num_words(self) -> int:
         return sum(map(len, self.words))
 
-    def scores(self, predicted: dict[str, torch.Tensor]) -> dict[str, float]:
+    def scores(self, predicted: dict[str, torch.Tensor], lemma_lexicon: dict | None = None) -> dict[str, float]:
         """The rows of :func:`reported_rows` and ``accuracy`` from predicted label ids per
-        column, one per word of the data in order (factored features: a row per word)."""
+        column, one per word of the data in order (factored features: a row per word),
+        decoded with the model's ``lemma_lexicon`` if it has one."""
         labels = parsed_labels(self.labels)
         system = {column: [] for column in self.columns}
         offset = 0
         for words in self.words:
-            for column in self.columns:
-                ids = predicted[column][offset : offset + len(words)].tolist()
-                system[column].extend(decode_column(column, words, ids, labels[column], self.feats_mode))
+            ids = {column: predicted[column][offset : offset + len(words)].tolist() for column in self.columns}
+            for column, values in decode_columns(words, ids, labels, self.feats_mode, lemma_lexicon).items():
+                system[column].extend(values)
             offset += len(words)
         gold = {
             c: [v for values in self.gold.get(c, [["_"] * len(w) for w in self.words]) for v in values]
@@ -201,7 +202,8 @@ def evaluate(model, dataloader, accelerator, gold: GoldColumns) -> dict[str, flo
         num_sentences += int(starts.sum())
         split += _seen_unseen_counts(ids[columns.index(gold.primary)], labels, unseen.bool())
     model.train(was_training)
-    result = {**gold.scores(predicted), "num_words": num_words, "num_sentences": num_sentences}
+    scores = gold.scores(predicted, getattr(config, "lemma_lexicon", None))
+    result = {**scores, "num_words": num_words, "num_sentences": num_sentences}
     correct_seen, seen, correct_unseen, num_unseen = split.tolist()
     if has_split:
         result.update(

@@ -131,7 +131,8 @@ CARD = CardText(
         "One entry per word (`word`, `start`, `end` and every column the model predicts; None for\n"
         "one it does not), decoded as the `cont-transformer` package decodes them: UPOS, XPOS and\n"
         "FEATS jointly over the combinations seen in training, a lemma by applying the predicted\n"
-        "edit script to the word. The text is split into words by the model's tokenizer and into\n"
+        "edit script to the word (or, for a word seen in training with the predicted tag, the lemma\n"
+        "seen with them). The text is split into words by the model's tokenizer and into\n"
         "sentences after `.`, `!`, `?` and at blank lines; a sentence longer than the model's\n"
         '`max_position_embeddings` is tagged in overlapping windows. `pipeline("token-classification",\n'
         "...)` gives the primary column's tag per token piece.\n\n"

@@ -43,7 +43,7 @@ from ..pretrained import check_no_custom_code
 # (cont_transformer/pipeline_cont_transformer.py, remote code): joint decoding, lemma scripts.
 from ..word_tagging import (
     combination_index,
-    decode_column,
+    decode_columns,
     model_column_labels,
     parsed_labels,
     predicted_label_ids,
@@ -142,6 +142,7 @@ class Tagger:
         self.columns = tuple(c for c in COLUMNS if c in self.column_labels)  # in CoNLL-U order
         # The seen (UPOS, XPOS, FEATS) triples, decoded jointly; None: each column alone.
         self.combinations = combination_index(model.config, self.column_labels, next(model.parameters()).device)
+        self.lemma_lexicon = getattr(model.config, "lemma_lexicon", None)  # (form, tag) -> lemma
         # The length the model was trained on; longer sentences go in windows (see above),
         # even with sinusoidal positions: windows score better than whole long stretches
         # (docs/experiments.md, "Long sentences").
@@ -231,10 +232,7 @@ class Tagger:
             for column in self.columns:
                 ids[sentence][column].extend(row_ids[column])
         return [
-            {
-                column: decode_column(column, words, sentence_ids[column], self.column_labels[column], self.feats_mode)
-                for column in self.columns
-            }
+            decode_columns(words, sentence_ids, self.column_labels, self.feats_mode, self.lemma_lexicon)
             for words, sentence_ids in zip(sentences, ids)
         ]
 

@@ -61,7 +61,7 @@ from torch.utils.data import DataLoader
 from transformers import AutoConfig, AutoTokenizer
 
 from .. import auto  # noqa: F401  registers the models with the Auto classes
-from ..configuration_cont_transformer import ContTransformerConfig
+from ..configuration_cont_transformer import LEXICON_COLUMNS, ContTransformerConfig
 from ..model_card import Evaluation
 from ..model_folders import BEST_MODEL_DIR, METRICS_FILE
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
@@ -108,6 +108,7 @@ from .evaluation import (
     reported_rows,
     scoring_rows,
 )
+from .lemmas import lemma_lexicon
 from .optimization import build_optimizer
 from .pretrained_encoder import (
     extended_tokenizer,
@@ -203,6 +204,18 @@ def choose_columns(args: TrainingArguments, train, saved=None) -> tuple[str, dic
 # --- the trainer --------------------------------------------------------------------------
 
 
+def treebank_lemma_lexicon(train, num_treebank: int, labels: Mapping[str, Sequence[str]]) -> dict | None:
+    """The lemma lexicon (``lemmas.lemma_lexicon``) of the first ``num_treebank`` sentences
+    of ``train`` (the treebank's, not the silver ones after them), keyed by the first of
+    ``LEXICON_COLUMNS`` the tagger predicts; None unless it predicts lemmas and one of them."""
+    column = next((c for c in LEXICON_COLUMNS if c in labels), None)
+    if "lemma" not in labels or column is None:
+        return None
+    treebank = train.select(range(num_treebank))
+    sentences = zip(treebank["tokens"], column_values(treebank, column), column_values(treebank, "lemma"))
+    return lemma_lexicon((triple for sentence in sentences for triple in zip(*sentence)), column)
+
+
 def encoder_config(args, tokenizer, language: str | None, char_vocab_size: int) -> dict:
     """The fields of a ``ContTransformerConfig`` that the encoder's arguments (a tagger's or a
     language model's), its tokenizer and the refinement schedule's initial K and N_T set."""
@@ -232,12 +245,14 @@ def model_config(
     combinations: list[list[str]] | None = None,
     word_vector_size: int = 0,
     num_word_embeddings: int = 0,
+    lemma_lexicon: dict | None = None,
 ) -> ContTransformerConfig:
     """The tagger's config at the refinement schedule's initial K and N_T; ``labels``: per
     predicted column its labels, the primary column first; ``combinations``: the
     (UPOS, XPOS, FEATS) triples seen in training (``combinations.tag_combinations``);
     ``word_vector_size``: of the static word vectors (0: none); ``num_word_embeddings``:
-    rows of the word embeddings (0: one per id; see :func:`whole_word_rows`)."""
+    rows of the word embeddings (0: one per id; see :func:`whole_word_rows`);
+    ``lemma_lexicon``: see :func:`treebank_lemma_lexicon`."""
     primary, *others = labels
     label_names = labels[primary]
     return ContTransformerConfig(
@@ -250,6 +265,7 @@ def model_config(
         tag_combinations=combinations,
         word_vector_size=word_vector_size,
         num_word_embeddings=num_word_embeddings,
+        lemma_lexicon=lemma_lexicon,
     )
 
 
@@ -330,6 +346,7 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
         feats_mode = getattr(config, "feats_mode", "whole") if saved is not None else args.feats_mode
         self.feats_mode = feats_mode
         self.combinations = tag_combinations(train_split, self.labels, feats_mode)
+        self.lemma_lexicon = treebank_lemma_lexicon(train_split, len(train_split) - len(silver), self.labels)
         fields = {
             label_field(column, primary): encode_column(
                 column, words, column_values(train_split, column), labels, feats_mode
@@ -383,7 +400,15 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
                 if args.word_representation == "word+chars":
                     rows = whole_word_rows(spelling["whole_word"])
             config = model_config(
-                args, tokenizer, self.labels, language, char_vocab_size, self.combinations, vector_size, rows
+                args,
+                tokenizer,
+                self.labels,
+                language,
+                char_vocab_size,
+                self.combinations,
+                vector_size,
+                rows,
+                lemma_lexicon=self.lemma_lexicon,
             )
             if self.language_model is None:
                 model = ContTransformerForTokenClassification(config)
