@@ -328,6 +328,12 @@ class ContTransformerConfig(PreTrainedConfig):
                 raise ValueError(
                     f"lemma_lexicon: keyed by one of {LEXICON_COLUMNS}, which the model predicts with lemmas"
                 )
+            lemmas = self.lemma_lexicon[column]
+            if not isinstance(lemmas, dict) or not all(
+                isinstance(tag, str) and isinstance(forms, dict) and all(isinstance(x, str) for x in _pairs(forms))
+                for tag, forms in lemmas.items()
+            ):
+                raise ValueError(f"lemma_lexicon: {{{column!r}: {{tag: {{form: lemma}}}}}}, all strings")
 
     @property
     def predicted_columns(self) -> tuple[str, ...]:
@@ -336,6 +342,13 @@ class ContTransformerConfig(PreTrainedConfig):
         primary = (self.primary_column,) if self.primary_column else ()
         others = tuple(c for c in PREDICTED_COLUMNS if c in (self.column_labels or {}))
         return primary + others
+
+
+def _pairs(mapping: dict):
+    """A mapping's keys and values, one after the other."""
+    for key, value in mapping.items():
+        yield key
+        yield value
 
 
 __all__ = ["ContTransformerConfig"]

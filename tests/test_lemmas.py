@@ -103,7 +103,14 @@ def test_a_word_of_the_lexicon_with_its_predicted_tag_takes_the_lexicons_lemma()
 
 @pytest.mark.parametrize(
     "lexicon",
-    [{"feats": {"_": {"a": "a"}}}, {"upos": {"DET": {"a": "a"}}}, {"xpos": {}, "upos": {}}],
+    [
+        {"feats": {"_": {"a": "a"}}},  # not a tag column
+        {"upos": {"DET": {"a": "a"}}},  # a column the model does not predict
+        {"xpos": {}, "upos": {}},  # two keys
+        {"xpos": {"DT": "the"}},  # a tag without its forms
+        {"xpos": {"DT": {"the": 3}}},  # a lemma that is no string
+        {"xpos": ["DT"]},
+    ],
 )
 def test_a_config_refuses_a_lexicon_keyed_by_a_column_it_cannot_use(lexicon):
     with pytest.raises(ValueError, match="lemma_lexicon"):

@@ -113,7 +113,7 @@ def lemma_lexicon(triples: Iterable[tuple[str, str, str]], column: str) -> dict[
     gives it this lemma rather than its script's, as stanza's and UDPipe's lemmatizers
     look a seen (form, tag) up before they guess: the lemma head, which reads the word's
     spelling and its context, misses some of the rare forms it trained on (``occurring``
-    -> ``occurr``). On GUM dev it gains 0.05-0.18 points of Lemmas for every English model
+    -> ``occurr``). On GUM dev it gains 0.05-0.17 points of Lemmas for every English model
     it was tried on (docs/experiments.md).
     """
     counts: dict[tuple[str, str], Counter] = {}
