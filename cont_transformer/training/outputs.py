@@ -117,7 +117,7 @@ def prepare_run_folder(
 
 
 def _paths(value: PathLike | Sequence[PathLike] | None) -> list[PathLike]:
-    """A flag's paths: none, one, or several (a flag given more than once)."""
+    """A flag's paths: none, one, or several (a flag that takes more than one, as --teacher)."""
     if value is None:
         return []
     return [value] if isinstance(value, (str, os.PathLike)) else list(value)
