@@ -4,11 +4,11 @@ lemma lexicon, which gives a (form, tag) seen in training its lemma."""
 import pytest
 
 from cont_transformer import ContTransformerConfig
+from cont_transformer.tagging.lemma_lexicon import lemma_lexicon
 from cont_transformer.tagging.lemmas import (
     EditScript,
     apply_script,
     edit_script,
-    lemma_lexicon,
     parse_script,
     script_labels,
 )

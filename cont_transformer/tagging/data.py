@@ -395,6 +395,33 @@ def load_treebank(
     return _to_dataset_dict(splits, label_names)
 
 
+def load_splits(
+    treebank: str,
+    data_dir: str | None = None,
+    train_file: Sequence[str] = (),
+    dev_file: Sequence[str] = (),
+    label_names: Mapping[str, Sequence[str]] | None = None,
+    extra_train: Sequence[dict[str, list[str]]] = (),
+):
+    """The treebank as a ``DatasetDict``, with ``train_file`` / ``dev_file`` replacing splits
+    and ``extra_train`` (silver sentences) after the train split's own.
+
+    Replacing one split of a known UD treebank keeps its other files; otherwise give both.
+    """
+    if not train_file and not dev_file:
+        return load_treebank(treebank, data_dir, label_names=label_names, extra_train=extra_train)
+    files: dict[str, Sequence[str]] = {}
+    if treebank in TREEBANKS and not (train_file and dev_file):
+        root = data_dir if data_dir is not None else os.environ.get("UD_DIR")
+        if root is None:
+            raise ValueError(f"treebank: {treebank!r} needs --data-dir or the UD_DIR environment variable")
+        files = {split: [str(Path(root) / f) for f in TREEBANKS[treebank][split]] for split in ("train", "validation")}
+    elif not (train_file and dev_file):
+        raise ValueError(f"train_file: give both --train-file and --dev-file for treebank {treebank!r}")
+    files.update({k: list(v) for k, v in (("train", train_file), ("validation", dev_file)) if v})
+    return load_treebank(files, label_names=label_names, extra_train=extra_train)
+
+
 def _read_splits(files: dict[str, list[Path]]) -> dict[str, list[dict[str, list[str]]]]:
     return {split: [sentence for path in paths for sentence in read_conllu(path)] for split, paths in files.items()}
 

@@ -104,26 +104,4 @@ def script_labels(pairs: Iterable[tuple[str, str]], min_count: int = 1) -> list[
     return sorted((s for s, n in counts.items() if n >= min_count), key=lambda s: (-counts[s], s))
 
 
-def lemma_lexicon(triples: Iterable[tuple[str, str, str]], column: str) -> dict[str, dict[str, dict[str, str]]] | None:
-    """``{column: {tag: {form: lemma}}}`` (``config.lemma_lexicon``) from a treebank's
-    ``(form, tag, lemma)`` triples, ``tag`` of ``column``: per (form, tag), the lemma seen
-    most often with it, of the tied the first seen; None when there are none.
-
-    A tagger that has both seen a form with its tag in training and predicts that tag
-    gives it this lemma rather than its script's, as stanza's and UDPipe's lemmatizers
-    look a seen (form, tag) up before they guess: the lemma head, which reads the word's
-    spelling and its context, misses some of the rare forms it trained on (``occurring``
-    -> ``occurr``). On GUM dev it gains 0.05-0.17 points of Lemmas for every English model
-    it was tried on (docs/experiments.md).
-    """
-    counts: dict[tuple[str, str], Counter] = {}
-    for form, tag, lemma in triples:
-        if lemma != "_":
-            counts.setdefault((tag, form), Counter())[lemma] += 1
-    lexicon: dict[str, dict[str, str]] = {}
-    for (tag, form), lemmas in counts.items():
-        lexicon.setdefault(tag, {})[form] = lemmas.most_common(1)[0][0]
-    return {column: lexicon} if lexicon else None
-
-
-__all__ = ["CASINGS", "EditScript", "apply_script", "edit_script", "lemma_lexicon", "parse_script", "script_labels"]
+__all__ = ["CASINGS", "EditScript", "apply_script", "edit_script", "parse_script", "script_labels"]

@@ -48,7 +48,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -61,7 +60,7 @@ from torch.utils.data import DataLoader
 from transformers import AutoConfig, AutoTokenizer
 
 from .. import auto  # noqa: F401  registers the models with the Auto classes
-from ..configuration_cont_transformer import LEXICON_COLUMNS, ContTransformerConfig
+from ..configuration_cont_transformer import ContTransformerConfig
 from ..model_card import Evaluation
 from ..model_folders import BEST_MODEL_DIR, METRICS_FILE
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
@@ -91,11 +90,10 @@ from .columns import (
 from .combinations import tag_combinations
 from .data import (
     TAG_COLUMNS,
-    TREEBANKS,
     TreebankFacts,
     build_vocab,
     check_tag_column,
-    load_treebank,
+    load_splits,
     most_frequent_tag_baseline,
     treebank_facts,
     treebank_files,
@@ -108,7 +106,7 @@ from .evaluation import (
     reported_rows,
     scoring_rows,
 )
-from .lemmas import lemma_lexicon
+from .lemma_lexicon import treebank_lemma_lexicon
 from .optimization import build_optimizer
 from .pretrained_encoder import (
     extended_tokenizer,
@@ -136,33 +134,6 @@ PREDICTIONS_DIR = "predictions"
 
 
 # --- data ---------------------------------------------------------------------------
-
-
-def load_splits(
-    treebank: str,
-    data_dir: str | None = None,
-    train_file: Sequence[str] = (),
-    dev_file: Sequence[str] = (),
-    label_names: Mapping[str, Sequence[str]] | None = None,
-    extra_train: Sequence[dict[str, list[str]]] = (),
-):
-    """The treebank as a ``DatasetDict``, with ``train_file`` / ``dev_file`` replacing splits
-    and ``extra_train`` (silver sentences) after the train split's own.
-
-    Replacing one split of a known UD treebank keeps its other files; otherwise give both.
-    """
-    if not train_file and not dev_file:
-        return load_treebank(treebank, data_dir, label_names=label_names, extra_train=extra_train)
-    files: dict[str, Sequence[str]] = {}
-    if treebank in TREEBANKS and not (train_file and dev_file):
-        root = data_dir if data_dir is not None else os.environ.get("UD_DIR")
-        if root is None:
-            raise ValueError(f"treebank: {treebank!r} needs --data-dir or the UD_DIR environment variable")
-        files = {split: [str(Path(root) / f) for f in TREEBANKS[treebank][split]] for split in ("train", "validation")}
-    elif not (train_file and dev_file):
-        raise ValueError(f"train_file: give both --train-file and --dev-file for treebank {treebank!r}")
-    files.update({k: list(v) for k, v in (("train", train_file), ("validation", dev_file)) if v})
-    return load_treebank(files, label_names=label_names, extra_train=extra_train)
 
 
 def _vocabulary(train) -> list[str]:
@@ -202,18 +173,6 @@ def choose_columns(args: TrainingArguments, train, saved=None) -> tuple[str, dic
 
 
 # --- the trainer --------------------------------------------------------------------------
-
-
-def treebank_lemma_lexicon(train, num_treebank: int, labels: Mapping[str, Sequence[str]]) -> dict | None:
-    """The lemma lexicon (``lemmas.lemma_lexicon``) of the first ``num_treebank`` sentences
-    of ``train`` (the treebank's, not the silver ones after them), keyed by the first of
-    ``LEXICON_COLUMNS`` the tagger predicts; None unless it predicts lemmas and one of them."""
-    column = next((c for c in LEXICON_COLUMNS if c in labels), None)
-    if "lemma" not in labels or column is None:
-        return None
-    treebank = train.select(range(num_treebank))
-    sentences = zip(treebank["tokens"], column_values(treebank, column), column_values(treebank, "lemma"))
-    return lemma_lexicon((triple for sentence in sentences for triple in zip(*sentence)), column)
 
 
 def encoder_config(args, tokenizer, language: str | None, char_vocab_size: int) -> dict:
