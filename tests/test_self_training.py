@@ -17,6 +17,7 @@ from cont_transformer.tagging.self_training import (
     MIN_LINE_WORDS,
     sample_lines,
     silver_sentences,
+    unanimous,
     vote,
 )
 
@@ -70,6 +71,15 @@ def test_teachers_vote_word_by_word_keeping_each_triple_whole():
     assert vote([second]) == second and vote([first, second]) == first  # a tie of two: the first
 
 
+def test_unanimity_needs_every_word_s_triple_alike_and_ignores_lemmas():
+    first = _tags(("NOUN", "NN", "Number=Sing", "run"), ("X", "FW", "_", "a"))
+    assert unanimous([first]) and unanimous([first, _tags(("NOUN", "NN", "Number=Sing", "ran"), ("X", "FW", "_", "b"))])
+    for other in (("VERB", "NN", "Number=Sing"), ("NOUN", "NNS", "Number=Sing"), ("NOUN", "NN", "Number=Plur")):
+        assert not unanimous([first, first, _tags((*other, "run"), ("X", "FW", "_", "a"))])
+    with pytest.raises(ValueError, match="silver_agreement: one of majority, all, got 'most'"):
+        silver_sentences("unused", ["unused"], 1, seed=0, agreement="most")
+
+
 @pytest.mark.slow
 def test_the_teacher_tags_every_column_of_the_drawn_lines(sample_run_60, tmp_path):
     text = _write(tmp_path / "text.txt.gz", ["Tom didn't see the old dog .", *_sentences(5)])
@@ -82,6 +92,8 @@ def test_the_teacher_tags_every_column_of_the_drawn_lines(sample_run_60, tmp_pat
         assert all(tag in labels for tag in sentence["xpos"])  # the teacher's own tags
     # Teachers that agree vote for what each gives alone.
     assert silver_sentences([sample_run_60] * 2, [str(text)], 10, seed=0, device="cpu") == (sentences, columns)
+    unanimous_only = silver_sentences([sample_run_60] * 2, [str(text)], 10, seed=0, device="cpu", agreement="all")
+    assert unanimous_only == (sentences, columns)  # they agree on every sentence: none is dropped
 
 
 @pytest.mark.slow

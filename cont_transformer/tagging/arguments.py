@@ -34,6 +34,7 @@ from ..training.arguments import RunArguments, _help
 from ..training.schedules import parse_steps
 from .data import TAG_COLUMNS, TREEBANKS
 from .pretrained_encoder import ENCODER_FIELDS, is_language_model
+from .self_training import AGREEMENTS
 from .word_vectors import VECTORS_FILE, WORDS_FILE
 
 logger = logging.getLogger(__name__)
@@ -192,6 +193,13 @@ class TrainingArguments(EncoderArguments, RunArguments):
         default=30000,
         **_help("self-training: how many lines of 3-60 words to draw from --silver-text-files (seeded by --seed)"),
     )
+    silver_agreement: str = field(
+        default="majority",
+        **_help(
+            "self-training with several teachers: 'majority' (each word's tags by their vote) or 'all' "
+            "(only the sentences whose every word they tag alike)"
+        ),
+    )
     freeze_word_embeddings: bool = field(
         default=False,
         **_help(
@@ -261,6 +269,8 @@ class TrainingArguments(EncoderArguments, RunArguments):
         if (not self.teacher) != (not self.silver_text_files):
             raise ValueError("teacher: self-training needs both --teacher and --silver-text-files")
         check_count("silver_lines", self.silver_lines)
+        if self.silver_agreement not in AGREEMENTS:
+            raise ValueError(f"silver_agreement: one of {', '.join(AGREEMENTS)}, got {self.silver_agreement!r}")
         if self.lemma_min_count < 1:
             raise ValueError(f"lemma_min_count: must be >= 1, got {self.lemma_min_count}")
         if self.word_dropout < 0:

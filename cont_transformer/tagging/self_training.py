@@ -12,6 +12,10 @@ Several teachers (e.g. one recipe's runs with different seeds) vote, word by wor
 decoding keeps it), the lemma most give wins on its own, and a tie goes to the teacher
 named first. Three seeds of the pretrained English recipe tag GUM dev by vote 0.2-0.4
 points better in UPOS, XPOS, UFeats and AllTags than each alone (docs/experiments.md).
+With ``agreement="all"`` (``--silver-agreement all``) the vote becomes a filter, as in
+tri-training: a sentence is kept only when every teacher gives every word the same
+(UPOS, XPOS, FEATS) triple (lemmas still go by majority), so fewer than ``num_lines``
+silver sentences remain, and the ones kept are those the teachers are surest of.
 
 Lines. Every line of 3 to :data:`MAX_LINE_WORDS` whitespace-separated words (a sentence,
 rarely a paragraph) may be drawn; ``num_lines`` of them are drawn by reservoir sampling
@@ -37,6 +41,7 @@ from .tag import Tagger
 MIN_LINE_WORDS = 3  # shorter lines are headings, list items, speaker names
 MAX_LINE_WORDS = 60  # longer lines are paragraphs, which the teacher would tag as one sentence
 SILVER_COLUMNS = ("upos", "xpos", "feats", "lemma")
+AGREEMENTS = ("majority", "all")  # --silver-agreement: the teachers' vote decides, or only unanimity keeps a sentence
 
 
 def sample_lines(patterns: Sequence[str], num_lines: int, seed: int) -> list[str]:
@@ -68,11 +73,15 @@ def silver_sentences(
     num_lines: int,
     seed: int,
     device: str | torch.device | None = None,
+    agreement: str = "majority",
 ) -> tuple[list[dict[str, list[str]]], tuple[str, ...]]:
-    """The teachers' tags of :func:`sample_lines` (one teacher, or several that vote: see
-    above): sentences ``{"tokens", "upos", "xpos", "feats", "lemma"}`` as
-    :func:`~.data.read_conllu` reads them (``"_"`` in a column that not every teacher
-    predicts), and the columns every teacher predicts."""
+    """The teachers' tags of :func:`sample_lines` (one teacher, or several that vote, or
+    with ``agreement="all"`` only the sentences they agree on: see above): sentences
+    ``{"tokens", "upos", "xpos", "feats", "lemma"}`` as :func:`~.data.read_conllu` reads
+    them (``"_"`` in a column that not every teacher predicts), and the columns every
+    teacher predicts."""
+    if agreement not in AGREEMENTS:
+        raise ValueError(f"silver_agreement: one of {', '.join(AGREEMENTS)}, got {agreement!r}")
     if isinstance(teachers, (str, os.PathLike)):
         teachers = [teachers]
     lines = sample_lines(patterns, num_lines, seed)
@@ -92,6 +101,8 @@ def silver_sentences(
             {column: predicted[i].get(column, blank) if column in columns else blank for column in SILVER_COLUMNS}
             for predicted in votes
         ]
+        if agreement == "all" and not unanimous(tags):
+            continue
         sentences.append({"tokens": sentence, **vote(tags)})
     return sentences, tuple(column for column in SILVER_COLUMNS if column in columns)
 
@@ -109,6 +120,11 @@ def vote(tags: Sequence[dict[str, list[str]]]) -> dict[str, list[str]]:
         "feats": feats,
         "lemma": [_most_common([t["lemma"][j] for t in tags]) for j in words],
     }
+
+
+def unanimous(tags: Sequence[dict[str, list[str]]]) -> bool:
+    """Whether every teacher gives every word of a sentence the same (UPOS, XPOS, FEATS)."""
+    return all(t[column] == tags[0][column] for t in tags[1:] for column in ("upos", "xpos", "feats"))
 
 
 def _most_common(values: Sequence):

@@ -274,7 +274,12 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
         silver, silver_columns = [], ()
         if args.teacher:
             silver, silver_columns = silver_sentences(
-                args.teacher, args.silver_text_files, args.silver_lines, args.seed, accelerator.device
+                args.teacher,
+                args.silver_text_files,
+                args.silver_lines,
+                args.seed,
+                accelerator.device,
+                args.silver_agreement,
             )
         data = load_splits(args.treebank, args.data_dir, args.train_file, args.dev_file, extra_train=silver)
         for split in ("train", "validation"):
@@ -484,6 +489,8 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
             return ""
         teachers = self.args.teacher
         by = teachers[0] if len(teachers) == 1 else f"the vote of {', '.join(teachers)}"
+        if len(teachers) > 1 and self.args.silver_agreement == "all":
+            by = f"{', '.join(teachers)}, kept where they all agree"
         return f"; and {self.num_silver_sentences:,} sentences of unlabelled text tagged by {by}"
 
     def card_facts(self, entry: dict) -> dict:
