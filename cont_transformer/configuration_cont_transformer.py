@@ -16,8 +16,14 @@ POSITION_ENCODINGS = ("sinusoidal", "learned")
 # character CNN over the spelling, and the character CNN alone.
 WORD_REPRESENTATIONS = ("word", "word+chars", "chars")
 ACTIVATIONS = ("gelu", "relu")
-# The CoNLL-U columns a tagger can predict, each with a head of its own.
-PREDICTED_COLUMNS = ("upos", "xpos", "feats", "lemma")
+# The CoNLL-U columns a tagger gives, each predicted by a head of its own.
+OUTPUT_COLUMNS = ("upos", "xpos", "feats", "lemma")
+# Columns a tagger may also learn, as a training signal for the encoder, when asked for
+# (--columns): each word's dependency relation (DEPREL), without the head it attaches to,
+# so it is never written out (docs/design.md §6).
+AUXILIARY_COLUMNS = ("deprel",)
+# Every column a tagger can have a head for.
+PREDICTED_COLUMNS = OUTPUT_COLUMNS + AUXILIARY_COLUMNS
 # UFeats as one class per whole FEATS string, or one class per value of each feature.
 FEATS_MODES = ("whole", "factored")
 # The columns a lemma lexicon may be keyed by (with the form), the first predicted chosen.
@@ -131,7 +137,7 @@ class ContTransformerConfig(PreTrainedConfig):
     head per column, all after the final LayerNorm (outside the ODE block: compression
     and change of basis never touch them):
 
-        primary_column: the column ``id2label`` names (one of ``PREDICTED_COLUMNS``:
+        primary_column: the column ``id2label`` names (one of ``OUTPUT_COLUMNS``:
             ``"upos"``, ``"xpos"``, ``"feats"``, ``"lemma"``); None in configs saved
             before there were several heads (the column is then recorded beside the
             model, in ``metrics.json``).
@@ -139,7 +145,8 @@ class ContTransformerConfig(PreTrainedConfig):
             FEATS strings (``feats_mode="whole"``) or ``Name=Value`` per feature value,
             ``Name=_`` for an absent feature, labels of one feature together
             (``"factored"``), lemma edit scripts as text
-            (``cont_transformer.tagging.lemmas``). None or empty: one column only.
+            (``cont_transformer.tagging.lemmas``), dependency relations (``"deprel"``, an
+            auxiliary column: learnt, never given). None or empty: one column only.
         feats_mode: ``"whole"`` (a class per FEATS string seen in training) or
             ``"factored"`` (a class per value of each feature, "_" for absent).
         tag_combinations: the ``[upos, xpos, feats]`` label triples seen in training
@@ -300,8 +307,8 @@ class ContTransformerConfig(PreTrainedConfig):
         """The predicted columns are known, none twice, and each has labels."""
         if self.feats_mode not in FEATS_MODES:
             raise ValueError(f"feats_mode: choose one of {FEATS_MODES}, got {self.feats_mode!r}")
-        if self.primary_column is not None and self.primary_column not in PREDICTED_COLUMNS:
-            raise ValueError(f"primary_column: choose one of {PREDICTED_COLUMNS}, got {self.primary_column!r}")
+        if self.primary_column is not None and self.primary_column not in OUTPUT_COLUMNS:
+            raise ValueError(f"primary_column: choose one of {OUTPUT_COLUMNS}, got {self.primary_column!r}")
         if self.primary_column == "feats" and self.feats_mode == "factored":
             raise ValueError("primary_column: factored features have several heads; predict them beside a tag column")
         for column, labels in (self.column_labels or {}).items():

@@ -273,7 +273,7 @@ class ContTransformerModel(ContTransformerPreTrainedModel):
 class ContTransformerTaggerOutput(TokenClassifierOutput):
     """:class:`TokenClassifierOutput` (``logits``: the primary column) plus the scores of
     the other predicted columns, None for a column the model does not predict besides
-    its primary one: ``upos_logits``, ``xpos_logits``, ``lemma_logits``
+    its primary one: ``upos_logits``, ``xpos_logits``, ``lemma_logits``, ``deprel_logits``
     ``(batch, seq, labels of the column)``; ``feats_logits`` likewise, with factored
     features the groups' scores side by side (``(batch, seq, labels)``, split by
     ``feature_groups(config.column_labels["feats"])``)."""
@@ -282,6 +282,7 @@ class ContTransformerTaggerOutput(TokenClassifierOutput):
     xpos_logits: torch.FloatTensor | None = None
     feats_logits: torch.FloatTensor | None = None
     lemma_logits: torch.FloatTensor | None = None
+    deprel_logits: torch.FloatTensor | None = None
 
 
 def _mean_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -358,6 +359,7 @@ class ContTransformerForTokenClassification(ContTransformerPreTrainedModel):
         xpos_labels: torch.Tensor | None = None,
         feats_labels: torch.Tensor | None = None,
         lemma_labels: torch.Tensor | None = None,
+        deprel_labels: torch.Tensor | None = None,
     ) -> ContTransformerTaggerOutput:
         """``input_ids``, ``attention_mask`` ``(batch, seq)`` as in :class:`ContTransformerModel`;
         ``labels`` ``(batch, seq)`` ids of the primary column's tags, -100 where no tag is
@@ -374,7 +376,13 @@ class ContTransformerForTokenClassification(ContTransformerPreTrainedModel):
         )
         features = self.dropout(encoded.last_hidden_state)  # (batch, seq, hidden)
         logits = self.classifier(features)  # (batch, seq, num_labels)
-        given = {"upos": upos_labels, "xpos": xpos_labels, "feats": feats_labels, "lemma": lemma_labels}
+        given = {
+            "upos": upos_labels,
+            "xpos": xpos_labels,
+            "feats": feats_labels,
+            "lemma": lemma_labels,
+            "deprel": deprel_labels,
+        }
         column_logits = {}
         losses = [] if labels is None else [_mean_cross_entropy(logits, labels)]
         for column, classifier in getattr(self, "column_classifiers", {}).items():

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import torch
 from transformers import Pipeline
 
-from .configuration_cont_transformer import PREDICTED_COLUMNS
+from .configuration_cont_transformer import OUTPUT_COLUMNS
 from .text_segmentation import check_language, split_text
 from .word_tagging import (
     combination_index,
@@ -114,7 +114,7 @@ class ContTransformerTaggingPipeline(Pipeline):
         self.column = getattr(config, "primary_column", None) or "xpos"
         # Column -> its labels (lemma scripts parsed once), the primary column's from id2label.
         self.column_labels = parsed_labels(model_column_labels(config, self.column))
-        self.columns = tuple(c for c in PREDICTED_COLUMNS if c in self.column_labels)
+        self.columns = tuple(c for c in OUTPUT_COLUMNS if c in self.column_labels)
         self.feats_mode = getattr(config, "feats_mode", "whole")
         # The seen (UPOS, XPOS, FEATS) triples, decoded jointly; None: each column alone.
         self.combinations = combination_index(config, self.column_labels)
@@ -211,7 +211,7 @@ class ContTransformerTaggingPipeline(Pipeline):
             values = decode_columns(words, sentence_ids, self.column_labels, self.feats_mode, self.lemma_lexicon)
             for k, (word, (start, end)) in enumerate(zip(words, spans)):
                 entry = {"word": word, "start": start, "end": end}
-                entry.update({column: values[column][k] if column in values else None for column in PREDICTED_COLUMNS})
+                entry.update({column: values[column][k] if column in values else None for column in OUTPUT_COLUMNS})
                 entries.append(entry)
         return entries
 

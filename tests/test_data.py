@@ -66,6 +66,7 @@ def test_read_skips_multiword_ranges_empty_nodes_and_comments(tmp_path):
             "xpos": ["NNS", "VBP", "RB", "VB", "."],
             "feats": ["_"] * 5,
             "lemma": ["cats", "do", "n't", "sleep", "."],
+            "deprel": ["root"] * 5,
         },
         {
             "tokens": ["Dogs", "bark"],
@@ -73,6 +74,7 @@ def test_read_skips_multiword_ranges_empty_nodes_and_comments(tmp_path):
             "xpos": ["NNS", "_"],
             "feats": ["_", "_"],
             "lemma": ["dogs", "bark"],
+            "deprel": ["root", "root"],
         },
     ]
 

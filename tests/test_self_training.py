@@ -51,9 +51,11 @@ def test_lines_are_drawn_by_seed_from_sentence_lines_only(tmp_path):
     assert everything == [*_sentences(30), " ".join(["w"] * MIN_LINE_WORDS)]
 
 
-def _tags(*words: tuple[str, str, str, str]) -> dict[str, list[str]]:
-    """A teacher's columns of a sentence, from (UPOS, XPOS, FEATS, lemma) per word."""
-    return dict(zip(("upos", "xpos", "feats", "lemma"), (list(column) for column in zip(*words))))
+def _tags(*words: tuple[str, ...]) -> dict[str, list[str]]:
+    """A teacher's columns of a sentence, from (UPOS, XPOS, FEATS, lemma[, DEPREL]) per word
+    (DEPREL ``_`` when not given)."""
+    words = tuple((*word, "_")[:5] for word in words)
+    return dict(zip(("upos", "xpos", "feats", "lemma", "deprel"), (list(column) for column in zip(*words))))
 
 
 def test_teachers_vote_word_by_word_keeping_each_triple_whole():

@@ -25,6 +25,7 @@ from ..basis import get_basis, refined_num_steps
 from ..choices import check_count
 from ..configuration_cont_transformer import (
     FEATS_MODES,
+    OUTPUT_COLUMNS,
     PREDICTED_COLUMNS,
     ContTransformerConfig,
     check_word_representation,
@@ -158,7 +159,8 @@ class TrainingArguments(EncoderArguments, RunArguments):
         default=None,
         **_help(
             "comma-separated columns to predict, a head each: upos,xpos,feats,lemma "
-            "(default: every column the training treebank annotates; the paper's model: xpos)"
+            "(default: every one the training treebank annotates; the paper's model: xpos), and "
+            "deprel, each word's dependency relation, learnt as a training signal and never output"
         ),
     )
     feats_mode: str = field(
@@ -400,11 +402,14 @@ def check_column_flags(given: Mapping[str, object]) -> None:
 
 def parse_columns(text: str) -> tuple[str, ...]:
     """``"xpos,upos"`` -> ``("xpos", "upos")``; ``ValueError`` naming ``columns`` for an
-    unknown or repeated column, or none."""
+    unknown or repeated column, none, or only auxiliary ones (DEPREL is learnt beside a
+    column the tagger gives, never alone)."""
     columns = tuple(part.strip().lower() for part in text.split(",") if part.strip())
     unknown = [c for c in columns if c not in PREDICTED_COLUMNS]
     if unknown or not columns or len(set(columns)) != len(columns):
         raise ValueError(f"columns: give distinct columns among {','.join(PREDICTED_COLUMNS)}, got {text!r}")
+    if not set(columns) & set(OUTPUT_COLUMNS):
+        raise ValueError(f"columns: {text!r} is learnt only beside one of {','.join(OUTPUT_COLUMNS)}; add one")
     return columns
 
 

@@ -1,10 +1,12 @@
 """The CoNLL-U columns a tagger predicts: which a treebank annotates, their labels, label
 ids and back.
 
-Columns (:data:`PREDICTED_COLUMNS`): ``upos``, ``xpos``, ``feats`` (UFeats) and ``lemma``.
+Columns (:data:`PREDICTED_COLUMNS`): ``upos``, ``xpos``, ``feats`` (UFeats) and ``lemma``,
+which a tagger gives (:data:`OUTPUT_COLUMNS`), and ``deprel``, which it may learn besides
+as a training signal (:data:`AUXILIARY_COLUMNS`, only when asked for: ``--columns``).
 A treebank annotates a column unless its train split has ``_`` for every word there
 (:func:`annotated_columns`): a treebank without lemmas gets no lemma head. By default a
-tagger predicts every annotated column, XPOS first (the primary column, the model's
+tagger predicts every annotated output column, XPOS first (the primary column, the model's
 ``logits``; UPOS where there is no XPOS).
 
 Labels (:func:`column_labels`), per column, from the train split:
@@ -15,7 +17,8 @@ Labels (:func:`column_labels`), per column, from the train split:
   them), ``_`` for none; ``"factored"``: per feature name, ``Name=_`` (absent) and
   ``Name=Value`` for each value seen, names sorted as above, ``_`` first;
 * ``lemma``: the edit scripts (:mod:`.lemmas`) of the train words seen at least
-  ``lemma_min_count`` times.
+  ``lemma_min_count`` times;
+* ``deprel``: each dependency relation, subtypes kept (``nsubj:pass``).
 
 Ids (:func:`encode_column`). Per word, the label's index; a value that has no label
 (a dev tag unseen in train, a rare lemma script) is ``UNSEEN_TAG`` (-1), which the model's
@@ -33,7 +36,9 @@ import datasets
 
 from ..configuration_cont_transformer import (
     ABSENT_FEATURE,
+    AUXILIARY_COLUMNS,
     FEATS_MODES,
+    OUTPUT_COLUMNS,
     PREDICTED_COLUMNS,
     feature_groups,
 )
@@ -43,7 +48,9 @@ from .lemmas import edit_script, script_labels
 
 __all__ = [
     "ABSENT_FEATURE",
+    "AUXILIARY_COLUMNS",
     "FEATS_MODES",
+    "OUTPUT_COLUMNS",
     "PREDICTED_COLUMNS",
     "annotated_columns",
     "canonical_feats",
@@ -78,11 +85,12 @@ def column_values(dataset: datasets.Dataset, column: str) -> list[list[str]]:
     return values
 
 
-def annotated_columns(train: datasets.Dataset) -> tuple[str, ...]:
-    """The columns of :data:`PREDICTED_COLUMNS` that ``train`` fills for at least one word."""
+def annotated_columns(train: datasets.Dataset, candidates: Sequence[str] = OUTPUT_COLUMNS) -> tuple[str, ...]:
+    """The columns of ``candidates`` (default: the output columns) that ``train`` fills for
+    at least one word."""
     return tuple(
         column
-        for column in PREDICTED_COLUMNS
+        for column in candidates
         if column in train.column_names
         and any(value != "_" for values in column_values(train, column) for value in values)
     )
@@ -90,8 +98,8 @@ def annotated_columns(train: datasets.Dataset) -> tuple[str, ...]:
 
 def primary_column(columns: Sequence[str]) -> str:
     """The column a model's ``logits`` predict: XPOS if among ``columns``, else UPOS, else
-    the first."""
-    return next((c for c in ("xpos", "upos") if c in columns), columns[0])
+    the first output column."""
+    return next((c for c in ("xpos", "upos") if c in columns), next(c for c in columns if c in OUTPUT_COLUMNS))
 
 
 def column_labels(
@@ -106,8 +114,8 @@ def column_labels(
     ``train`` does not annotate, or an unknown ``feats_mode``."""
     if feats_mode not in FEATS_MODES:
         raise ValueError(f"feats_mode: choose one of {FEATS_MODES}, got {feats_mode!r}")
-    annotated = annotated_columns(train)
-    columns = annotated if columns is None else tuple(columns)
+    annotated = annotated_columns(train, PREDICTED_COLUMNS)
+    columns = tuple(c for c in annotated if c in OUTPUT_COLUMNS) if columns is None else tuple(columns)
     for column in columns:
         if column not in PREDICTED_COLUMNS:
             raise ValueError(f"columns: {column!r} is not one of {PREDICTED_COLUMNS}")
@@ -124,6 +132,8 @@ def column_labels(
                 ((form, lemma) for f, ls in zip(forms, values) for form, lemma in zip(f, ls)),
                 lemma_min_count,
             )
+        elif column in AUXILIARY_COLUMNS:
+            labels[column] = sorted({v for vs in values for v in vs})
         elif feats_mode == "whole":
             labels[column] = sorted({canonical_feats(v) for vs in values for v in vs})
         else:

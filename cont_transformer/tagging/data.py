@@ -12,8 +12,8 @@ surface tokens.
 Loading. `load_treebank` returns a `DatasetDict` with splits `train`,
 `validation` (UD "dev") and `test` when present, and columns `tokens`
 (`Sequence(Value("string"))`), `upos` and `xpos` (`Sequence(ClassLabel)`), and
-`feats` and `lemma` as they are written (`Sequence(Value("string"))`, `_` where the
-treebank has none; `columns.py` turns them into labels). The
+`feats`, `lemma` and `deprel` as they are written (`Sequence(Value("string"))`, `_` where
+the treebank has none; `columns.py` turns them into labels). The
 tag names are the sorted tags of the train split (or `label_names`, e.g. those
 of a saved model). A treebank is named by a known UD name (`TREEBANKS`,
 resolved under `data_dir` or `$UD_DIR`), `"sample"`, a UD release folder, an
@@ -56,7 +56,7 @@ from .sample_treebank import write_sample_treebank
 logger = logging.getLogger(__name__)
 
 TAG_COLUMNS = ("upos", "xpos")
-TEXT_COLUMNS = ("feats", "lemma")  # kept as strings; see columns.py for their labels
+TEXT_COLUMNS = ("feats", "lemma", "deprel")  # kept as strings; see columns.py for their labels
 UNSEEN_TAG = -1
 
 PathLike = str | os.PathLike
@@ -184,6 +184,7 @@ def read_conllu(path: PathLike) -> list[dict[str, list[str]]]:
                 "xpos": [word["xpos"] or "_" for word in words],
                 "feats": [word["feats"] for word in words],
                 "lemma": [word["lemma"] or "_" for word in words],
+                "deprel": [word["deprel"] or "_" for word in words],
             }
         )
     return sentences

@@ -9,7 +9,8 @@ metric (words absent from the treebank's train split) are the treebank's alone.
 
 Several teachers (e.g. one recipe's runs with different seeds) vote, word by word: the
 (UPOS, XPOS, FEATS) triple most of them give wins as one (a consistent bundle, as joint
-decoding keeps it), the lemma most give wins on its own, and a tie goes to the teacher
+decoding keeps it), the lemma most give wins on its own (as does the DEPREL, when the
+teachers learnt it: an auxiliary column, see ``columns.py``), and a tie goes to the teacher
 named first. Three seeds of the pretrained English recipe tag GUM dev by vote 0.2-0.4
 points better in UPOS, XPOS, UFeats and AllTags than each alone (docs/experiments.md).
 With ``agreement="all"`` (``--silver-agreement all``) the vote becomes a filter, as in
@@ -40,7 +41,7 @@ from .tag import Tagger
 
 MIN_LINE_WORDS = 3  # shorter lines are headings, list items, speaker names
 MAX_LINE_WORDS = 60  # longer lines are paragraphs, which the teacher would tag as one sentence
-SILVER_COLUMNS = ("upos", "xpos", "feats", "lemma")
+SILVER_COLUMNS = ("upos", "xpos", "feats", "lemma", "deprel")
 AGREEMENTS = ("majority", "all")  # --silver-agreement: the teachers' vote decides, or only unanimity keeps a sentence
 
 
@@ -90,8 +91,8 @@ def silver_sentences(
         tagger = Tagger.from_pretrained(teacher, device=device)
         if words is None:  # the first teacher's language splits the lines into words
             words = [sentence.words(line) for sentence, line in zip(tokenize_sentences(lines, tagger.language), lines)]
-        votes.append(tagger.predict_columns(words))
-        known = {column for column in SILVER_COLUMNS if column in tagger.columns}
+        votes.append(tagger.predict_columns(words, auxiliary=True))
+        known = {column for column in SILVER_COLUMNS if column in tagger.columns + tagger.auxiliary_columns}
         columns = known if columns is None else columns & known
         del tagger
     sentences = []
@@ -109,8 +110,8 @@ def silver_sentences(
 
 def vote(tags: Sequence[dict[str, list[str]]]) -> dict[str, list[str]]:
     """One sentence's columns (:data:`SILVER_COLUMNS`) from several teachers' (in their
-    order): per word, the (UPOS, XPOS, FEATS) triple most of them give, and the lemma most
-    give; a tie goes to the earliest teacher among the tied."""
+    order): per word, the (UPOS, XPOS, FEATS) triple most of them give, and the lemma (and
+    the DEPREL) most give; a tie goes to the earliest teacher among the tied."""
     words = range(len(tags[0]["lemma"]))
     triples = [_most_common([(t["upos"][j], t["xpos"][j], t["feats"][j]) for t in tags]) for j in words]
     upos, xpos, feats = ([triple[i] for triple in triples] for i in range(3))
@@ -118,7 +119,7 @@ def vote(tags: Sequence[dict[str, list[str]]]) -> dict[str, list[str]]:
         "upos": upos,
         "xpos": xpos,
         "feats": feats,
-        "lemma": [_most_common([t["lemma"][j] for t in tags]) for j in words],
+        **{column: [_most_common([t[column][j] for t in tags]) for j in words] for column in ("lemma", "deprel")},
     }
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 import torch
 
 from ..compiling import compiled
+from ..configuration_cont_transformer import AUXILIARY_COLUMNS
 from ..model_folders import METRICS_FILE, resolve_model_dir
 from ..pretrained import check_no_custom_code
 
@@ -50,8 +51,7 @@ from ..word_tagging import (
     token_batches,
 )
 from .batching import IGNORE_INDEX, PaddingCollator, encode_for_evaluation
-from .conllu_document import COLUMNS
-from .document import Document, Sentence
+from .document import TAG_COLUMNS, Document, Sentence
 from .segmentation import check_language, split_text, tokenize_sentences
 from .tokenization import load_tokenizer, word_shortener
 
@@ -139,7 +139,9 @@ class Tagger:
         self.feats_mode = getattr(model.config, "feats_mode", "whole")
         # Column -> its labels (lemma scripts parsed once), the primary column's from id2label.
         self.column_labels = parsed_labels(model_column_labels(model.config, self.column))
-        self.columns = tuple(c for c in COLUMNS if c in self.column_labels)  # in CoNLL-U order
+        self.columns = tuple(c for c in TAG_COLUMNS if c in self.column_labels)  # what it gives, in CoNLL-U order
+        # What it learnt besides, as a training signal (DEPREL): predicted only when asked.
+        self.auxiliary_columns = tuple(c for c in AUXILIARY_COLUMNS if c in self.column_labels)
         # The seen (UPOS, XPOS, FEATS) triples, decoded jointly; None: each column alone.
         self.combinations = combination_index(model.config, self.column_labels, next(model.parameters()).device)
         self.lemma_lexicon = getattr(model.config, "lemma_lexicon", None)  # (form, tag) -> lemma
@@ -190,13 +192,18 @@ class Tagger:
         return [columns[self.column] for columns in self.predict_columns(sentences, progress)]
 
     def predict_columns(
-        self, sentences: Sequence[Sequence[str]], progress: Callable[[int], object] | None = None
+        self,
+        sentences: Sequence[Sequence[str]],
+        progress: Callable[[int], object] | None = None,
+        auxiliary: bool = False,
     ) -> list[dict[str, list[str]]]:
         """Every predicted column of ``sentences`` (lists of non-empty words), in their
-        order: per sentence, ``{column: one value per word}`` (``self.columns``).
+        order: per sentence, ``{column: one value per word}`` (``self.columns``; with
+        ``auxiliary``, ``self.auxiliary_columns`` too, as a teacher gives them).
         ``progress`` is called with the number of words tagged after each batch."""
         if not sentences:
             return []
+        wanted = self.columns + (self.auxiliary_columns if auxiliary else ())
         read = sentences  # what the model reads; lemmas are made from the words themselves
         if self.shorten is not None:
             read = [[self.shorten(word) for word in words] for words in sentences]
@@ -217,7 +224,7 @@ class Tagger:
                     )
                     scored = batch["labels"] != IGNORE_INDEX  # (batch, seq)
                     columns = predicted_label_ids(
-                        output, self.columns, self.column, self.column_labels, self.feats_mode, self.combinations
+                        output, wanted, self.column, self.column_labels, self.feats_mode, self.combinations
                     )
                     for column, column_ids in columns.items():
                         ids = column_ids.cpu()[scored].split(scored.sum(1).tolist())
@@ -227,9 +234,9 @@ class Tagger:
                         progress(int(scored.sum()))
         finally:
             self.model.train(was_training)
-        ids: list[dict[str, list]] = [{column: [] for column in self.columns} for _ in sentences]
+        ids: list[dict[str, list]] = [{column: [] for column in wanted} for _ in sentences]
         for sentence, row_ids in zip(owner.tolist(), predicted):
-            for column in self.columns:
+            for column in wanted:
                 ids[sentence][column].extend(row_ids[column])
         return [
             decode_columns(words, sentence_ids, self.column_labels, self.feats_mode, self.lemma_lexicon)
