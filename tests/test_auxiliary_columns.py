@@ -71,6 +71,8 @@ def test_a_tagger_learns_deprel_scores_it_and_gives_it_to_a_student_only(sample_
     assert "deprel" not in {"upos", "xpos", "ufeats", "lemmas"} & set(metrics["best"])  # not selected on
     config = json.loads((run / BEST_MODEL_DIR / "config.json").read_text())
     relations = config["column_labels"]["deprel"]
+    card = (run / BEST_MODEL_DIR / "README.md").read_text()
+    assert f"| deprel head (labels), learnt as a training signal, not output | {len(relations)} |" in card
     tagger = Tagger.from_pretrained(run, device="cpu")
     assert tagger.columns == ("lemma", "upos", "xpos", "feats") and tagger.auxiliary_columns == ("deprel",)
     # What it gives has no DEPREL (there is no head to attach it to) ...

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from ..configuration_cont_transformer import AUXILIARY_COLUMNS
 from ..families import CardText, EvalSet, ModelFamily, forward_batches, register_family
 from ..model_folders import METRICS_FILE
 from ..safe_files import write_json
@@ -83,6 +84,9 @@ def write_record(source: Path, folder: Path, accuracy: float | None, description
     write_json(folder / METRICS_FILE, record)
 
 
+AUXILIARY_NOTE = ", learnt as a training signal, not output"
+
+
 def card_facts(config) -> dict[str, object]:
     """A tagger's rows of its model card's architecture table."""
     return {
@@ -92,7 +96,7 @@ def card_facts(config) -> dict[str, object]:
         ),
         "tags (labels)": len(getattr(config, "id2label", None) or {}),
         **{
-            f"{column} head (labels)": len(labels)
+            f"{column} head (labels){AUXILIARY_NOTE if column in AUXILIARY_COLUMNS else ''}": len(labels)
             for column, labels in (getattr(config, "column_labels", None) or {}).items()
         },
     }
