@@ -35,7 +35,7 @@ from ..training.arguments import RunArguments, _help
 from ..training.schedules import parse_steps
 from .data import TAG_COLUMNS, TREEBANKS
 from .pretrained_encoder import ENCODER_FIELDS, is_language_model
-from .self_training import AGREEMENTS
+from .self_training import check_agreement
 from .word_vectors import VECTORS_FILE, WORDS_FILE
 
 logger = logging.getLogger(__name__)
@@ -271,8 +271,7 @@ class TrainingArguments(EncoderArguments, RunArguments):
         if (not self.teacher) != (not self.silver_text_files):
             raise ValueError("teacher: self-training needs both --teacher and --silver-text-files")
         check_count("silver_lines", self.silver_lines)
-        if self.silver_agreement not in AGREEMENTS:
-            raise ValueError(f"silver_agreement: one of {', '.join(AGREEMENTS)}, got {self.silver_agreement!r}")
+        check_agreement(self.silver_agreement)
         if self.lemma_min_count < 1:
             raise ValueError(f"lemma_min_count: must be >= 1, got {self.lemma_min_count}")
         if self.word_dropout < 0:

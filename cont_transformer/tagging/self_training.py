@@ -35,6 +35,7 @@ from collections.abc import Sequence
 
 import torch
 
+from ..configuration_cont_transformer import JOINT_COLUMNS
 from ..language_modeling.text import _open, text_files
 from ..text_segmentation import tokenize_sentences
 from .tag import Tagger
@@ -42,6 +43,7 @@ from .tag import Tagger
 MIN_LINE_WORDS = 3  # shorter lines are headings, list items, speaker names
 MAX_LINE_WORDS = 60  # longer lines are paragraphs, which the teacher would tag as one sentence
 SILVER_COLUMNS = ("upos", "xpos", "feats", "lemma", "deprel")
+_ALONE = tuple(c for c in SILVER_COLUMNS if c not in JOINT_COLUMNS)  # voted word by word, each on its own
 AGREEMENTS = ("majority", "all")  # --silver-agreement: the teachers' vote decides, or only unanimity keeps a sentence
 
 
@@ -78,11 +80,9 @@ def silver_sentences(
 ) -> tuple[list[dict[str, list[str]]], tuple[str, ...]]:
     """The teachers' tags of :func:`sample_lines` (one teacher, or several that vote, or
     with ``agreement="all"`` only the sentences they agree on: see above): sentences
-    ``{"tokens", "upos", "xpos", "feats", "lemma"}`` as :func:`~.data.read_conllu` reads
-    them (``"_"`` in a column that not every teacher predicts), and the columns every
-    teacher predicts."""
-    if agreement not in AGREEMENTS:
-        raise ValueError(f"silver_agreement: one of {', '.join(AGREEMENTS)}, got {agreement!r}")
+    ``{"tokens", *SILVER_COLUMNS}`` as :func:`~.data.read_conllu` reads them (``"_"`` in
+    a column that not every teacher predicts), and the columns every teacher predicts."""
+    check_agreement(agreement)
     if isinstance(teachers, (str, os.PathLike)):
         teachers = [teachers]
     lines = sample_lines(patterns, num_lines, seed)
@@ -113,19 +113,22 @@ def vote(tags: Sequence[dict[str, list[str]]]) -> dict[str, list[str]]:
     order): per word, the (UPOS, XPOS, FEATS) triple most of them give, and the lemma (and
     the DEPREL) most give; a tie goes to the earliest teacher among the tied."""
     words = range(len(tags[0]["lemma"]))
-    triples = [_most_common([(t["upos"][j], t["xpos"][j], t["feats"][j]) for t in tags]) for j in words]
-    upos, xpos, feats = ([triple[i] for triple in triples] for i in range(3))
+    triples = [_most_common([tuple(t[c][j] for c in JOINT_COLUMNS) for t in tags]) for j in words]
     return {
-        "upos": upos,
-        "xpos": xpos,
-        "feats": feats,
-        **{column: [_most_common([t[column][j] for t in tags]) for j in words] for column in ("lemma", "deprel")},
+        **{column: [triple[i] for triple in triples] for i, column in enumerate(JOINT_COLUMNS)},
+        **{column: [_most_common([t[column][j] for t in tags]) for j in words] for column in _ALONE},
     }
 
 
 def unanimous(tags: Sequence[dict[str, list[str]]]) -> bool:
     """Whether every teacher gives every word of a sentence the same (UPOS, XPOS, FEATS)."""
-    return all(t[column] == tags[0][column] for t in tags[1:] for column in ("upos", "xpos", "feats"))
+    return all(t[column] == tags[0][column] for t in tags[1:] for column in JOINT_COLUMNS)
+
+
+def check_agreement(agreement: str) -> None:
+    """Refuse, naming ``silver_agreement``, a value other than :data:`AGREEMENTS`."""
+    if agreement not in AGREEMENTS:
+        raise ValueError(f"silver_agreement: one of {', '.join(AGREEMENTS)}, got {agreement!r}")
 
 
 def _most_common(values: Sequence):
