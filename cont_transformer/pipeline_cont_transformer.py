@@ -17,7 +17,9 @@ offsets in the text) and every column the model predicts (``upos``, ``xpos``, ``
 ``lemma``; None for a column it does not predict), decoded as the package's ``Tagger``
 decodes them (``word_tagging.py``, written once for both): UPOS, XPOS and FEATS jointly
 over the triples seen in training, a lemma by applying the predicted edit script to the
-word or, for a form seen in training with the predicted tag, from ``config.lemma_lexicon``.
+word (one of the likeliest that makes a word of the tokenizer's vocabulary, where the
+likeliest does not) or, for a form seen in training with the predicted tag, from
+``config.lemma_lexicon``.
 ``pipeline(model=..., trust_remote_code=True)`` finds the task in the folder (a folder
 names one custom task, so transformers takes it); ``pipeline("pos-tagging", model=...,
 trust_remote_code=True)`` says it. ``pipeline("token-classification", ...)`` is transformers'
@@ -62,6 +64,7 @@ from .word_tagging import (
     parsed_labels,
     predicted_label_ids,
     token_batches,
+    vocabulary_words,
     word_shortener,
 )
 
@@ -119,6 +122,7 @@ class ContTransformerTaggingPipeline(Pipeline):
         # The seen (UPOS, XPOS, FEATS) triples, decoded jointly; None: each column alone.
         self.combinations = combination_index(config, self.column_labels)
         self.lemma_lexicon = getattr(config, "lemma_lexicon", None)  # (form, tag) -> lemma
+        self.vocabulary = vocabulary_words(self.tokenizer)  # the words a lemma may be (choose_lemma)
         self.max_length = getattr(config, "max_position_embeddings", None) or 2**62
         self.shorten = word_shortener(self.tokenizer, getattr(config, "max_word_length", 0) or 0)
         self.language = check_language(getattr(config, "language", None) or "en")
@@ -208,7 +212,9 @@ class ContTransformerTaggingPipeline(Pipeline):
                 ids[row.sentence][column].extend(row_ids[column])
         entries = []
         for words, spans, sentence_ids in zip(document.words, document.spans, ids):
-            values = decode_columns(words, sentence_ids, self.column_labels, self.feats_mode, self.lemma_lexicon)
+            values = decode_columns(
+                words, sentence_ids, self.column_labels, self.feats_mode, self.lemma_lexicon, self.vocabulary
+            )
             for k, (word, (start, end)) in enumerate(zip(words, spans)):
                 entry = {"word": word, "start": start, "end": end}
                 entry.update({column: values[column][k] if column in values else None for column in OUTPUT_COLUMNS})

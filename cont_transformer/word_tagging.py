@@ -21,7 +21,9 @@ application (``tagging/tag.py``, ``lemmas.py``, ``columns.py``, ``batching.py``,
   and FEATS jointly over the triples seen in training (``config.tag_combinations``), or
   each head alone; :func:`decode_column` turns label ids into values: a lemma by applying
   the predicted edit script to the word (:func:`apply_script`, :class:`EditScript`; how
-  scripts are learnt is ``tagging/lemmas.py``), factored features assembled into one
+  scripts are learnt is ``tagging/lemmas.py``), one of its likeliest scripts
+  (:func:`lemma_candidates`) where that makes a word of the tokenizer's vocabulary and
+  the likeliest does not (:func:`choose_lemma`, :func:`vocabulary_words`), factored features assembled into one
   canonical FEATS string (:func:`canonical_feats`); :func:`decode_columns` decodes a
   sentence's every column, a word of the lemma lexicon (``config.lemma_lexicon``) taking
   its lemma from there.
@@ -258,6 +260,58 @@ def apply_script(script: EditScript | str, form: str) -> str:
     return finish(script.prefix_add + stem + script.suffix_add, script.casing)
 
 
+# --- lemma scripts: choosing one ---------------------------------------------------------------
+
+# A word the lemma lexicon lacks takes the script its lemma head finds likeliest, unless that
+# script makes a word the tokenizer's vocabulary lacks (``endorsed -> endors``) and one of the
+# next likeliest, at most ``exp(LEMMA_MARGIN)`` times less likely, makes a word it holds
+# (``endorse``): a vocabulary built from text (docs/experiments.md, "Lemmas the vocabulary
+# knows") knows the words a lemma can be. LEMMA_CANDIDATES scripts are kept per word.
+LEMMA_CANDIDATES = 3
+LEMMA_MARGIN = 3.0
+NO_CANDIDATE = -1  # a kept place whose script is more than the margin less likely
+
+
+def lemma_candidates(logits: torch.Tensor) -> torch.Tensor:
+    """``(batch, seq, LEMMA_CANDIDATES)`` script ids from a lemma head's ``(batch, seq,
+    scripts)`` logits, likeliest first; :data:`NO_CANDIDATE` past the margin."""
+    scores = torch.log_softmax(logits.float(), -1)
+    top = scores.topk(min(LEMMA_CANDIDATES, scores.shape[-1]), -1)
+    within = top.values >= top.values[..., :1] - LEMMA_MARGIN
+    return torch.where(within, top.indices, NO_CANDIDATE)
+
+
+def vocabulary_words(tokenizer) -> frozenset[str]:
+    """The whole words of ``tokenizer``'s vocabulary: its entries that are neither special
+    tokens nor continuation pieces (for a tagger fine-tuned from a language model, the
+    text's most frequent words and the treebank's)."""
+    prefix, special = continuation_prefix(tokenizer), set(tokenizer.all_special_tokens)
+    return frozenset(word for word in tokenizer.get_vocab() if not word.startswith(prefix) and word not in special)
+
+
+def _known(text: str, vocabulary) -> bool:
+    return text in vocabulary or text.lower() in vocabulary
+
+
+def choose_lemma(word: str, candidates: int | Sequence[int], scripts: Sequence, vocabulary=frozenset()) -> str:
+    """The lemma of ``word`` from its script ``candidates`` (ids into ``scripts``, likeliest
+    first; one id: that script): the likeliest's, unless it makes neither a word of
+    ``vocabulary`` (as written or lower-cased) nor the word itself, and a later
+    candidate's rewrite (not an absolute lemma) makes one of the vocabulary."""
+    if isinstance(candidates, int):
+        return apply_script(scripts[candidates], word)
+    lemma = apply_script(scripts[candidates[0]], word)
+    if not vocabulary or _known(lemma, vocabulary) or lemma.lower() == word.lower():
+        return lemma
+    for i in candidates[1:]:
+        if i == NO_CANDIDATE:
+            break
+        script = parse_script(scripts[i]) if isinstance(scripts[i], str) else scripts[i]
+        if script.absolute is None and _known(alternative := apply_script(script, word), vocabulary):
+            return alternative
+    return lemma
+
+
 # --- decoding ---------------------------------------------------------------------------------
 
 
@@ -315,7 +369,8 @@ def predicted_label_ids(
     (``logits`` for the ``primary`` column; factored features ``(batch, seq, features)``).
     Each column's argmax, except with ``combinations`` (from :func:`combination_index`):
     UPOS, XPOS and FEATS then come from the combination with the highest summed
-    log-probability."""
+    log-probability. Lemmas: ``(batch, seq, LEMMA_CANDIDATES)`` script ids
+    (:func:`lemma_candidates`), for :func:`choose_lemma`."""
 
     def logits(column: str) -> torch.Tensor:
         return output.logits if column == primary else output[f"{column}_logits"]
@@ -332,7 +387,9 @@ def predicted_label_ids(
     for column in columns:
         if column in ids:
             continue
-        if column != "feats" or feats_mode != "factored":
+        if column == "lemma":
+            ids[column] = lemma_candidates(logits(column))
+        elif column != "feats" or feats_mode != "factored":
             ids[column] = logits(column).argmax(-1)
         else:
             groups = logits(column).split([len(v) for _, v in feature_groups(labels["feats"])], dim=-1)
@@ -346,10 +403,12 @@ def decode_column(
     ids: Sequence[int] | Sequence[Sequence[int]],
     labels: Sequence,
     feats_mode: str = "whole",
+    vocabulary=frozenset(),
 ) -> list[str]:
     """The column's values for one sentence's ``words`` from predicted label ``ids``
     (factored features: per word one value id per feature; lemma labels: scripts, as
-    text or parsed)."""
+    text or parsed, and per word one id or its candidates, chosen among with
+    ``vocabulary`` by :func:`choose_lemma`)."""
     if column == "feats" and feats_mode == "factored":
         groups = feature_groups(list(labels))
         result = []
@@ -360,7 +419,7 @@ def decode_column(
             result.append(canonical_feats("|".join(pairs)))
         return result
     if column == "lemma":
-        return [apply_script(labels[i], word) for word, i in zip(words, ids)]
+        return [choose_lemma(word, i, labels, vocabulary) for word, i in zip(words, ids)]
     return [labels[i] for i in ids]
 
 
@@ -370,11 +429,15 @@ def decode_columns(
     labels: dict[str, Sequence],
     feats_mode: str = "whole",
     lemma_lexicon: dict[str, dict[str, dict[str, str]]] | None = None,
+    vocabulary=frozenset(),
 ) -> dict[str, list[str]]:
-    """Every column of ``ids`` decoded for one sentence's ``words`` (:func:`decode_column`);
-    with a ``lemma_lexicon`` (``config.lemma_lexicon``), a word whose form and predicted
-    tag it holds takes the lemma it gives."""
-    columns = {column: decode_column(column, words, ids[column], labels[column], feats_mode) for column in ids}
+    """Every column of ``ids`` decoded for one sentence's ``words`` (:func:`decode_column`,
+    lemmas with the tokenizer's ``vocabulary``, :func:`vocabulary_words`); with a
+    ``lemma_lexicon`` (``config.lemma_lexicon``), a word whose form and predicted tag it
+    holds takes the lemma it gives."""
+    columns = {
+        column: decode_column(column, words, ids[column], labels[column], feats_mode, vocabulary) for column in ids
+    }
     if lemma_lexicon and "lemma" in columns:
         ((tag_column, lexicon),) = lemma_lexicon.items()
         if tag_column in columns:
@@ -388,10 +451,14 @@ def decode_columns(
 __all__ = [
     "CASINGS",
     "LEGACY_CONTINUATION_PREFIX",
+    "LEMMA_CANDIDATES",
+    "LEMMA_MARGIN",
+    "NO_CANDIDATE",
     "EditScript",
     "apply_script",
     "canonical_feats",
     "cased",
+    "choose_lemma",
     "combination_index",
     "continuation_prefix",
     "decode_column",
@@ -399,11 +466,13 @@ __all__ = [
     "encode_words",
     "evaluation_windows",
     "finish",
+    "lemma_candidates",
     "model_column_labels",
     "parse_script",
     "parsed_labels",
     "predicted_label_ids",
     "seam_context",
     "token_batches",
+    "vocabulary_words",
     "word_shortener",
 ]

@@ -50,7 +50,7 @@ from .tag import (
     predicted_label_ids,
     saved_tag_column,
 )
-from .tokenization import check_tokenizer, training_words
+from .tokenization import check_tokenizer, training_words, vocabulary_words
 
 # The result's name of each CoNLL 2018 row; the columns a row needs predicted.
 ROW_NAMES = {"UPOS": "upos", "XPOS": "xpos", "UFeats": "ufeats", "AllTags": "alltags", "Lemmas": "lemmas"}
@@ -80,6 +80,7 @@ class GoldColumns:
     labels: dict[str, list[str]]
     primary: str
     feats_mode: str = "whole"
+    vocabulary: frozenset[str] = frozenset()  # the tokenizer's words, for lemmas (choose_lemma)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -99,7 +100,9 @@ class GoldColumns:
         offset = 0
         for words in self.words:
             ids = {column: predicted[column][offset : offset + len(words)].tolist() for column in self.columns}
-            for column, values in decode_columns(words, ids, labels, self.feats_mode, lemma_lexicon).items():
+            for column, values in decode_columns(
+                words, ids, labels, self.feats_mode, lemma_lexicon, self.vocabulary
+            ).items():
                 system[column].extend(values)
             offset += len(words)
         gold = {
@@ -153,7 +156,7 @@ def scoring_rows(
         offsets += len(sentence)
     tags = fields.pop("labels")
     rows = encode_for_evaluation(tokenizer, words, tags, max_length, known_words, columns={**fields, WORD_INDEX: index})
-    return rows, GoldColumns(words, gold, dict(labels), primary, feats_mode)
+    return rows, GoldColumns(words, gold, dict(labels), primary, feats_mode, vocabulary_words(tokenizer))
 
 
 def eval_loader(rows: list[dict], batch_size: int, pad_token_id: int, lengths: Sequence[int] = ()) -> DataLoader:

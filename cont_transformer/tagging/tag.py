@@ -49,6 +49,7 @@ from ..word_tagging import (
     parsed_labels,
     predicted_label_ids,
     token_batches,
+    vocabulary_words,
 )
 from .batching import IGNORE_INDEX, PaddingCollator, encode_for_evaluation
 from .document import TAG_COLUMNS, Document, Sentence
@@ -145,6 +146,7 @@ class Tagger:
         # The seen (UPOS, XPOS, FEATS) triples, decoded jointly; None: each column alone.
         self.combinations = combination_index(model.config, self.column_labels, next(model.parameters()).device)
         self.lemma_lexicon = getattr(model.config, "lemma_lexicon", None)  # (form, tag) -> lemma
+        self.vocabulary = vocabulary_words(tokenizer)  # the words a lemma may be (choose_lemma)
         # The length the model was trained on; longer sentences go in windows (see above),
         # even with sinusoidal positions: windows score better than whole long stretches
         # (docs/experiments.md, "Long sentences").
@@ -239,7 +241,9 @@ class Tagger:
             for column in wanted:
                 ids[sentence][column].extend(row_ids[column])
         return [
-            decode_columns(words, sentence_ids, self.column_labels, self.feats_mode, self.lemma_lexicon)
+            decode_columns(
+                words, sentence_ids, self.column_labels, self.feats_mode, self.lemma_lexicon, self.vocabulary
+            )
             for words, sentence_ids in zip(sentences, ids)
         ]
 

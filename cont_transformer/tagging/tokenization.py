@@ -73,6 +73,7 @@ from ..word_tagging import (  # noqa: F401 (re-exported)
     LEGACY_CONTINUATION_PREFIX,
     continuation_prefix,
     encode_words,
+    vocabulary_words,
     word_shortener,
 )
 
