@@ -4,6 +4,7 @@ scored on dev, given to a student by its teachers, and never output."""
 import json
 
 import pytest
+import torch
 
 from cont_transformer import ContTransformerConfig
 from cont_transformer.configuration_cont_transformer import PREDICTED_COLUMNS
@@ -11,6 +12,7 @@ from cont_transformer.model_folders import BEST_MODEL_DIR
 from cont_transformer.tagging.arguments import parse_columns
 from cont_transformer.tagging.columns import annotated_columns, column_labels, primary_column
 from cont_transformer.tagging.data import load_treebank, read_conllu
+from cont_transformer.tagging.evaluation import GoldColumns
 from cont_transformer.tagging.sample_treebank import write_sample_treebank
 from cont_transformer.tagging.self_training import silver_sentences, vote
 
@@ -53,6 +55,18 @@ def test_teachers_vote_on_deprel_as_on_lemmas():
         }
 
     assert vote([tags("obj", "root"), tags("nsubj", "root"), tags("nsubj", "dep")])["deprel"] == ["nsubj", "root"]
+
+
+def test_deprel_is_scored_only_on_data_that_has_it():
+    words = [["Dogs", "barked"]]
+    gold = {"xpos": [["NNS", "VBD"]], "deprel": [["nsubj", "root"]]}
+    labels = {"xpos": ["NNS", "VBD"], "deprel": ["nsubj", "root"]}
+    predicted = {"xpos": torch.tensor([0, 1]), "deprel": torch.tensor([0, 0])}
+    assert GoldColumns(words, gold, labels, "xpos").scores(predicted)["deprel"] == 0.5
+    # A treebank without DEPREL (all "_", or no column): no meaningless score of 0.
+    for without in ({"xpos": gold["xpos"], "deprel": [["_", "_"]]}, {"xpos": gold["xpos"]}):
+        scores = GoldColumns(words, without, labels, "xpos").scores(predicted)
+        assert "deprel" not in scores and scores["xpos"] == 1.0
 
 
 @pytest.mark.slow

@@ -94,7 +94,7 @@ class GoldColumns:
         """The rows of :func:`reported_rows` and ``accuracy`` from predicted label ids per
         column, one per word of the data in order (factored features: a row per word),
         decoded with the model's ``lemma_lexicon`` if it has one; and ``deprel``, the share
-        of words whose relation is right, when the tagger learnt it."""
+        of words whose relation is right, when the tagger learnt it and the data has it."""
         labels = parsed_labels(self.labels)
         system = {column: [] for column in self.columns}
         offset = 0
@@ -115,7 +115,8 @@ class GoldColumns:
         result = {ROW_NAMES[row]: counts[row] / len(pairs) if pairs else 0.0 for row in _rows(self.columns)}
         averaged = [result[row] for row in SELECTION_ROWS if row in result]
         for column in AUXILIARY_COLUMNS:  # learnt as a training signal: scored, never selected on
-            if column in system and pairs:
+            # ... where the data has it (a tagger with DEPREL fine-tuned on a treebank without)
+            if column in system and any(value != "_" for value in gold[column]):
                 result[column] = sum(map(str.__eq__, system[column], gold[column])) / len(pairs)
         return {"accuracy": sum(averaged) / len(averaged), **result}
 
