@@ -21,12 +21,12 @@ application (``tagging/tag.py``, ``lemmas.py``, ``columns.py``, ``batching.py``,
   and FEATS jointly over the triples seen in training (``config.tag_combinations``), or
   each head alone; :func:`decode_column` turns label ids into values: a lemma by applying
   the predicted edit script to the word (:func:`apply_script`, :class:`EditScript`; how
-  scripts are learnt is ``tagging/lemmas.py``), one of its likeliest scripts
+  scripts are learnt is ``tagging/lemmas.py``), or by one of its next likeliest scripts
   (:func:`lemma_candidates`) where that makes a word of the tokenizer's vocabulary and
-  the likeliest does not (:func:`choose_lemma`, :func:`vocabulary_words`), factored features assembled into one
-  canonical FEATS string (:func:`canonical_feats`); :func:`decode_columns` decodes a
-  sentence's every column, a word of the lemma lexicon (``config.lemma_lexicon``) taking
-  its lemma from there.
+  the likeliest does not (:func:`choose_lemma`, :func:`vocabulary_words`), factored
+  features assembled into one canonical FEATS string (:func:`canonical_feats`);
+  :func:`decode_columns` decodes a sentence's every column, a word of the lemma lexicon
+  (``config.lemma_lexicon``) taking its lemma from there.
 """
 
 from __future__ import annotations
