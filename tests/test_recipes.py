@@ -29,6 +29,7 @@ KINDS = {
     "sample": TAGGER,
     "en_gum_pretrained": TAGGER,
     "en_gum_vectors": TAGGER,
+    "en_gum_vectors_self_trained": TAGGER,
     "en_gum_self_trained": TAGGER,
     "en_text_lm": LANGUAGE_MODEL,
     "en_text_lm_gpu": LANGUAGE_MODEL,
