@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
-from .choices import check_count, check_even_num_basis, check_positive
+from .checks import check_count, check_even_num_basis, check_positive
 
 SIDES = ("right", "left")
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedConfig
 
-from .choices import check_continuous_choices, check_count
+from .checks import check_count
+from .choices import check_continuous_choices
 
 POSITION_ENCODINGS = ("sinusoidal", "learned")
 # See word_representation.py: the paper's word embeddings, word embeddings plus a

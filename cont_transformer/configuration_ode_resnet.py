@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from transformers import PreTrainedConfig
 
-from .choices import check_continuous_choices, check_count
+from .checks import check_count
+from .choices import check_continuous_choices
 
 STITCHES = ("residual", "pool", "group")
 ACTIVATIONS = ("relu", "gelu")

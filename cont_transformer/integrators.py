@@ -20,7 +20,7 @@ from functools import partial
 
 import torch
 
-from .choices import check_count, check_positive
+from .checks import check_count, check_positive
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from cont_transformer.choices import check_count
+from cont_transformer.checks import check_count
 from cont_transformer.configuration_ode_resnet import PRESETS, OdeResNetConfig
 from cont_transformer.training.arguments import RunArguments, _help
 from cont_transformer.training.schedules import RefinementSchedule

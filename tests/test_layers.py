@@ -45,7 +45,7 @@ MODELS = [
     "pipeline_cont_transformer",  # the tagger's pipeline, saved with it for remote code
 ]
 LAYERS = [
-    ("core", ["basis", "integrators", "ode_block", "transform", "choices"]),
+    ("core", ["checks", "basis", "integrators", "ode_block", "transform", "choices"]),
     ("model families", ["families"]),
     ("models", MODELS),
     ("training scaffold and shared mechanisms", ["training", "compression", "measuring"]),
@@ -115,6 +115,52 @@ def test_no_module_imports_a_higher_layer():
                     f"{path.relative_to(ROOT)}:{line} ({LAYERS[own][0]}) imports {imported} ({LAYERS[target][0]})"
                 )
     assert not violations, "\n".join(violations)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Each package module and the package modules it imports (function-level imports
+    included; a name imported from a module counts as that module)."""
+    modules = {module_name(path) for path in package_files()}
+    graph = {}
+    for path in package_files():
+        targets = set()
+        for _, imported in imported_modules(path):
+            while imported and imported not in modules:
+                imported = imported.rpartition(".")[0]
+            if imported:
+                targets.add(imported)
+        graph[module_name(path)] = targets - {module_name(path)}
+    return graph
+
+
+def test_no_import_circles():
+    """No two modules reach each other through imports, at any level of the code (Tarjan's
+    strongly connected components over the static import graph)."""
+    graph = import_graph()
+    index, low, stack, on_stack, circles = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while not component or component[-1] != node:
+                component.append(stack.pop())
+                on_stack.discard(component[-1])
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    assert not circles, "\n".join(" <-> ".join(circle) for circle in circles)
 
 
 def test_no_tool_imports_an_application():
@@ -215,7 +261,7 @@ CORE = [
     "cont_transformer.compression",
 ]
 # What importing the core may load of the package: the core, and the package's lazy __init__.
-CORE_LOADS = {"cont_transformer", "cont_transformer.choices", *CORE}
+CORE_LOADS = {"cont_transformer", "cont_transformer.checks", "cont_transformer.choices", *CORE}
 NOT_FOR_THE_CORE = (
     "transformers",
     "datasets",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ..choices import check_count
+from ..checks import check_count
 from ..tagging.arguments import INVERSE_SQRT, INVERSE_SQRT_DESCRIPTION, EncoderArguments, adopt_saved_sizes
 from ..tagging.pretrained_encoder import is_language_model
 from ..training.arguments import RunArguments, _help

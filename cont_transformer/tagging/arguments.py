@@ -22,7 +22,7 @@ from typing import ClassVar
 from transformers import AutoConfig, PretrainedConfig
 
 from ..basis import get_basis, refined_num_steps
-from ..choices import check_count
+from ..checks import check_count
 from ..configuration_cont_transformer import (
     FEATS_MODES,
     OUTPUT_COLUMNS,

@@ -39,7 +39,7 @@ from transformers import (
 )
 
 from .. import auto  # noqa: F401  registers the models with the Auto classes
-from ..choices import check_count
+from ..checks import check_count
 from ..compiling import compiled
 from ..compression import (
     SECTION_HEADING,

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..basis import get_basis
-from ..choices import check_count
+from ..checks import check_count
 from ..compression import (
     check_arguments,
     check_choices,

@@ -50,7 +50,8 @@ from typing import Any, ClassVar, NoReturn, TypeVar
 from transformers import HfArgumentParser
 from transformers.hf_argparser import string_to_bool
 
-from ..choices import check_basis_name, check_count, check_scheme_name
+from ..checks import check_count
+from ..choices import check_basis_name, check_scheme_name
 from ..compiling import check_compile_mode
 from .identity import RESUMABLE
 from .schedules import RefinementSchedule, parse_steps
