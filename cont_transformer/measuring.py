@@ -6,10 +6,9 @@ the same process on the same inputs. A :class:`Case` names the comparison and it
 target; :func:`run_case` measures it, :func:`write_report` writes ``benchmark.json``
 and ``benchmark.md``, and :func:`run_benchmark` (``scripts/benchmark.py``) measures a
 list of cases one by one, writing the report after each. The cases themselves live with
-what they measure, in each application's benchmarking modules: the continuous
-transformer's in :mod:`cont_transformer.tagging.benchmarking` (and
-``training_benchmarking``, ``text_tagging_benchmarking`` beside it), the image models' in
-``image_models.benchmarking``.
+what they measure, in :mod:`cont_transformer.benchmarks`: the continuous
+transformer's in ``transformer``, ``training`` and ``text_tagging``, the image models' in
+``images``.
 
 Timing (:func:`time_interleaved`): after warm-up runs, candidate and baseline
 alternate rep by rep (candidate first on even reps, baseline first on odd ones), so

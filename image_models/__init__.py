@@ -1,4 +1,4 @@
-"""The image application of the ODE-ResNets: data, augmentation, training, benchmarks, baselines.
+"""The image application of the ODE-ResNets: data, augmentation, training.
 
 Training: :mod:`.arguments` (``ImageTrainingArguments``, the presets' schedules),
 :mod:`.batching` (the splits as tensors, an epoch's batches), :mod:`.optimization` (SGD,

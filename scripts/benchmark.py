@@ -4,9 +4,9 @@
                                 [--compile-mode MODE] [--training-steps N --ud-dir DIR]
 
 Every measure is a ratio to a baseline run in the same process. The measures and their
-targets are listed where their cases live: 1 to 5, 7, 8 and 10 in cont_transformer.tagging.benchmarking,
-6 and 7 in image_models.benchmarking, 9 (--training-steps) in cont_transformer.tagging.training_benchmarking,
-11 and 12 in cont_transformer.tagging.text_tagging_benchmarking. Measures 1 (L = 8), 2 (L = 8), 4
+targets are listed where their cases live, in cont_transformer/benchmarks/: 1 to 5, 7, 8 and 10 in
+transformer.py, 6 and 7 in images.py, 9 (--training-steps) in training.py,
+11 and 12 in text_tagging.py. Measures 1 (L = 8), 2 (L = 8), 4
 and 6 also run with both models compiled (--compile-mode; "none" skips them; minutes per model on
 a CPU). Writes benchmark.json and benchmark.md into --output-dir, prints the table (measuring.run_benchmark).
 """
@@ -18,11 +18,11 @@ from functools import partial
 
 import torch
 
+from cont_transformer.benchmarks.images import compiled_resnet_cases, resnet_cases
+from cont_transformer.benchmarks.text_tagging import column_tagging_cases
+from cont_transformer.benchmarks.training import training_throughput_cases
+from cont_transformer.benchmarks.transformer import checkpointing_cases, compiled_transformer_cases, transformer_cases
 from cont_transformer.measuring import Case, run_benchmark
-from cont_transformer.tagging.benchmarking import checkpointing_cases, compiled_transformer_cases, transformer_cases
-from cont_transformer.tagging.text_tagging_benchmarking import column_tagging_cases
-from cont_transformer.tagging.training_benchmarking import training_throughput_cases
-from image_models.benchmarking import compiled_resnet_cases, resnet_cases
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -16,6 +16,9 @@ from cont_transformer import (
     ContTransformerForTokenClassification,
     OdeResNetForImageClassification,
 )
+from cont_transformer.benchmarks.discrete_resnet import DiscreteResNet
+from cont_transformer.benchmarks.discrete_transformer import PreLayerNormTagger
+from cont_transformer.benchmarks.text_tagging import column_tagging_cases
 from cont_transformer.measuring import (
     QUICK,
     Case,
@@ -25,9 +28,6 @@ from cont_transformer.measuring import (
     peak_memory,
     run_case,
 )
-from cont_transformer.tagging.baselines import PreLayerNormTagger
-from cont_transformer.tagging.text_tagging_benchmarking import column_tagging_cases
-from image_models.baselines import DiscreteResNet
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTRY_KEYS = {

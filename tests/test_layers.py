@@ -51,6 +51,7 @@ LAYERS = [
     ("training scaffold and shared mechanisms", ["training", "compression", "measuring"]),
     ("applications", ["tagging", "language_modeling", "image_models"]),
     ("tools", ["tools"]),
+    ("benchmarks", ["benchmarks"]),
 ]
 RANK = {
     ("image_models" if name == "image_models" else f"cont_transformer.{name}".rstrip(".")): rank
@@ -165,7 +166,7 @@ def test_no_import_circles():
 
 def test_no_tool_imports_an_application():
     """``cont_transformer/tools/`` holds only what serves every model family: an application's
-    own tools (its benchmark cases, its baselines) live in the application."""
+    own tools live in the application, and the benchmark cases in cont_transformer/benchmarks/."""
     applications = tuple(f"{name}." for name in APPLICATIONS)
     violations = [
         f"{path.relative_to(ROOT)}:{line} imports {imported}"

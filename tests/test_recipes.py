@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from cont_transformer.benchmarks.training import gum_recipe
 from cont_transformer.language_modeling.arguments import PretrainingArguments
 from cont_transformer.model_folders import BEST_MODEL_DIR, METRICS_FILE
 from cont_transformer.tagging import arguments as tagging
-from cont_transformer.tagging.training_benchmarking import gum_recipe
 from cont_transformer.tools.cli import run_cli
 from cont_transformer.training.arguments import RECIPES, parse_arguments, read_recipe
 from image_models import training as imaging

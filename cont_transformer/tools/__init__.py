@@ -2,6 +2,7 @@
 
 The top layer: they use the core, the models, the training scaffold and the harnesses, and
 reach every model family through the registry (:mod:`cont_transformer.families`), never
-importing an application (docs/design.md §1, §9); nothing below imports them. What serves
-one family only (its benchmark cases, its baselines) lives in that application.
+importing an application (docs/design.md §1, §9); nothing below imports them. The
+benchmark's cases and baselines, which do import the applications, live in
+:mod:`cont_transformer.benchmarks`.
 """

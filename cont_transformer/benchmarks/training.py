@@ -19,9 +19,9 @@ import tempfile
 from pathlib import Path
 
 from ..measuring import Case, Settings, Workload
+from ..tagging.arguments import TrainingArguments
+from ..tagging.trainer import train
 from ..training.arguments import RECIPES, read_recipe
-from .arguments import TrainingArguments
-from .trainer import train
 
 ONE_RUN = Settings(warmup=0, repeats=1)  # a training run is long enough to time once
 

@@ -4,7 +4,7 @@
 each OdeBlock by ``num_layers`` residual layers ``x ← x + RateUnit(x)``, every layer
 with its own convolutions and its own BatchNorms. With Euler, ``piecewise_constant``
 and K = N_T = T = ``num_layers`` the ODE-ResNet computes exactly this network, which
-makes it the baseline of the image measures of the benchmark (``image_models.benchmarking``).
+makes it the baseline of the image measures of the benchmark (:mod:`.images`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from cont_transformer.configuration_ode_resnet import OdeResNetConfig
-from cont_transformer.modeling_ode_resnet import RateUnit, StitchBlock
+from ..configuration_ode_resnet import OdeResNetConfig
+from ..modeling_ode_resnet import RateUnit, StitchBlock
 
 
 class ResidualLayer(nn.Module):

@@ -5,7 +5,7 @@
 :class:`~cont_transformer.modeling_cont_transformer.ContTransformerRate` taken as
 residual layers. With Euler, ``piecewise_constant`` and K = N_T = T = ``num_layers``
 the continuous model computes exactly this network, which makes it the baseline the
-benchmark (:mod:`.benchmarking`) measures that model against. Every layer owns its
+benchmark (:mod:`.transformer`) measures that model against. Every layer owns its
 weights; there is no basis, integrator or ``functional_call``.
 """
 

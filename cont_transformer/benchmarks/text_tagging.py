@@ -28,14 +28,14 @@ import torch
 
 from ..measuring import Case, Workload, resident_tensors
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
-from .arguments import TrainingArguments
-from .columns import canonical_feats
-from .lemmas import script_labels
-from .tag import Tagger
-from .tag_files import tag_file
-from .tokenization import build_tokenizer, spelling_tables, training_words
-from .trainer import model_config
-from .training_benchmarking import gum_recipe
+from ..tagging.arguments import TrainingArguments
+from ..tagging.columns import canonical_feats
+from ..tagging.lemmas import script_labels
+from ..tagging.tag import Tagger
+from ..tagging.tag_files import tag_file
+from ..tagging.tokenization import build_tokenizer, spelling_tables, training_words
+from ..tagging.trainer import model_config
+from .training import gum_recipe
 
 # Label counts as English-GUM's; ``words``: the length of the text.
 COLUMN_TAGGING_SIZES = {

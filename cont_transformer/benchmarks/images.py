@@ -3,7 +3,7 @@
 Measure 6: a training step of the stateful ODE-ResNet (``cifar10-small`` shape, Euler,
 piecewise constant, K = N_T = 8) against :class:`DiscreteResNet` of the same depth, eager
 and with both compiled [<= 1.15]; measure 7: the peak memory of that step [<= 1.10]. The
-other measures are the tagging application's (``cont_transformer.tagging.benchmarking``).
+other measures are the continuous transformer's (:mod:`.transformer`).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from cont_transformer.configuration_ode_resnet import OdeResNetConfig
-from cont_transformer.measuring import (
+from ..configuration_ode_resnet import OdeResNetConfig
+from ..measuring import (
     Case,
     Workload,
     compiled,
@@ -20,9 +20,8 @@ from cont_transformer.measuring import (
     training_step,
     warmed,
 )
-from cont_transformer.modeling_ode_resnet import OdeResNetForImageClassification
-
-from .baselines import DiscreteResNet
+from ..modeling_ode_resnet import OdeResNetForImageClassification
+from .discrete_resnet import DiscreteResNet
 
 # The CIFAR recipe's batch (docs/design.md §7) in full mode; quick mode shrinks batch and images.
 RESNET_SIZES = {

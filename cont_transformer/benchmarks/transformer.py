@@ -3,13 +3,13 @@
 Each measure is a ratio to a baseline run in the same process; its target in brackets:
 
 1. training step, Euler, piecewise constant, K = N_T = L, against a plain pre-LayerNorm
-   encoder of L layers (:mod:`.baselines`), L = 8 and 64 [<= 1.10];
+   encoder of L layers (:mod:`.discrete_transformer`), L = 8 and 64 [<= 1.10];
 2. the same with piecewise linear [<= 1.10], and RK4 against Euler [<= 4.4];
 3. training step at N_T = 16 with K = 64 against K = 16 [<= 1.10];
 4. inference after ``set_num_steps(32, 16, 8)`` against N_T = 64 [speed-up >= 0.9 x ideal];
 5. ``change_basis`` of a K = 64 model to K = 16 by projection [<= 0.25 s];
 7. peak memory of the training steps of 1 and 3, and of the inference of 4 [<= 1.10]
-   (the image models' step, measure 6, is ``image_models.benchmarking``'s);
+   (the image models' step, measure 6, is :mod:`.images`');
 8. activation checkpointing at K = N_T = 64: training step time [<= 1.4] and peak memory
    [<= 0.5] against the same step without;
 10. the word+chars input representation against the word-only model, training step and
@@ -18,8 +18,8 @@ Each measure is a ratio to a baseline run in the same process; its target in bra
 :func:`transformer_cases` builds measures 1 to 5, 7 and 10, :func:`checkpointing_cases`
 measure 8, and :func:`compiled_transformer_cases` the compiled variants of measures 1,
 2 and 4 (candidate and baseline compiled with the same ``torch.compile`` mode, warmed up
-before any timing). Measure 9 is :mod:`.training_benchmarking`'s, 11 and 12
-:mod:`.text_tagging_benchmarking`'s.
+before any timing). Measure 9 is :mod:`.training`'s, 11 and 12
+:mod:`.text_tagging`'s.
 """
 
 from __future__ import annotations
@@ -45,12 +45,12 @@ from ..measuring import (
     warmed,
 )
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
+from ..tagging.arguments import TrainingArguments
+from ..tagging.batching import PaddingCollator, encode_for_training
+from ..tagging.optimization import build_optimizer
+from ..tagging.tokenization import build_tokenizer, spelling_tables
 from ..transform import change_basis, set_num_steps
-from .arguments import TrainingArguments
-from .baselines import PreLayerNormTagger
-from .batching import PaddingCollator, encode_for_training
-from .optimization import build_optimizer
-from .tokenization import build_tokenizer, spelling_tables
+from .discrete_transformer import PreLayerNormTagger
 
 # --- the continuous transformer's cases ------------------------------------------
 
