@@ -19,7 +19,7 @@ from collections import Counter, defaultdict
 import conllu
 import torch
 
-from cont_transformer.tagging.word_vectors import load_word_vectors
+from cont_transformer.text.word_vectors import load_word_vectors
 
 
 def words_and_tags(path: str) -> list[tuple[str, str]]:

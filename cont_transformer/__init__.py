@@ -78,7 +78,7 @@ _LAZY = {
     # The tagging application's entry points.
     "Document": ".tagging.document",
     "Tagger": ".tagging.tag",
-    "build_tokenizer": ".tagging.tokenization",
+    "build_tokenizer": ".text.tokenization",
     "tag": ".tagging.tag",
 }
 

@@ -162,7 +162,7 @@ class ContTransformerConfig(PreTrainedConfig):
         tie_word_embeddings: the masked-LM head's decoder shares the word embedding
             matrix (``ContTransformerForMaskedLM``; the tagger has no such head).
         vocab_fingerprint: SHA-256 of the vocabulary of the tokenizer saved beside the model
-            (``tagging.tokenization.vocabulary_fingerprint``), written when a tagger or
+            (``text.tokenization.vocabulary_fingerprint``), written when a tagger or
             language model is saved by the package's trainers; loading the folder's tokenizer
             checks it, so a tokenizer of another model is refused. None (folders saved
             before it, or by hand): only ``vocab_size`` is checked.

@@ -3,7 +3,7 @@ one segmenter of the tagger.
 
 ``Tagger`` and ``tag.py`` (through ``tagging/segmentation.py``) and the pipeline a saved
 folder carries (``pipeline_cont_transformer.py``) split raw text here, so they give the
-same words and sentences; a saved tokenizer's pre-tokenizer (``tagging/tokenization.py``)
+same words and sentences; a saved tokenizer's pre-tokenizer (``text/tokenization.py``)
 is this module's word rule for English. It sits at the top of the package and imports
 only ``tokenizers``, so remote code copies it with the pipeline. Its rules were measured
 against spaCy's rule-based tokenizer and sentencizer on the UD English-GUM and German-GSD

@@ -10,7 +10,7 @@
 * ``"chars"``: the character CNN alone (an ablation: no word embedding).
 
 Spelling from ``input_ids`` alone. With the spelling tokenizer
-(``tagging/tokenization.py``) a training word is one token and any other word splits
+(``text/tokenization.py``) a training word is one token and any other word splits
 into pieces whose characters concatenate to its spelling. The model holds, per
 vocabulary id, persistent buffers (saved with the weights, set once by
 :meth:`WordRepresentation.set_spelling`): its characters (ids into a character alphabet),
@@ -251,7 +251,7 @@ class WordRepresentation(nn.Module):
         continuation: torch.Tensor,
         whole_word: torch.Tensor,
     ) -> None:
-        """Store the vocabulary's spelling (``tagging.tokenization.spelling_tables`` makes it).
+        """Store the vocabulary's spelling (``text.tokenization.spelling_tables`` makes it).
 
         Args:
             piece_characters: ``(vocab, max_word_length)`` character ids of each id's text,

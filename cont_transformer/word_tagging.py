@@ -44,7 +44,7 @@ from .configuration_cont_transformer import ABSENT_FEATURE, JOINT_COLUMNS, featu
 # --- words to tokens ------------------------------------------------------------------------
 
 # The continuation prefix of spelling tokenizers saved before the prefix was a run of "#"
-# (``tagging/tokenization.py``): a space, which no word contains, so that no word could be
+# (``text/tokenization.py``): a space, which no word contains, so that no word could be
 # read as a continuation piece. :func:`continuation_prefix` still reads it for them.
 LEGACY_CONTINUATION_PREFIX = " ##"
 
@@ -63,7 +63,7 @@ def continuation_prefix(tokenizer) -> str:
 
 def encode_words(tokenizer, sentences: Sequence[Sequence[str]], **options):
     """``tokenizer(sentences, is_split_into_words=True, **options)`` with each given word kept whole: the
-    raw-text pre-tokenizer (``tagging/tokenization.py``, ``UD_WORDS``) is replaced by a whitespace split
+    raw-text pre-tokenizer (``text/tokenization.py``, ``UD_WORDS``) is replaced by a whitespace split
     meanwhile.
 
     A given word that starts with the continuation prefix (``##x`` for a tokenizer whose prefix is

@@ -18,8 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from cont_transformer.language_modeling.text import text_files
 from cont_transformer.language_modeling.word_vectors import METHODS, train_word_vectors
+from cont_transformer.text.reading import text_files
 from cont_transformer.tools.cli import EXIT_USAGE, both_spellings, run_cli
 
 

@@ -12,7 +12,7 @@ import pytest
 from test_tag import TAGGER, WORDS
 
 from cont_transformer import build_tokenizer
-from cont_transformer.tagging.tokenization import spelling_tables
+from cont_transformer.text.tokenization import spelling_tables
 from cont_transformer.tools.cli import run_cli
 
 REPO = Path(__file__).resolve().parents[1]

@@ -17,7 +17,6 @@ from cont_transformer import (
     change_basis,
     set_num_steps,
 )
-from cont_transformer.tagging.batching import IGNORE_INDEX, PaddingCollator, encode_for_training
 from cont_transformer.tagging.columns import (
     annotated_columns,
     canonical_feats,
@@ -27,6 +26,7 @@ from cont_transformer.tagging.columns import (
     primary_column,
 )
 from cont_transformer.tagging.data import UNSEEN_TAG, load_treebank
+from cont_transformer.text.batching import IGNORE_INDEX, PaddingCollator, encode_for_training
 
 WORDS = ["the", "cat", "cats", "sat", "walked", "on", "a", "mat", "."]
 TAGS = ["DT", "NN", "NNS", "VBD", "IN", "."]

@@ -49,6 +49,7 @@ LAYERS = [
     ("model families", ["families"]),
     ("models", MODELS),
     ("training scaffold and shared mechanisms", ["training", "compression", "measuring"]),
+    ("text", ["text"]),
     ("applications", ["tagging", "language_modeling", "image_models"]),
     ("tools", ["tools"]),
     ("benchmarks", ["benchmarks"]),
@@ -164,6 +165,19 @@ def test_no_import_circles():
     assert not circles, "\n".join(" <-> ".join(circle) for circle in circles)
 
 
+def test_the_text_applications_never_import_each_other():
+    """``tagging/`` and ``language_modeling/`` share only what lies below them (``text/``)."""
+    siblings = ("cont_transformer.tagging", "cont_transformer.language_modeling")
+    violations = [
+        f"{path.relative_to(ROOT)}:{line} imports {imported}"
+        for own, other in (siblings, siblings[::-1])
+        for path in sorted((ROOT / Path(*own.split("."))).rglob("*.py"))
+        for line, imported in imported_modules(path)
+        if f"{imported}.".startswith(f"{other}.")
+    ]
+    assert not violations, "\n".join(violations)
+
+
 def test_no_tool_imports_an_application():
     """``cont_transformer/tools/`` holds only what serves every model family: an application's
     own tools live in the application, and the benchmark cases in cont_transformer/benchmarks/."""
@@ -231,7 +245,7 @@ def test_importing_a_lower_layer_loads_no_application(module, loaded_by_import):
 def test_the_top_level_conveniences_load_on_first_use():
     import cont_transformer
     from cont_transformer.tagging.tag import Tagger, tag
-    from cont_transformer.tagging.tokenization import build_tokenizer
+    from cont_transformer.text.tokenization import build_tokenizer
 
     assert cont_transformer.tag is tag and cont_transformer.Tagger is Tagger
     assert cont_transformer.build_tokenizer is build_tokenizer

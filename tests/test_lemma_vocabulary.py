@@ -8,7 +8,7 @@ import torch
 
 from cont_transformer.tagging.lemmas import parse_script
 from cont_transformer.tagging.tag import Tagger
-from cont_transformer.tagging.tokenization import build_tokenizer
+from cont_transformer.text.tokenization import build_tokenizer
 from cont_transformer.word_tagging import (
     LEMMA_CANDIDATES,
     LEMMA_MARGIN,

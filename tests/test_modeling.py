@@ -29,7 +29,7 @@ from cont_transformer import (
     set_num_steps,
     tag,
 )
-from cont_transformer.tagging.tokenization import (
+from cont_transformer.text.tokenization import (
     LEGACY_CONTINUATION_PREFIX,
     character_ids,
     continuation_prefix,
@@ -536,7 +536,7 @@ def test_a_tokenizer_saved_with_the_old_prefix_splits_and_tags_as_before(tmp_pat
 
 def test_a_language_model_with_the_old_prefix_gives_its_pieces_rows_to_a_new_tagger(tmp_path, spelling_tagger):
     from cont_transformer import ContTransformerForMaskedLM
-    from cont_transformer.tagging.pretrained_encoder import extended_tokenizer, tagger_from_language_model
+    from cont_transformer.text.pretrained_encoder import extended_tokenizer, tagger_from_language_model
 
     tagger, _ = spelling_tagger(max_word_length=6)
     old = legacy_tokenizer(build_tokenizer(WORDS, spelling=True, mask=True), tmp_path)

@@ -30,7 +30,7 @@ from cont_transformer import (
 )
 from cont_transformer.pretrained import CustomCodeError, check_no_custom_code, class_reference, is_own_class
 from cont_transformer.tagging.tag import Tagger
-from cont_transformer.tagging.tokenization import build_tokenizer
+from cont_transformer.text.tokenization import build_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "a", "mat", "."]
@@ -212,7 +212,7 @@ def _load_tagger(folder):
 
 
 def _load_tokenizer(folder):
-    from cont_transformer.tagging.tokenization import load_tokenizer
+    from cont_transformer.text.tokenization import load_tokenizer
 
     load_tokenizer(folder)
 

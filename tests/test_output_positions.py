@@ -7,7 +7,7 @@ from tiny import WORDS
 
 from cont_transformer.model_card import OUTPUTS_HEADING, OUTPUTS_TEXT
 from cont_transformer.modeling_cont_transformer import ContTransformerForTokenClassification
-from cont_transformer.tagging.tokenization import build_tokenizer, spelling_tables
+from cont_transformer.text.tokenization import build_tokenizer, spelling_tables
 
 
 def test_logits_cover_tokens_and_attentions_cover_words(tiny_tagger, tmp_path):

@@ -318,7 +318,7 @@ def test_bad_text_files_get_one_line_and_lose_nothing(content, message, language
 
 
 def test_gzip_text_is_read_through_datasets_in_rows_of_the_model_length(text_file):
-    from cont_transformer.language_modeling.text import load_text, split_words, text_files
+    from cont_transformer.text.reading import load_text, split_words, text_files
 
     files = text_files([str(text_file.parent / "*.txt.gz")])
     data = load_text(files, heldout_lines=40, seed=0)

@@ -23,7 +23,7 @@ from transformers import AutoModelForTokenClassification, pipeline
 from cont_transformer.pipeline_cont_transformer import TASK, ContTransformerTaggingPipeline, split_sentences
 from cont_transformer.pretrained import CustomCodeError, check_no_custom_code
 from cont_transformer.tagging.tag import Tagger
-from cont_transformer.tagging.tokenization import load_tokenizer
+from cont_transformer.text.tokenization import load_tokenizer
 from cont_transformer.tools.compression import compress
 
 REPO = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ from cont_transformer.model_card import UNIT_HEADING
 from cont_transformer.modeling_cont_transformer import ContTransformerForMaskedLM
 from cont_transformer.pretrained import MAX_ABS_WEIGHT, MAX_RUNNING_VARIANCE, check_finite
 from cont_transformer.tagging.tag import Tagger
-from cont_transformer.tagging.tokenization import TOKENIZER_FILE, vocabulary_fingerprint
+from cont_transformer.text.tokenization import TOKENIZER_FILE, vocabulary_fingerprint
 from cont_transformer.tools.cli import run_cli
 
 

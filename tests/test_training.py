@@ -30,7 +30,12 @@ from cont_transformer import (
 from cont_transformer.basis import get_basis
 from cont_transformer.model_folders import BEST_MODEL_DIR, CHECKPOINTS_DIR, METRICS_FILE
 from cont_transformer.tagging.arguments import resolve_arguments
-from cont_transformer.tagging.batching import (
+from cont_transformer.tagging.data import load_treebank, most_frequent_tag_baseline
+from cont_transformer.tagging.metrics import load_conll18
+from cont_transformer.tagging.sample_treebank import write_sample_treebank
+from cont_transformer.tagging.tag import combination_index, model_column_labels, predicted_label_ids
+from cont_transformer.tagging.trainer import train
+from cont_transformer.text.batching import (
     IGNORE_INDEX,
     LengthGroupedBatchSampler,
     PaddingCollator,
@@ -39,13 +44,8 @@ from cont_transformer.tagging.batching import (
     evaluation_windows,
     word_dropout_probabilities,
 )
-from cont_transformer.tagging.data import load_treebank, most_frequent_tag_baseline
-from cont_transformer.tagging.metrics import load_conll18
-from cont_transformer.tagging.optimization import build_optimizer
-from cont_transformer.tagging.sample_treebank import write_sample_treebank
-from cont_transformer.tagging.tag import combination_index, model_column_labels, predicted_label_ids
-from cont_transformer.tagging.tokenization import spelling_tables
-from cont_transformer.tagging.trainer import train
+from cont_transformer.text.optimization import build_optimizer
+from cont_transformer.text.tokenization import spelling_tables
 from cont_transformer.tools.cli import run_cli
 from cont_transformer.training.checkpoints import TRAINER_STATE
 from cont_transformer.training.refinement import refine_with_optimizer

@@ -25,7 +25,7 @@ from test_pretraining import (  # noqa: F401  (the language model's fixtures)
     write_text,
 )
 
-from cont_transformer.tagging.word_vectors import (
+from cont_transformer.text.word_vectors import (
     VECTORS_FILE,
     WORDS_FILE,
     WordVectorError,
@@ -237,8 +237,8 @@ def test_vector_only_ids_have_no_word_embedding_rows():
         ContTransformerForMaskedLM,
         ContTransformerForTokenClassification,
     )
-    from cont_transformer.tagging.tokenization import build_tokenizer, spelling_tables
     from cont_transformer.tagging.trainer import whole_word_rows
+    from cont_transformer.text.tokenization import build_tokenizer, spelling_tables
 
     training, vector_only = ["The", "dog", "barks", "."], ["zygote", "cat"]
     tokenizer = build_tokenizer([*training, *vector_only], spelling=True)

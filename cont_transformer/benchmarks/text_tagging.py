@@ -33,8 +33,8 @@ from ..tagging.columns import canonical_feats
 from ..tagging.lemmas import script_labels
 from ..tagging.tag import Tagger
 from ..tagging.tag_files import tag_file
-from ..tagging.tokenization import build_tokenizer, spelling_tables, training_words
 from ..tagging.trainer import model_config
+from ..text.tokenization import build_tokenizer, spelling_tables, training_words
 from .training import gum_recipe
 
 # Label counts as English-GUM's; ``words``: the length of the text.

@@ -46,9 +46,9 @@ from ..measuring import (
 )
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..tagging.arguments import TrainingArguments
-from ..tagging.batching import PaddingCollator, encode_for_training
-from ..tagging.optimization import build_optimizer
-from ..tagging.tokenization import build_tokenizer, spelling_tables
+from ..text.batching import PaddingCollator, encode_for_training
+from ..text.optimization import build_optimizer
+from ..text.tokenization import build_tokenizer, spelling_tables
 from ..transform import change_basis, set_num_steps
 from .discrete_transformer import PreLayerNormTagger
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ..checks import check_count
-from ..tagging.arguments import INVERSE_SQRT, INVERSE_SQRT_DESCRIPTION, EncoderArguments, adopt_saved_sizes
-from ..tagging.pretrained_encoder import is_language_model
+from ..text.arguments import INVERSE_SQRT, INVERSE_SQRT_DESCRIPTION, EncoderArguments, adopt_saved_sizes
+from ..text.pretrained_encoder import is_language_model
 from ..training.arguments import RunArguments, _help
 
 

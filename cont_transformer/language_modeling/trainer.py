@@ -2,7 +2,7 @@
 
 :class:`MaskedLmTrainer` fills the scaffold's hooks (:class:`~..training.scaffold.Trainer`):
 the text (:mod:`.text`), a vocabulary of its most frequent words and a spelling tokenizer
-with ``[MASK]`` over them (``tagging.tokenization.build_tokenizer``), the encoder under a
+with ``[MASK]`` over them (``text.tokenization.build_tokenizer``), the encoder under a
 masked-word head (``ContTransformerForMaskedLM``), the tagger's AdamW and learning-rate
 schedule, masks drawn in each step (:mod:`.masking`). Selection and the compression
 report use the masked-word accuracy on the held-out lines; ``metrics.json`` and the card
@@ -28,24 +28,22 @@ from ..configuration_cont_transformer import ContTransformerConfig
 from ..model_card import Evaluation
 from ..model_folders import BEST_MODEL_DIR, METRICS_FILE
 from ..modeling_cont_transformer import ContTransformerForMaskedLM
-from ..tagging.batching import LengthGroupedBatchSampler, LengthGroupedEpochs, PaddingCollator
-from ..tagging.evaluation import eval_loader
-from ..tagging.family import LANGUAGE_MODEL_CARD
-from ..tagging.optimization import build_optimizer
-from ..tagging.pretrained_encoder import language_model_words, load_language_model
-from ..tagging.tokenization import (
+from ..text.arguments import encoder_config
+from ..text.batching import LengthGroupedBatchSampler, LengthGroupedEpochs, PaddingCollator, eval_loader
+from ..text.optimization import build_optimizer
+from ..text.pretrained_encoder import LANGUAGE_MODEL_CARD, language_model_words, load_language_model
+from ..text.reading import load_text, split_words, text_files, vocabulary, word_counts
+from ..text.tokenization import (
     build_tokenizer,
     check_tokenizer,
     encode_words,
     spelling_tables,
     vocabulary_fingerprint,
 )
-from ..tagging.trainer import encoder_config
 from ..training.scaffold import Trainer
 from ..training.schedules import cooldown_factor, inverse_sqrt_learning_rate
 from .arguments import PretrainingArguments
 from .masking import IGNORE_INDEX, mask_words, masked_rows
-from .text import load_text, split_words, text_files, vocabulary, word_counts
 
 logger = logging.getLogger(__name__)
 

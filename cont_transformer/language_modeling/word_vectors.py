@@ -3,10 +3,10 @@
 The vectors are fastText's (Bojanowski et al., 2017: skip-gram over words and their
 character n-grams), trained by gensim, the maintained library for it; stanza and UDPipe 2
 give their taggers such vectors, fixed, beside the embeddings they train. The text is
-split into words by the taggers' raw-text pre-tokenizer (``language_modeling/text.py``),
+split into words by the taggers' raw-text pre-tokenizer (``text/reading.py``),
 so a vector is looked up by the very word a tagger reads.
 
-The folder it writes, and how a tagger reads it, are ``tagging/word_vectors.py``'s. The
+The folder it writes, and how a tagger reads it, are ``text/word_vectors.py``'s. The
 vectors are divided by the standard deviation of all their entries, so the projection
 that reads them starts on the scale of the tagger's other channels. gensim's own files
 are pickles and are never written or read: its model lives only while the vectors are
@@ -25,9 +25,9 @@ import torch
 from safetensors.torch import save_file
 
 from ..safe_files import OutputFolderError, lock_output_folder, read_manifest, staged_directory
-from ..tagging.tokenization import ud_pre_tokenizer
-from ..tagging.word_vectors import SETTINGS_FILE, VECTORS_FILE, WORDS_FILE
-from .text import _open
+from ..text.reading import open_text
+from ..text.tokenization import ud_pre_tokenizer
+from ..text.word_vectors import SETTINGS_FILE, VECTORS_FILE, WORDS_FILE
 
 
 def _write_corpus(files: Sequence[Path], path: Path) -> int:
@@ -36,7 +36,7 @@ def _write_corpus(files: Sequence[Path], path: Path) -> int:
     words, splitter = 0, ud_pre_tokenizer()  # the taggers' raw-text words, as text.split_words reads them
     with path.open("w", encoding="utf-8") as out:
         for file in files:
-            with _open(file) as stream:
+            with open_text(file) as stream:
                 for line in stream:
                     if not line.strip():
                         continue

@@ -9,7 +9,6 @@ a saved tagger (``model_name_or_path``) keeps its tokenizer, K, N_T and tags.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import os
@@ -19,28 +18,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from transformers import AutoConfig, PretrainedConfig
-
-from ..basis import get_basis, refined_num_steps
 from ..checks import check_count
 from ..configuration_cont_transformer import (
     FEATS_MODES,
     OUTPUT_COLUMNS,
     PREDICTED_COLUMNS,
-    ContTransformerConfig,
     check_word_representation,
 )
-from ..pretrained import check_no_custom_code
+from ..text.arguments import INVERSE_SQRT, INVERSE_SQRT_DESCRIPTION, EncoderArguments, adopt_saved_sizes
+from ..text.pretrained_encoder import is_language_model
+from ..text.word_vectors import VECTORS_FILE, WORDS_FILE
 from ..training.arguments import RunArguments, _help
-from ..training.schedules import parse_steps
 from .data import TAG_COLUMNS, TREEBANKS
-from .pretrained_encoder import ENCODER_FIELDS, is_language_model
 from .self_training import check_agreement
-from .word_vectors import VECTORS_FILE, WORDS_FILE
 
 logger = logging.getLogger(__name__)
 
-MODEL_TYPE = "cont_transformer"
 PAPER_REFINE_STEPS = "1000,2000,3000,4000,5000,6000"  # the paper's schedule
 # The default: the paper's first five refinements, the last one late (80% of the 35,000
 # steps) inside a linear cool-down of the learning rate over the last 20% of the run, so
@@ -51,61 +44,6 @@ COMPILE_LENGTH_BUCKETS = 8  # with --torch-compile: eight padded lengths
 # The Hub's Universal Dependencies data set (run_ner.py's --dataset_name), whose
 # configurations are the treebanks (en_gum): read here from the UD release files.
 UD_DATASET_NAMES = ("universal_dependencies", "universal-dependencies/universal_dependencies")
-# The learning-rate schedule, as transformers names it (--lr-scheduler-type).
-INVERSE_SQRT = "inverse_sqrt"
-INVERSE_SQRT_DESCRIPTION = (
-    "the recipe's schedule is inverse_sqrt (a linear warm-up over --warmup-steps, then 1/sqrt(step)) "
-    "with a linear cool-down over --cooldown-steps"
-)
-
-
-@dataclass
-class EncoderArguments:
-    """The continuous transformer encoder's sizes and input representation, shared by the
-    tagger's and the language model's arguments (names match ``ContTransformerConfig``)."""
-
-    hidden_size: int = field(default=128, **_help("embedding and ODE state width"))
-    num_attention_heads: int = field(default=1, **_help("attention heads"))
-    intermediate_size: int = field(default=128, **_help("MLP hidden width"))
-    hidden_act: str = field(default="gelu", **_help("MLP activation: gelu or relu"))
-    hidden_dropout_prob: float = field(
-        default=0.1, **_help("dropout on embeddings, rate outputs and before the classifier")
-    )
-    attention_probs_dropout_prob: float = field(default=0.1, **_help("dropout on attention probabilities"))
-    position_encoding: str = field(default="sinusoidal", **_help("sinusoidal or learned"))
-    word_representation: str = field(
-        default="word+chars",
-        **_help(
-            "word+chars: word embeddings plus a character CNN over the spelling (unknown "
-            "words are read from their form); word: the paper's word-only model; chars: "
-            "the character CNN alone"
-        ),
-    )
-    char_embedding_size: int = field(default=32, **_help("character embedding width"))
-    char_hidden_size: int = field(
-        default=ContTransformerConfig.char_hidden_size,
-        **_help(
-            "filters of the character CNN (512: words never seen in training are tagged "
-            "best; docs/experiments.md, the screening)"
-        ),
-    )
-    char_kernel_size: int = field(default=3, **_help("width (odd) of the character CNN"))
-    max_word_length: int = field(
-        default=20, **_help("characters of a word the CNN reads (a longer word: first and last)")
-    )
-    max_length: int = field(
-        default=128,
-        **_help(
-            "longest training sentence in words, root included (longer: truncated; "
-            "evaluation scores long sentences in full, in windows)"
-        ),
-    )
-
-    def encoder_config(self) -> dict:
-        """The ``ContTransformerConfig`` fields these arguments set (``max_length`` is the
-        config's ``max_position_embeddings``)."""
-        names = [f.name for f in dataclasses.fields(EncoderArguments) if f.name != "max_length"]
-        return {**{name: getattr(self, name) for name in names}, "max_position_embeddings": self.max_length}
 
 
 @dataclass
@@ -339,33 +277,6 @@ class TrainingArguments(EncoderArguments, RunArguments):
                 raise ValueError(
                     f"word_vectors: {self.word_vectors} has no {name} (make it with scripts/train_word_vectors.py)"
                 )
-
-
-def adopt_saved_sizes(args) -> PretrainedConfig:
-    """Fine-tuning (and pretraining further) keeps the saved model's continuous choices:
-    ``args`` (a tagger's or a language model's arguments) take the basis, scheme, time
-    horizon, K and N_T of the model in ``args.model_name_or_path``, grown by the refinements
-    ``args.refine_steps`` asks for, and a language model's encoder sizes. Returns the saved
-    model's config; a folder of another model type is refused in one line."""
-    from .. import auto  # noqa: F401  registers the models with the Auto classes
-
-    check_no_custom_code(args.model_name_or_path)
-    config = AutoConfig.from_pretrained(args.model_name_or_path, trust_remote_code=False)
-    if config.model_type != MODEL_TYPE:
-        raise ValueError(
-            f"model_name_or_path: {args.model_name_or_path} holds a {config.model_type!r} "
-            f"model, not a {MODEL_TYPE!r} tagger or language model"
-        )
-    if is_language_model(config):  # a pretrained encoder: its sizes are kept
-        for name in ENCODER_FIELDS:
-            setattr(args, name, getattr(config, name))
-    current = get_basis(config.basis, config.num_basis, config.time_horizon)
-    refinements = len(parse_steps(args.refine_steps))
-    for _ in range(refinements):
-        current = current.refine()
-    args.basis, args.scheme, args.time_horizon = config.basis, config.scheme, config.time_horizon
-    args.num_basis, args.num_steps = current.num_basis, refined_num_steps(config.num_steps, refinements)
-    return config
 
 
 def ud_treebank(config: str, data_dir: str | None = None) -> str:

@@ -29,7 +29,6 @@ from collections.abc import Container, Sequence
 from dataclasses import dataclass
 
 import torch
-from torch.utils.data import DataLoader
 from transformers import AutoConfig, AutoTokenizer
 
 from .. import auto  # noqa: F401  registers the models with the Auto classes
@@ -37,9 +36,10 @@ from ..configuration_cont_transformer import AUXILIARY_COLUMNS, PREDICTED_COLUMN
 from ..model_folders import resolve_model_dir
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..pretrained import check_no_custom_code
+from ..text.batching import IGNORE_INDEX, WORD_INDEX, encode_for_evaluation, eval_loader
+from ..text.tokenization import check_tokenizer, training_words, vocabulary_words
 from ..training.accelerator import end_distributed, make_accelerator
-from .arguments import MODEL_TYPE
-from .batching import IGNORE_INDEX, WORD_INDEX, PaddingCollator, encode_for_evaluation
+from ..text.arguments import MODEL_TYPE
 from .columns import column_values, decode_columns, encode_column, label_field
 from .data import SPLIT_ALIASES, load_treebank
 from .metrics.conll18.conll18 import Word, tag_counts
@@ -50,7 +50,6 @@ from .tag import (
     predicted_label_ids,
     saved_tag_column,
 )
-from .tokenization import check_tokenizer, training_words, vocabulary_words
 
 # The result's name of each CoNLL 2018 row; the columns a row needs predicted.
 ROW_NAMES = {"UPOS": "upos", "XPOS": "xpos", "UFeats": "ufeats", "AllTags": "alltags", "Lemmas": "lemmas"}
@@ -158,14 +157,6 @@ def scoring_rows(
     tags = fields.pop("labels")
     rows = encode_for_evaluation(tokenizer, words, tags, max_length, known_words, columns={**fields, WORD_INDEX: index})
     return rows, GoldColumns(words, gold, dict(labels), primary, feats_mode, vocabulary_words(tokenizer))
-
-
-def eval_loader(rows: list[dict], batch_size: int, pad_token_id: int, lengths: Sequence[int] = ()) -> DataLoader:
-    """Evaluation batches, longest first: similar lengths share a batch, and the largest
-    batch comes first."""
-    rows = sorted(rows, key=lambda row: -len(row["input_ids"]))
-    collate = PaddingCollator(pad_token_id, lengths)
-    return DataLoader(rows, batch_size=batch_size, shuffle=False, collate_fn=collate)
 
 
 @torch.no_grad()

@@ -13,12 +13,13 @@ from ..configuration_cont_transformer import AUXILIARY_COLUMNS
 from ..families import CardText, EvalSet, ModelFamily, forward_batches, register_family
 from ..model_folders import METRICS_FILE
 from ..safe_files import write_json
+from ..text.batching import PaddingCollator
+from ..text.pretrained_encoder import LANGUAGE_MODEL_CARD
+from ..text.tokenization import load_tokenizer
 from ..training.accelerator import make_accelerator
-from .batching import PaddingCollator
 from .data import load_treebank
 from .evaluation import evaluate, reported_rows, scoring_rows
 from .tag import model_column_labels, saved_tag_column
-from .tokenization import load_tokenizer
 
 
 def load_preprocessor(folder: Path):
@@ -145,25 +146,6 @@ CARD = CardText(
         "use of any of its names), splitting raw text with the same rules as the pipeline."
     ),
     facts=card_facts,
-)
-
-# What a masked language model's card says (scripts/pretrain.py, and compress.py of one).
-LANGUAGE_MODEL_CARD = CardText(
-    title="Continuous-in-depth transformer, masked language model",
-    pipeline_tag="fill-mask",
-    description=(
-        "The encoder of a continuous-in-depth tagger, pretrained on unlabelled text to fill in\n"
-        "masked words: its weights are functions of depth-time, θ(t) = Σ_k φ_k(t) θ̂_k, integrated\n"
-        "with a Runge–Kutta scheme (Stateful ODE-Nets, Queiruga et al., NeurIPS 2021). Fine-tune it\n"
-        "into a tagger with `scripts/train_pos.py --model-name-or-path <this folder>`."
-    ),
-    usage=(
-        "```python\n"
-        "from transformers import pipeline\n\n"
-        'fill = pipeline("fill-mask", model="<this repo>", trust_remote_code=True)\n'
-        'fill("The dog [MASK] at the cat .")\n'
-        "```"
-    ),
 )
 
 FAMILY = ModelFamily(

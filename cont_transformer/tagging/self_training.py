@@ -36,7 +36,7 @@ from collections.abc import Sequence
 import torch
 
 from ..configuration_cont_transformer import JOINT_COLUMNS
-from ..language_modeling.text import _open, text_files
+from ..text.reading import open_text, text_files
 from ..text_segmentation import tokenize_sentences
 from .tag import Tagger
 
@@ -55,7 +55,7 @@ def sample_lines(patterns: Sequence[str], num_lines: int, seed: int) -> list[str
     reservoir: list[tuple[int, str]] = []
     seen = 0
     for path in text_files(patterns):
-        with _open(path) as stream:
+        with open_text(path) as stream:
             for line in stream:
                 line = line.strip()
                 if not MIN_LINE_WORDS <= len(line.split()) <= MAX_LINE_WORDS:

@@ -15,7 +15,7 @@ character offsets, ``to_conllu()``, in stanza's shape (:mod:`.document`).
 :func:`~cont_transformer.tagging.tag_files.tag_file` and ``scripts/tag.py`` use.
 
 Inference (:meth:`Tagger.predict`). Sentences are encoded as evaluation encodes them
-(:func:`~cont_transformer.tagging.batching.encode_for_evaluation`): a word is tagged by
+(:func:`~cont_transformer.text.batching.encode_for_evaluation`): a word is tagged by
 its first token (a tokenizer may split a word into several), and a sentence longer than
 the model's ``max_position_embeddings`` (the length it was trained on) is tagged in
 overlapping windows (:func:`~cont_transformer.word_tagging.evaluation_windows`), each word
@@ -39,6 +39,8 @@ from ..compiling import compiled
 from ..configuration_cont_transformer import AUXILIARY_COLUMNS
 from ..model_folders import METRICS_FILE, resolve_model_dir
 from ..pretrained import check_no_custom_code
+from ..text.batching import IGNORE_INDEX, PaddingCollator, encode_for_evaluation
+from ..text.tokenization import load_tokenizer, word_shortener
 
 # The decoding is written once, for this tagger and for the pipeline a saved folder carries
 # (cont_transformer/pipeline_cont_transformer.py, remote code): joint decoding, lemma scripts.
@@ -51,10 +53,8 @@ from ..word_tagging import (
     token_batches,
     vocabulary_words,
 )
-from .batching import IGNORE_INDEX, PaddingCollator, encode_for_evaluation
 from .document import TAG_COLUMNS, Document, Sentence
 from .segmentation import check_language, split_text, tokenize_sentences
-from .tokenization import load_tokenizer, word_shortener
 
 TaggedSentence = Sentence  # the name of a tagged sentence before it held Word objects (kept for imports)
 

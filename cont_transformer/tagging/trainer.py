@@ -66,18 +66,36 @@ from ..model_folders import BEST_MODEL_DIR, METRICS_FILE
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..pretrained import check_no_custom_code
 from ..safe_files import record_outputs
-from ..training.scaffold import Trainer
-from ..training.schedules import cooldown_factor, inverse_sqrt_learning_rate
-from . import family  # noqa: F401  registers the family (card, tools), entry points or not
-from .arguments import DEFAULT_COOLDOWN_FRACTION, TrainingArguments
-from .batching import (
+from ..text.arguments import encoder_config
+from ..text.batching import (
     LengthGroupedBatchSampler,
     LengthGroupedEpochs,
     PaddingCollator,
     bucket_lengths,
     encode_for_training,
+    eval_loader,
     word_dropout_probabilities,
 )
+from ..text.optimization import build_optimizer
+from ..text.pretrained_encoder import (
+    extended_tokenizer,
+    freeze_rows,
+    is_language_model,
+    load_language_model,
+    tagger_from_language_model,
+)
+from ..text.tokenization import (
+    build_tokenizer,
+    check_tokenizer,
+    spelling_tables,
+    training_words,
+    vocabulary_fingerprint,
+)
+from ..text.word_vectors import SETTINGS_FILE, load_word_vectors, vector_table
+from ..training.scaffold import Trainer
+from ..training.schedules import cooldown_factor, inverse_sqrt_learning_rate
+from . import family  # noqa: F401  registers the family (card, tools), entry points or not
+from .arguments import DEFAULT_COOLDOWN_FRACTION, TrainingArguments
 from .columns import (
     PREDICTED_COLUMNS,
     annotated_columns,
@@ -101,32 +119,15 @@ from .data import (
 from .evaluation import (
     ROW_TITLES,
     SELECTION_ROWS,
-    eval_loader,
     evaluate,
     reported_rows,
     scoring_rows,
 )
 from .lemma_lexicon import treebank_lemma_lexicon
-from .optimization import build_optimizer
-from .pretrained_encoder import (
-    extended_tokenizer,
-    freeze_rows,
-    is_language_model,
-    load_language_model,
-    tagger_from_language_model,
-)
 from .sample_treebank import write_sample_treebank
 from .self_training import silver_sentences
 from .tag import Tagger, model_column_labels, saved_tag_column
 from .tag_files import tag_file
-from .tokenization import (
-    build_tokenizer,
-    check_tokenizer,
-    spelling_tables,
-    training_words,
-    vocabulary_fingerprint,
-)
-from .word_vectors import SETTINGS_FILE, load_word_vectors, vector_table
 
 logger = logging.getLogger(__name__)
 
@@ -173,26 +174,6 @@ def choose_columns(args: TrainingArguments, train, saved=None) -> tuple[str, dic
 
 
 # --- the trainer --------------------------------------------------------------------------
-
-
-def encoder_config(args, tokenizer, language: str | None, char_vocab_size: int) -> dict:
-    """The fields of a ``ContTransformerConfig`` that the encoder's arguments (a tagger's or a
-    language model's), its tokenizer and the refinement schedule's initial K and N_T set."""
-    schedule = args.refinement_schedule
-    return {
-        **args.encoder_config(),
-        "vocab_size": len(tokenizer),
-        "basis": args.basis,
-        "num_basis": schedule.initial_num_basis,
-        "num_steps": schedule.initial_num_steps,
-        "scheme": args.scheme,
-        "time_horizon": args.time_horizon,
-        "pad_token_id": tokenizer.pad_token_id,
-        "bos_token_id": tokenizer.bos_token_id,
-        "unk_token_id": tokenizer.unk_token_id,
-        "language": language,
-        "char_vocab_size": char_vocab_size,
-    }
 
 
 def model_config(

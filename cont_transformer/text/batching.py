@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch.utils.data import DataLoader
 from transformers import PreTrainedTokenizerBase
 
 from ..word_tagging import evaluation_windows  # written once, for a saved tagger's pipeline too
@@ -317,3 +318,11 @@ def word_dropout_probabilities(
         if index not in special and count > 0:
             probabilities[index] = alpha / (alpha + count)
     return probabilities
+
+
+def eval_loader(rows: list[dict], batch_size: int, pad_token_id: int, lengths: Sequence[int] = ()) -> DataLoader:
+    """Evaluation batches, longest first: similar lengths share a batch, and the largest
+    batch comes first."""
+    rows = sorted(rows, key=lambda row: -len(row["input_ids"]))
+    collate = PaddingCollator(pad_token_id, lengths)
+    return DataLoader(rows, batch_size=batch_size, shuffle=False, collate_fn=collate)

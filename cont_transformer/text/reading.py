@@ -13,7 +13,7 @@ memory whole), or a data set by name (``--dataset-name``, online, or a local fol
 fixed shuffle are held out for evaluation.
 
 Words. A line is split into UD-like words by the same pre-tokenizer that splits raw
-text for the taggers (``tagging.tokenization.ud_pre_tokenizer``), so the language model
+text for the taggers (``text.tokenization.ud_pre_tokenizer``), so the language model
 reads words as the taggers will, and a line longer than a row (``max_length - 1`` words)
 becomes several rows.
 """
@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ..tagging.tokenization import ud_pre_tokenizer
+from .tokenization import ud_pre_tokenizer
 
 MAX_LINE_CHARS = 1_000_000  # a longer line: a file without line breaks, or not text
 _CHUNK_CHARS = 1 << 20
@@ -37,7 +37,7 @@ class TextFileError(ValueError):
     """A text file that cannot be pretrained on, named in the message."""
 
 
-def _open(path: Path) -> io.TextIOBase:
+def open_text(path: Path) -> io.TextIOBase:
     raw = gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")  # noqa: SIM115 (closed by the wrapper)
     return io.TextIOWrapper(raw, encoding="utf-8", errors="strict", newline=None)
 
@@ -47,7 +47,7 @@ def check_text_file(path: Path) -> int:
     (and the line) when it is not UTF-8 text with lines of at most :data:`MAX_LINE_CHARS`."""
     lines = line_number = 0
     try:
-        with _open(path) as stream:
+        with open_text(path) as stream:
             while True:
                 line = stream.readline(MAX_LINE_CHARS + 1)
                 if not line:
