@@ -36,10 +36,10 @@ from ..configuration_cont_transformer import AUXILIARY_COLUMNS, PREDICTED_COLUMN
 from ..model_folders import resolve_model_dir
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..pretrained import check_no_custom_code
+from ..text.arguments import MODEL_TYPE
 from ..text.batching import IGNORE_INDEX, WORD_INDEX, encode_for_evaluation, eval_loader
 from ..text.tokenization import check_tokenizer, training_words, vocabulary_words
 from ..training.accelerator import end_distributed, make_accelerator
-from ..text.arguments import MODEL_TYPE
 from .columns import column_values, decode_columns, encode_column, label_field
 from .data import SPLIT_ALIASES, load_treebank
 from .metrics.conll18.conll18 import Word, tag_counts
