@@ -12,7 +12,7 @@ with ``trust_remote_code=True`` where this package is not installed; see
 :mod:`cont_transformer.pretrained`).
 
 So ``import cont_transformer.basis`` (or ``integrators``, ``ode_block``, ``transform``,
-``compression``) loads neither transformers nor any application, while
+``runtime.compression``) loads neither transformers nor any application, while
 ``from cont_transformer import ContTransformerConfig`` works as it always did. Code that
 imports a modeling file directly (``cont_transformer.modeling_cont_transformer``) and then
 loads or saves through the Auto classes calls ``register_auto_classes()`` first (the

@@ -10,9 +10,9 @@ import torch
 from transformers import AutoImageProcessor
 
 from cont_transformer import auto  # noqa: F401  registers the models with the Auto classes
-from cont_transformer.compression import statistics_num_basis
 from cont_transformer.families import CardText, EvalSet, ModelFamily, register_family
 from cont_transformer.pretrained import check_no_custom_code
+from cont_transformer.runtime.compression import statistics_num_basis
 
 from .data import load_image_dataset, to_tensors
 from .evaluation import evaluate

@@ -27,8 +27,8 @@ from torch import nn
 
 from cont_transformer.configuration_ode_resnet import OdeResNetConfig
 from cont_transformer.model_card import Evaluation
-from cont_transformer.model_folders import BEST_MODEL_DIR, METRICS_FILE
 from cont_transformer.modeling_ode_resnet import OdeResNetForImageClassification
+from cont_transformer.runtime.model_folders import BEST_MODEL_DIR, METRICS_FILE
 from cont_transformer.training.scaffold import Trainer
 from cont_transformer.training.schedules import RunPlan
 

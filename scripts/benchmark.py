@@ -22,7 +22,7 @@ from cont_transformer.benchmarks.images import compiled_resnet_cases, resnet_cas
 from cont_transformer.benchmarks.text_tagging import column_tagging_cases
 from cont_transformer.benchmarks.training import training_throughput_cases
 from cont_transformer.benchmarks.transformer import checkpointing_cases, compiled_transformer_cases, transformer_cases
-from cont_transformer.measuring import Case, run_benchmark
+from cont_transformer.runtime.measuring import Case, run_benchmark
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hostile import load_script, one_error_line, toy_trainer
 
-from cont_transformer.safe_files import OutputFolderError, release_output_folder
+from cont_transformer.runtime.safe_files import OutputFolderError, release_output_folder
 from cont_transformer.tagging.arguments import TrainingArguments
 from cont_transformer.tools.cli import run_cli
 from cont_transformer.training.arguments import parse_arguments

@@ -8,7 +8,7 @@ import torch
 
 from cont_transformer import ContTransformerConfig
 from cont_transformer.configuration_cont_transformer import PREDICTED_COLUMNS
-from cont_transformer.model_folders import BEST_MODEL_DIR
+from cont_transformer.runtime.model_folders import BEST_MODEL_DIR
 from cont_transformer.tagging.arguments import parse_columns
 from cont_transformer.tagging.columns import annotated_columns, column_labels, primary_column
 from cont_transformer.tagging.data import load_treebank, read_conllu

@@ -19,7 +19,7 @@ from cont_transformer import (
 from cont_transformer.benchmarks.discrete_resnet import DiscreteResNet
 from cont_transformer.benchmarks.discrete_transformer import PreLayerNormTagger
 from cont_transformer.benchmarks.text_tagging import column_tagging_cases
-from cont_transformer.measuring import (
+from cont_transformer.runtime.measuring import (
     QUICK,
     Case,
     Workload,

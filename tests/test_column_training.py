@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from cont_transformer.model_folders import BEST_MODEL_DIR
+from cont_transformer.runtime.model_folders import BEST_MODEL_DIR
 from cont_transformer.tagging.arguments import parse_columns, resolve_arguments
 from cont_transformer.tagging.evaluation import GoldColumns, reported_rows
 from cont_transformer.tagging.family import eval_set

@@ -26,7 +26,7 @@ from cont_transformer import (
     build_tokenizer,
     write_model_card,
 )
-from cont_transformer.compression import score_variants
+from cont_transformer.runtime.compression import score_variants
 from cont_transformer.tagging.evaluation import evaluate_saved_model
 from cont_transformer.tools.compression import (
     compress,
@@ -630,7 +630,7 @@ def test_cli_pushes_the_written_folder(script, tagger, tmp_path, monkeypatch):
             calls.append(("upload_folder", repo_id, sorted(os.listdir(folder_path))))
             return type("Commit", (), {"commit_url": f"https://hub/{repo_id}/commit"})()
 
-    monkeypatch.setattr("cont_transformer.model_folders.HfApi", FakeApi)
+    monkeypatch.setattr("cont_transformer.runtime.model_folders.HfApi", FakeApi)
     script.main(
         [
             str(tagger),

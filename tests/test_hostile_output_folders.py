@@ -8,7 +8,13 @@ import sys
 import pytest
 from hostile import REPO, load_script, run_tag, save_tagger, train_pos
 
-from cont_transformer.safe_files import LOCK_FILE, OutputFolderError, hold_lock, release_output_folder, staged_directory
+from cont_transformer.runtime.safe_files import (
+    LOCK_FILE,
+    OutputFolderError,
+    hold_lock,
+    release_output_folder,
+    staged_directory,
+)
 from cont_transformer.tagging.tag import Tagger
 from cont_transformer.tagging.tag_files import tag_file
 from cont_transformer.training.outputs import prepare_run_folder

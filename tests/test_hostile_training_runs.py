@@ -12,7 +12,7 @@ import torch
 from hostile import load_script, one_error_line, toy_trainer
 from safetensors.torch import load_file
 
-from cont_transformer.safe_files import LOCK_FILE, OutputFolderError, hold_lock
+from cont_transformer.runtime.safe_files import LOCK_FILE, OutputFolderError, hold_lock
 from cont_transformer.tools.cli import run_cli
 from cont_transformer.training.arguments import RunArguments, parse_arguments
 from cont_transformer.training.checkpoints import CheckpointError

@@ -26,7 +26,7 @@ from cont_transformer import (
 )
 from cont_transformer.modeling_ode_resnet import RateUnit
 from cont_transformer.ode_block import Coefficients
-from cont_transformer.safe_files import OutputFolderError
+from cont_transformer.runtime.safe_files import OutputFolderError
 from image_models.arguments import PRESETS, ImageTrainingArguments
 from image_models.batching import load_split_tensors
 from image_models.evaluation import evaluate

@@ -37,9 +37,6 @@ MODELS = [
     "word_representation",
     "pretrained",
     "model_card",
-    "safe_files",  # crash-safe files and folders: manifests, locks, staged folders (imports nothing of the package)
-    "model_folders",  # model and run folders as the package reads them, the Hub
-    "compiling",  # torch.compile for training and inference
     "word_tagging",  # the decoding a saved tagger's pipeline shares with the tagging application
     "text_segmentation",  # raw text to sentences of words, for Tagger and the saved pipeline alike
     "pipeline_cont_transformer",  # the tagger's pipeline, saved with it for remote code
@@ -48,7 +45,8 @@ LAYERS = [
     ("core", ["checks", "basis", "integrators", "ode_block", "transform", "choices"]),
     ("model families", ["families"]),
     ("models", MODELS),
-    ("training scaffold and shared mechanisms", ["training", "compression", "measuring"]),
+    ("runtime", ["runtime"]),
+    ("training scaffold", ["training"]),
     ("text", ["text"]),
     ("applications", ["tagging", "language_modeling", "image_models"]),
     ("tools", ["tools"]),
@@ -200,7 +198,7 @@ ENTRY_MODULES = [
     "cont_transformer.transform",
     "cont_transformer.modeling_cont_transformer",
     "cont_transformer.modeling_ode_resnet",
-    "cont_transformer.measuring",
+    "cont_transformer.runtime.measuring",
     "cont_transformer.training.scaffold",
     *sorted(f"cont_transformer.tools.{path.stem}" for path in (ROOT / "cont_transformer" / "tools").glob("[!_]*.py")),
 ]
@@ -273,10 +271,16 @@ CORE = [
     "cont_transformer.integrators",
     "cont_transformer.ode_block",
     "cont_transformer.transform",
-    "cont_transformer.compression",
+    "cont_transformer.runtime.compression",
 ]
 # What importing the core may load of the package: the core, and the package's lazy __init__.
-CORE_LOADS = {"cont_transformer", "cont_transformer.checks", "cont_transformer.choices", *CORE}
+CORE_LOADS = {
+    "cont_transformer",
+    "cont_transformer.runtime",
+    "cont_transformer.checks",
+    "cont_transformer.choices",
+    *CORE,
+}
 NOT_FOR_THE_CORE = (
     "transformers",
     "datasets",
@@ -303,7 +307,7 @@ INFERENCE = ["cont_transformer.tagging.tag", "cont_transformer.tagging.tag_files
 def test_inference_loads_no_training_scaffold():
     """Loading and tagging with a saved model, or compressing one, imports nothing of
     ``cont_transformer/training/``: the file I/O it shares with training (``safe_files``,
-    ``model_folders``) and ``compiling`` sit at the models layer."""
+    ``model_folders``) and ``compiling`` sit in ``runtime/``, below the scaffold."""
     loaded = json.loads(
         run_fresh(f"import json, sys\nimport {', '.join(INFERENCE)}\nprint(json.dumps(sorted(sys.modules)))")
     )
@@ -311,14 +315,14 @@ def test_inference_loads_no_training_scaffold():
     assert not [name for name in loaded if name.startswith("cont_transformer.training")]
 
 
-def test_the_shared_file_io_sits_at_the_models_layer():
-    models = next(rank for rank, (name, _) in enumerate(LAYERS) if name == "models")
-    for module in ("cont_transformer.safe_files", "cont_transformer.model_folders", "cont_transformer.compiling"):
-        assert layer_of(module) <= models, module
+def test_the_shared_file_io_sits_below_the_training_scaffold():
+    training = next(rank for rank, (name, _) in enumerate(LAYERS) if name == "training scaffold")
+    for module in ("safe_files", "model_folders", "compiling"):
+        assert layer_of(f"cont_transformer.runtime.{module}") < training, module
     # The crash-safe writing imports nothing of the package: every layer may use it.
     assert not [
         name
-        for _, name in imported_modules(ROOT / "cont_transformer" / "safe_files.py")
+        for _, name in imported_modules(ROOT / "cont_transformer" / "runtime" / "safe_files.py")
         if name.split(".")[0] in PACKAGES
     ]
 

@@ -12,7 +12,7 @@ import pytest
 from hostile import REPO, load_script, one_error_line, run_compress, run_tag, save_tagger, toy_trainer
 from transformers import AutoModelForTokenClassification
 
-from cont_transformer.safe_files import (
+from cont_transformer.runtime.safe_files import (
     LOCK_FILE,
     MANIFEST_FILE,
     OutputFolderError,
@@ -131,7 +131,7 @@ def test_compress_holds_the_output_folders_lock(saved, tmp_path, capsys):
             sys.executable,
             "-c",
             (
-                "import time; from cont_transformer.safe_files import lock_output_folder; "
+                "import time; from cont_transformer.runtime.safe_files import lock_output_folder; "
                 f"lock_output_folder({str(out)!r}); print('locked', flush=True); time.sleep(60)"
             ),
         ],

@@ -11,7 +11,7 @@ import torch
 
 from cont_transformer.benchmarks.training import gum_recipe
 from cont_transformer.language_modeling.arguments import PretrainingArguments
-from cont_transformer.model_folders import BEST_MODEL_DIR, METRICS_FILE
+from cont_transformer.runtime.model_folders import BEST_MODEL_DIR, METRICS_FILE
 from cont_transformer.tagging import arguments as tagging
 from cont_transformer.tools.cli import run_cli
 from cont_transformer.training.arguments import RECIPES, parse_arguments, read_recipe

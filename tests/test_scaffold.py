@@ -15,9 +15,9 @@ import torch
 from torch import nn
 
 from cont_transformer import OdeBlock
-from cont_transformer.compression import compression_variants
-from cont_transformer.model_folders import BEST_MODEL_DIR, resolve_model_dir
-from cont_transformer.safe_files import (
+from cont_transformer.runtime.compression import compression_variants
+from cont_transformer.runtime.model_folders import BEST_MODEL_DIR, resolve_model_dir
+from cont_transformer.runtime.safe_files import (
     MANIFEST_FILE,
     OutputFolderError,
     recover_directory,

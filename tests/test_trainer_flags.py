@@ -8,8 +8,8 @@ import pytest
 import torch
 from hostile import load_script, one_error_line, toy_trainer
 
-from cont_transformer.model_folders import CHECKPOINTS_DIR
 from cont_transformer.ode_block import OdeBlock
+from cont_transformer.runtime.model_folders import CHECKPOINTS_DIR
 from cont_transformer.tagging.arguments import TrainingArguments, preset_defaults
 from cont_transformer.tools.cli import run_cli
 from cont_transformer.training.arguments import parse_arguments

@@ -1,6 +1,6 @@
 """The benchmark's cases and the discrete baselines they are measured against.
 
-A leaf on the top floor: it uses the harness (:mod:`cont_transformer.measuring`), the
+A leaf on the top floor: it uses the harness (:mod:`cont_transformer.runtime.measuring`), the
 models and the applications' trainers, and nothing in the library imports it.
 :mod:`.transformer` holds the continuous transformer's measures (1 to 5, 7, 8 and 10,
 against :mod:`.discrete_transformer`), :mod:`.training` measure 9, :mod:`.text_tagging`

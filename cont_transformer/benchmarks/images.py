@@ -1,4 +1,4 @@
-"""The image measures of the benchmark (measured by :mod:`cont_transformer.measuring`).
+"""The image measures of the benchmark (measured by :mod:`cont_transformer.runtime.measuring`).
 
 Measure 6: a training step of the stateful ODE-ResNet (``cifar10-small`` shape, Euler,
 piecewise constant, K = N_T = 8) against :class:`DiscreteResNet` of the same depth, eager
@@ -12,7 +12,8 @@ import torch
 import torch.nn.functional as F
 
 from ..configuration_ode_resnet import OdeResNetConfig
-from ..measuring import (
+from ..modeling_ode_resnet import OdeResNetForImageClassification
+from ..runtime.measuring import (
     Case,
     Workload,
     compiled,
@@ -20,7 +21,6 @@ from ..measuring import (
     training_step,
     warmed,
 )
-from ..modeling_ode_resnet import OdeResNetForImageClassification
 from .discrete_resnet import DiscreteResNet
 
 # The CIFAR recipe's batch (docs/design.md §7) in full mode; quick mode shrinks batch and images.

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import torch
 
-from ..measuring import Case, Workload, resident_tensors
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
+from ..runtime.measuring import Case, Workload, resident_tensors
 from ..tagging.arguments import TrainingArguments
 from ..tagging.columns import canonical_feats
 from ..tagging.lemmas import script_labels

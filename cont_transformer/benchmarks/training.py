@@ -18,7 +18,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..measuring import Case, Settings, Workload
+from ..runtime.measuring import Case, Settings, Workload
 from ..tagging.arguments import TrainingArguments
 from ..tagging.trainer import train
 from ..training.arguments import RECIPES, read_recipe

@@ -1,4 +1,4 @@
-"""The continuous transformer's cases of the benchmark (measured by :mod:`cont_transformer.measuring`).
+"""The continuous transformer's cases of the benchmark (measured by :mod:`cont_transformer.runtime.measuring`).
 
 Each measure is a ratio to a baseline run in the same process; its target in brackets:
 
@@ -35,7 +35,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..configuration_cont_transformer import ContTransformerConfig
-from ..measuring import (
+from ..modeling_cont_transformer import ContTransformerForTokenClassification
+from ..runtime.measuring import (
     Case,
     Workload,
     compiled,
@@ -44,7 +45,6 @@ from ..measuring import (
     training_step,
     warmed,
 )
-from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..tagging.arguments import TrainingArguments
 from ..text.batching import PaddingCollator, encode_for_training
 from ..text.optimization import build_optimizer

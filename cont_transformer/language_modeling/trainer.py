@@ -26,8 +26,8 @@ from transformers import AutoTokenizer
 
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..model_card import Evaluation
-from ..model_folders import BEST_MODEL_DIR, METRICS_FILE
 from ..modeling_cont_transformer import ContTransformerForMaskedLM
+from ..runtime.model_folders import BEST_MODEL_DIR, METRICS_FILE
 from ..text.arguments import encoder_config
 from ..text.batching import LengthGroupedBatchSampler, LengthGroupedEpochs, PaddingCollator, eval_loader
 from ..text.optimization import build_optimizer

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from ..safe_files import OutputFolderError, lock_output_folder, read_manifest, staged_directory
+from ..runtime.safe_files import OutputFolderError, lock_output_folder, read_manifest, staged_directory
 from ..text.reading import open_text
 from ..text.tokenization import ud_pre_tokenizer
 from ..text.word_vectors import SETTINGS_FILE, VECTORS_FILE, WORDS_FILE

@@ -19,7 +19,7 @@ from pathlib import Path
 import datasets
 
 from ..configuration_cont_transformer import JOINT_COLUMNS
-from ..model_folders import resolve_model_dir
+from ..runtime.model_folders import resolve_model_dir
 from .columns import canonical_feats, column_values
 from .data import load_treebank
 from .tag import model_column_labels, saved_tag_column

@@ -33,9 +33,9 @@ from transformers import AutoConfig, AutoTokenizer
 
 from .. import auto  # noqa: F401  registers the models with the Auto classes
 from ..configuration_cont_transformer import AUXILIARY_COLUMNS, PREDICTED_COLUMNS
-from ..model_folders import resolve_model_dir
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..pretrained import check_no_custom_code
+from ..runtime.model_folders import resolve_model_dir
 from ..text.arguments import MODEL_TYPE
 from ..text.batching import IGNORE_INDEX, WORD_INDEX, encode_for_evaluation, eval_loader
 from ..text.tokenization import check_tokenizer, training_words, vocabulary_words

@@ -11,8 +11,8 @@ import torch
 
 from ..configuration_cont_transformer import AUXILIARY_COLUMNS
 from ..families import CardText, EvalSet, ModelFamily, forward_batches, register_family
-from ..model_folders import METRICS_FILE
-from ..safe_files import write_json
+from ..runtime.model_folders import METRICS_FILE
+from ..runtime.safe_files import write_json
 from ..text.batching import PaddingCollator
 from ..text.pretrained_encoder import LANGUAGE_MODEL_CARD
 from ..text.tokenization import load_tokenizer

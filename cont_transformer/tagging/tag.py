@@ -35,10 +35,10 @@ from pathlib import Path
 
 import torch
 
-from ..compiling import compiled
 from ..configuration_cont_transformer import AUXILIARY_COLUMNS
-from ..model_folders import METRICS_FILE, resolve_model_dir
 from ..pretrained import check_no_custom_code
+from ..runtime.compiling import compiled
+from ..runtime.model_folders import METRICS_FILE, resolve_model_dir
 from ..text.batching import IGNORE_INDEX, PaddingCollator, encode_for_evaluation
 from ..text.tokenization import load_tokenizer, word_shortener
 

@@ -14,8 +14,8 @@ import sys
 import torch
 from transformers.utils import logging as transformers_logging
 
-from ..compiling import check_compile_mode
-from ..model_folders import check_outside_model_folders
+from ..runtime.compiling import check_compile_mode
+from ..runtime.model_folders import check_outside_model_folders
 from ..training.accelerator import inference_autocast
 from .conllu_document import ConlluDocument
 from .scoring import format_scores, score, scored_columns

@@ -27,7 +27,7 @@ Sentences are tagged in chunks (each sorted by length inside :meth:`Tagger.predi
 so long inputs stream. The output is written to a staging file beside ``output`` and
 renamed into place at the end: after an error, ``output`` is as it was. The staging file
 is locked while written, so the next run into the same output deletes one a killed run
-left (:func:`~cont_transformer.safe_files.remove_stale`). An output that is the
+left (:func:`~cont_transformer.runtime.safe_files.remove_stale`). An output that is the
 input file is refused unless ``in_place``.
 """
 
@@ -49,7 +49,7 @@ from typing import BinaryIO
 
 from tqdm.auto import tqdm
 
-from ..safe_files import hold_lock, remove_stale
+from ..runtime.safe_files import hold_lock, remove_stale
 from .conllu_document import ConlluDocument, format_sentence, format_text_sentence
 from .data import decode_utf8
 from .segmentation import (

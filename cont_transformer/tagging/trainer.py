@@ -62,10 +62,10 @@ from transformers import AutoConfig, AutoTokenizer
 from .. import auto  # noqa: F401  registers the models with the Auto classes
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..model_card import Evaluation
-from ..model_folders import BEST_MODEL_DIR, METRICS_FILE
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..pretrained import check_no_custom_code
-from ..safe_files import record_outputs
+from ..runtime.model_folders import BEST_MODEL_DIR, METRICS_FILE
+from ..runtime.safe_files import record_outputs
 from ..text.arguments import encoder_config
 from ..text.batching import (
     LengthGroupedBatchSampler,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from ..model_folders import push_folder_to_hub
+from ..runtime.model_folders import push_folder_to_hub
 from ..training.accelerator import inference_autocast
 from .compression import CompressionResult, compress
 from .sweep import SWEEP_BASES, SweepResult, SweepRow, markdown_table

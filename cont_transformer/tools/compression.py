@@ -13,7 +13,7 @@ complete folder (weights, config, tokenizer or image processor, model card) atom
 The pieces (:func:`load_model`, :func:`load_eval_set`, :func:`compare`,
 :func:`save_compressed`) serve the sweep in :mod:`cont_transformer.tools.sweep` too; the
 checks, the transformed copy and the card's compression section come from
-:mod:`cont_transformer.compression`, which the training scaffold's report uses as well.
+:mod:`cont_transformer.runtime.compression`, which the training scaffold's report uses as well.
 The source folder is only ever read.
 """
 
@@ -40,8 +40,11 @@ from transformers import (
 
 from .. import auto  # noqa: F401  registers the models with the Auto classes
 from ..checks import check_count
-from ..compiling import compiled
-from ..compression import (
+from ..families import EvalSet, ModelFamily, forward_batches, get_family
+from ..model_card import CARD_NAME, Evaluation, write_model_card
+from ..pretrained import check_no_custom_code
+from ..runtime.compiling import compiled
+from ..runtime.compression import (
     SECTION_HEADING,
     check_arguments,
     check_choices,
@@ -49,12 +52,9 @@ from ..compression import (
     compression_section,
     statistics_num_basis,
 )
-from ..families import EvalSet, ModelFamily, forward_batches, get_family
-from ..measuring import Workload, time_interleaved
-from ..model_card import CARD_NAME, Evaluation, write_model_card
-from ..model_folders import resolve_model_dir, run_folder_owning
-from ..pretrained import check_no_custom_code
-from ..safe_files import (
+from ..runtime.measuring import Workload, time_interleaved
+from ..runtime.model_folders import resolve_model_dir, run_folder_owning
+from ..runtime.safe_files import (
     LOCK_FILE,
     MANIFEST_FILE,
     MODEL_KIND,
@@ -317,7 +317,7 @@ def write_compression_card(
     (:func:`~cont_transformer.model_card.write_model_card`).
 
     The card holds the architecture, the compression section
-    (:func:`~cont_transformer.compression.compression_section`) comparing the source and
+    (:func:`~cont_transformer.runtime.compression.compression_section`) comparing the source and
     the compressed model, the same facts as ``compression`` metadata, and the accuracy
     as a ``model-index`` result (the model named after ``result.output_dir``; ``folder``
     may be a staging folder). The data the source was trained on (``language``,

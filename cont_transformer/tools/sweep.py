@@ -21,14 +21,14 @@ from pathlib import Path
 
 from ..basis import get_basis
 from ..checks import check_count
-from ..compression import (
+from ..runtime.compression import (
     check_arguments,
     check_choices,
     compressed_copy,
     compression_table,
     statistics_num_basis,
 )
-from ..safe_files import staged_directory
+from ..runtime.safe_files import staged_directory
 from .compression import (
     Comparison,
     CompressionResult,
@@ -216,7 +216,7 @@ def read_csv(path: PathLike) -> list[SweepRow]:
 
 
 def markdown_table(rows: Sequence[SweepRow]) -> str:
-    """The rows as :func:`~cont_transformer.compression.compression_table` writes every
+    """The rows as :func:`~cont_transformer.runtime.compression.compression_table` writes every
     compression table (accuracy in percent, time in seconds); a column for the K of the
     running statistics when the model has them."""
     records = [{**asdict(row), "model": row.grid} for row in rows]

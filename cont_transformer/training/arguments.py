@@ -52,7 +52,7 @@ from transformers.hf_argparser import string_to_bool
 
 from ..checks import check_count
 from ..choices import check_basis_name, check_scheme_name
-from ..compiling import check_compile_mode
+from ..runtime.compiling import check_compile_mode
 from .identity import RESUMABLE
 from .schedules import RefinementSchedule, parse_steps
 

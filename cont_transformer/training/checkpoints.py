@@ -23,8 +23,8 @@ from pathlib import Path
 from accelerate.utils import load as safe_torch_load
 from safetensors.torch import load_file
 
-from ..model_folders import CHECKPOINTS_DIR, RUN_FILE
-from ..safe_files import forget_outputs, record_outputs, write_json
+from ..runtime.model_folders import CHECKPOINTS_DIR, RUN_FILE
+from ..runtime.safe_files import forget_outputs, record_outputs, write_json
 
 logger = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ..model_folders import RUN_FILE
-from ..safe_files import OutputFolderError, write_json
+from ..runtime.model_folders import RUN_FILE
+from ..runtime.safe_files import OutputFolderError, write_json
 
 PathLike = str | os.PathLike
 

@@ -3,7 +3,7 @@
 * :func:`prepare_run_folder` enforces who may write into a run's output folder: a new run
   only into an empty (or missing) folder, unless the user asks to overwrite; a resumed
   run only into its own folder (see :mod:`.identity`). It locks the folder for the run
-  (:func:`~cont_transformer.safe_files.lock_output_folder`). :func:`check_run_folder`
+  (:func:`~cont_transformer.runtime.safe_files.lock_output_folder`). :func:`check_run_folder`
   applies its rules without touching the folder, so a run refuses a wrong one before it
   loads its data.
 * :func:`record_run_outputs` records what a run writes at its top in the run's manifest.
@@ -12,10 +12,10 @@
   ``output_dir``: ``from_pretrained("runs/pos")`` loads it.
 
 A folder written before manifests existed has none: a run folder's fixed outputs
-(:data:`~cont_transformer.model_folders.RUN_OUTPUTS`) and its published model files are
+(:data:`~cont_transformer.runtime.model_folders.RUN_OUTPUTS`) and its published model files are
 replaced as before. The crash-safe writing itself (manifests, locks, staged folders) is
-:mod:`cont_transformer.safe_files`; the layout of model and run folders, loading one and
-the Hub are :mod:`cont_transformer.model_folders`, which inference uses without this
+:mod:`cont_transformer.runtime.safe_files`; the layout of model and run folders, loading one and
+the Hub are :mod:`cont_transformer.runtime.model_folders`, which inference uses without this
 package (docs/design.md §1, §8).
 """
 
@@ -28,8 +28,8 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from ..model_folders import BEST_MODEL_DIR, RUN_FILE, RUN_OUTPUTS
-from ..safe_files import (
+from ..runtime.model_folders import BEST_MODEL_DIR, RUN_FILE, RUN_OUTPUTS
+from ..runtime.safe_files import (
     LOCK_FILE,
     MANIFEST_FILE,
     RUN_KIND,

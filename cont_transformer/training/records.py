@@ -8,10 +8,10 @@ from pathlib import Path
 
 from torch import nn
 
-from ..compression import SECTION_HEADING, compression_section, score_variants
 from ..model_card import write_model_card
-from ..model_folders import BEST_MODEL_DIR, METRICS_FILE
-from ..safe_files import write_json
+from ..runtime.compression import SECTION_HEADING, compression_section, score_variants
+from ..runtime.model_folders import BEST_MODEL_DIR, METRICS_FILE
+from ..runtime.safe_files import write_json
 
 COMPRESSION_FILE = "compression.json"
 
@@ -64,7 +64,7 @@ class RunRecords:
 
     def compression_report(self) -> list[dict]:
         """Score the best model compressed without retraining
-        (:func:`~cont_transformer.compression.compression_variants`) on dev; writes
+        (:func:`~cont_transformer.runtime.compression.compression_variants`) on dev; writes
         ``compression.json`` beside ``metrics.json`` and returns the rows."""
         rows = score_variants(self.load_best(), self.evaluate, self.reported_metrics(), self.selection_metric)
         if self.accelerator.is_main_process:

@@ -58,9 +58,9 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ..compiling import after_refinement, compile_model, compiled_graphs
-from ..compression import coarser_num_basis
-from ..model_folders import (
+from ..runtime.compiling import after_refinement, compile_model, compiled_graphs
+from ..runtime.compression import coarser_num_basis
+from ..runtime.model_folders import (
     BEST_MODEL_DIR,
     CHECKPOINTS_DIR,
     METRICS_FILE,
@@ -68,7 +68,7 @@ from ..model_folders import (
     check_hub_access,
     push_folder_to_hub,
 )
-from ..safe_files import OutputFolderError, release_output_folder, staged_directory
+from ..runtime.safe_files import OutputFolderError, release_output_folder, staged_directory
 from ..transform import integrated_with, refine
 from .accelerator import end_distributed, make_accelerator
 from .arguments import RunArguments, check_trackers

@@ -24,7 +24,7 @@ in one line. A staging folder or file is locked the same way while it is written
 gone: the next run cleans up what a killed one left.
 
 Model and run folders (their layout, loading one, the Hub) are
-:mod:`cont_transformer.model_folders`; preparing a training run's folder is
+:mod:`cont_transformer.runtime.model_folders`; preparing a training run's folder is
 :mod:`cont_transformer.training.outputs`. This module imports nothing of the package, so
 every layer above the core may use it (docs/design.md §1, §8).
 """

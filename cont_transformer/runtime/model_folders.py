@@ -9,7 +9,7 @@
 A run folder holds ``best/``, ``checkpoints/``, ``metrics.json`` and ``run.json``
 (:data:`RUN_OUTPUTS`); writing one is the training scaffold's
 (:mod:`cont_transformer.training.outputs`), writing any folder safely is
-:mod:`cont_transformer.safe_files` (docs/design.md §8).
+:mod:`cont_transformer.runtime.safe_files` (docs/design.md §8).
 """
 
 from __future__ import annotations

@@ -22,10 +22,10 @@ from collections.abc import Mapping, Sequence
 
 from torch import nn
 
-from .basis import CHANGE_OF_BASIS_METHODS, get_basis, initial_num_basis
-from .checks import check_count
-from .choices import check_basis_name
-from .transform import change_basis, set_num_steps
+from ..basis import CHANGE_OF_BASIS_METHODS, get_basis, initial_num_basis
+from ..checks import check_count
+from ..choices import check_basis_name
+from ..transform import change_basis, set_num_steps
 
 # The heading of the compression section of a model card.
 SECTION_HEADING = "Compression without retraining"

@@ -421,7 +421,7 @@ def run_benchmark(
 
     ``mode`` is ``"quick"`` (tiny sizes, :data:`QUICK`) or ``"full"`` (:data:`FULL`);
     ``device`` defaults to CUDA when available, ``compile_mode`` to
-    :func:`~cont_transformer.compiling.default_mode` (``"none"``: the cases leave
+    :func:`~cont_transformer.runtime.compiling.default_mode` (``"none"``: the cases leave
     their compiled variants out). ``only`` keeps the cases whose name contains one of its
     strings. Prints the machine line and each case's verdict as it finishes, then the
     table. ``benchmark.json`` and ``benchmark.md`` are written into ``output_dir`` after
