@@ -14,7 +14,7 @@ what the work costs) and their ratio, the wall-clock seconds beside them.
 
 Seams (``--seams``). The words of ``--conllu`` run together into one sentence are tagged
 with windows keeping each context in ``--contexts`` at the seams
-(:func:`~cont_transformer.word_tagging.evaluation_windows`), and with the half-window
+(:func:`~cont_transformer.sentence_windows.evaluation_windows`), and with the half-window
 overlap the tagger used before; printed: UPOS and XPOS accuracy against the file's gold
 columns, and the tokens through the model relative to the words.
 """
@@ -29,11 +29,11 @@ import time
 from itertools import pairwise
 from pathlib import Path
 
+from cont_transformer.sentence_windows import evaluation_windows
 from cont_transformer.tagging import batching
 from cont_transformer.tagging.conllu_document import ConlluDocument
 from cont_transformer.tagging.tag import Tagger
 from cont_transformer.tagging.tag_files import INPUT_FORMATS, tag_file
-from cont_transformer.word_tagging import evaluation_windows
 
 SENTENCE_END = re.compile(r"[.!?…;:]")
 

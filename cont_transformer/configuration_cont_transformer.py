@@ -157,7 +157,7 @@ class ContTransformerConfig(PreTrainedConfig):
         lemma_lexicon: ``{column: {tag: {form: lemma}}}``, for each (form, tag) of
             ``column`` (``"xpos"``, else ``"upos"``) seen in training, the lemma seen most
             often with it; a word whose form and predicted tag are in it gets that lemma
-            rather than its predicted edit script's (``word_tagging.decode_columns``).
+            rather than its predicted edit script's (``column_decoding.decode_columns``).
             None: the scripts alone.
         tie_word_embeddings: the masked-LM head's decoder shares the word embedding
             matrix (``ContTransformerForMaskedLM``; the tagger has no such head).

@@ -53,20 +53,13 @@ from dataclasses import dataclass
 import torch
 from transformers import Pipeline
 
+from .column_decoding import combination_index, decode_columns, model_column_labels, parsed_labels, predicted_label_ids
 from .configuration_cont_transformer import OUTPUT_COLUMNS
+from .lemma_scripts import vocabulary_words
+from .sentence_windows import evaluation_windows
 from .text_segmentation import check_language, split_text
-from .word_tagging import (
-    combination_index,
-    decode_columns,
-    encode_words,
-    evaluation_windows,
-    model_column_labels,
-    parsed_labels,
-    predicted_label_ids,
-    token_batches,
-    vocabulary_words,
-    word_shortener,
-)
+from .token_batches import token_batches
+from .word_encoding import encode_words, word_shortener
 
 # The custom task a tagger's folder names in config.json's custom_pipelines.
 TASK = "pos-tagging"

@@ -37,7 +37,12 @@ MODELS = [
     "word_representation",
     "pretrained",
     "model_card",
-    "word_tagging",  # the decoding a saved tagger's pipeline shares with the tagging application
+    # What a saved tagger's pipeline shares with the tagging application:
+    "word_encoding",  # words to token ids, each word whole
+    "sentence_windows",  # windows over long sentences
+    "token_batches",  # batches by a token budget
+    "lemma_scripts",  # lemma edit scripts: applying and choosing
+    "column_decoding",  # outputs to CoNLL-U columns
     "text_segmentation",  # raw text to sentences of words, for Tagger and the saved pipeline alike
     "pipeline_cont_transformer",  # the tagger's pipeline, saved with it for remote code
 ]

@@ -1,23 +1,23 @@
 """Lemmas the vocabulary knows: a word outside the lemma lexicon takes its likeliest script,
 unless that script makes a word the tokenizer's vocabulary lacks and a next likeliest one,
-within the margin, makes a word it holds (``word_tagging.choose_lemma``)."""
+within the margin, makes a word it holds (``lemma_scripts.choose_lemma``)."""
 
 import math
 
 import torch
 
-from cont_transformer.tagging.lemmas import parse_script
-from cont_transformer.tagging.tag import Tagger
-from cont_transformer.text.tokenization import build_tokenizer
-from cont_transformer.word_tagging import (
+from cont_transformer.column_decoding import decode_columns
+from cont_transformer.lemma_scripts import (
     LEMMA_CANDIDATES,
     LEMMA_MARGIN,
     NO_CANDIDATE,
     choose_lemma,
-    decode_columns,
     lemma_candidates,
+    parse_script,
     vocabulary_words,
 )
+from cont_transformer.tagging.tag import Tagger
+from cont_transformer.text.tokenization import build_tokenizer
 
 # The scripts of a lemma head: strip "d", strip "ed" (the likeliest for "endorsed" below), "=be", keep.
 SCRIPTS = [parse_script(s) for s in ("lower|-0+|-1+", "lower|-0+|-2+", "=be", "keep|-0+|-0+")]

@@ -10,10 +10,10 @@ import pytest
 from tiny import labels
 
 from cont_transformer import build_tokenizer
+from cont_transformer.sentence_windows import evaluation_windows, seam_context
 from cont_transformer.tagging.conllu_document import ConlluDocument
 from cont_transformer.tagging.tag import Tagger
 from cont_transformer.tagging.tag_files import INPUT_FORMATS, tag_file
-from cont_transformer.word_tagging import evaluation_windows, seam_context
 
 TAGS = ["DT", "NN", "VB", "CC", ","]
 WORDS = ["the", "dog", "saw", "a", "bird", "and", "cat", ","]  # none ends a sentence

@@ -29,14 +29,8 @@ from cont_transformer import (
     set_num_steps,
     tag,
 )
-from cont_transformer.text.tokenization import (
-    LEGACY_CONTINUATION_PREFIX,
-    character_ids,
-    continuation_prefix,
-    encode_words,
-    spelling_tables,
-    word_shortener,
-)
+from cont_transformer.text.tokenization import character_ids, spelling_tables
+from cont_transformer.word_encoding import LEGACY_CONTINUATION_PREFIX, continuation_prefix, encode_words, word_shortener
 from cont_transformer.word_representation import (
     CHAR_BOW,
     CHAR_EOW,

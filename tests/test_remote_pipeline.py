@@ -32,7 +32,11 @@ KEYS = ["word", "start", "end", *COLUMNS]
 CODE_FILES = (
     "pipeline_cont_transformer.py",
     "text_segmentation.py",
-    "word_tagging.py",
+    "word_encoding.py",
+    "sentence_windows.py",
+    "token_batches.py",
+    "lemma_scripts.py",
+    "column_decoding.py",
     "configuration_cont_transformer.py",
 )
 TEXT = (

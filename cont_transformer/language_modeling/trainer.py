@@ -36,12 +36,12 @@ from ..text.reading import load_text, split_words, text_files, vocabulary, word_
 from ..text.tokenization import (
     build_tokenizer,
     check_tokenizer,
-    encode_words,
     spelling_tables,
     vocabulary_fingerprint,
 )
 from ..training.scaffold import Trainer
 from ..training.schedules import cooldown_factor, inverse_sqrt_learning_rate
+from ..word_encoding import encode_words
 from .arguments import PretrainingArguments
 from .masking import IGNORE_INDEX, mask_words, masked_rows
 

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 
 import datasets
 
+from ..column_decoding import canonical_feats, decode_column, decode_columns  # written once, for remote code too
 from ..configuration_cont_transformer import (
     ABSENT_FEATURE,
     AUXILIARY_COLUMNS,
@@ -42,7 +43,6 @@ from ..configuration_cont_transformer import (
     PREDICTED_COLUMNS,
     feature_groups,
 )
-from ..word_tagging import canonical_feats, decode_column, decode_columns  # written once, for remote code too
 from .data import UNSEEN_TAG
 from .lemmas import edit_script, script_labels
 

@@ -1,7 +1,7 @@
 """The (UPOS, XPOS, FEATS) combinations seen in training, which a tagger decodes jointly.
 
 A model whose config records ``tag_combinations`` chooses, per word, the seen triple of
-highest summed log-probability of its three heads (``word_tagging.predicted_label_ids``)
+highest summed log-probability of its three heads (``column_decoding.predicted_label_ids``)
 instead of each head's own argmax. The trainer records them; :func:`add_tag_combinations`
 adds them to a model trained before, from its train file:
 

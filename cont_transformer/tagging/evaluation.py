@@ -33,12 +33,13 @@ from transformers import AutoConfig, AutoTokenizer
 
 from .. import auto  # noqa: F401  registers the models with the Auto classes
 from ..configuration_cont_transformer import AUXILIARY_COLUMNS, PREDICTED_COLUMNS
+from ..lemma_scripts import vocabulary_words
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..pretrained import check_no_custom_code
 from ..runtime.model_folders import resolve_model_dir
 from ..text.arguments import MODEL_TYPE
 from ..text.batching import IGNORE_INDEX, WORD_INDEX, encode_for_evaluation, eval_loader
-from ..text.tokenization import check_tokenizer, training_words, vocabulary_words
+from ..text.tokenization import check_tokenizer, training_words
 from ..training.accelerator import end_distributed, make_accelerator
 from .columns import column_values, decode_columns, encode_column, label_field
 from .data import SPLIT_ALIASES, load_treebank

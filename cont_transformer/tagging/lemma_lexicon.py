@@ -1,7 +1,7 @@
 """The lemma lexicon: the lemma a treebank gives each (form, tag) it shows.
 
 A tagger of lemmas and XPOS (or UPOS) records it in ``config.lemma_lexicon`` as
-``{column: {tag: {form: lemma}}}``; decoding (``word_tagging.decode_columns``, written once
+``{column: {tag: {form: lemma}}}``; decoding (``column_decoding.decode_columns``, written once
 for the package's ``Tagger``, dev scoring and the folder's pipeline) gives a word whose
 form and predicted tag it holds that lemma instead of its predicted edit script's
 (``lemmas.py``), as stanza's and UDPipe's lemmatizers look a seen (form, tag) up before

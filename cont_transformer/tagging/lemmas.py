@@ -35,8 +35,8 @@ scripts of the training treebank seen at least ``min_count`` times
 (:func:`script_labels`).
 
 Where. :class:`EditScript`, :func:`parse_script` and :func:`apply_script` live in
-``cont_transformer/word_tagging.py`` (re-exported here): a saved tagger's pipeline applies
-scripts where this package is not installed (remote code), with the same code.
+``cont_transformer/lemma_scripts.py``: a saved tagger's pipeline applies scripts where this
+package is not installed (remote code), with the same code. Learning scripts is here.
 """
 
 from __future__ import annotations
@@ -44,11 +44,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-# Applying a script is written once, beside the pipeline a saved tagger carries (remote code
-# copies that module, not this one); learning scripts is here.
-from ..word_tagging import CASINGS, EditScript, apply_script, parse_script
-from ..word_tagging import cased as _cased
-from ..word_tagging import finish as _finish
+from ..lemma_scripts import CASINGS, EditScript, cased, finish
 
 
 def _longest_common_substring(a: str, b: str) -> tuple[int, int, int]:
@@ -77,7 +73,7 @@ def _allowed(lemma: str) -> list[str]:
     casings = ["keep"]
     if lemma == lemma.lower():
         casings.append("lower")
-    if lemma != lemma.lower() and lemma == _finish(lemma.lower(), "title"):
+    if lemma != lemma.lower() and lemma == finish(lemma.lower(), "title"):
         casings.append("title")
     if lemma != lemma.lower() and lemma == lemma.upper():
         casings.append("upper")
@@ -90,7 +86,7 @@ def edit_script(form: str, lemma: str) -> EditScript:
     for casing in _allowed(lemma):
         # title and upper rewrite towards the lower-cased lemma, then re-case it.
         target = lemma if casing in ("keep", "lower") else lemma.lower()
-        candidates.append(_rewrite(_cased(form, casing), target, casing))
+        candidates.append(_rewrite(cased(form, casing), target, casing))
     return min(candidates, key=lambda script: script.cost)  # min keeps the first of ties
 
 
@@ -104,4 +100,4 @@ def script_labels(pairs: Iterable[tuple[str, str]], min_count: int = 1) -> list[
     return sorted((s for s, n in counts.items() if n >= min_count), key=lambda s: (-counts[s], s))
 
 
-__all__ = ["CASINGS", "EditScript", "apply_script", "edit_script", "parse_script", "script_labels"]
+__all__ = ["edit_script", "script_labels"]

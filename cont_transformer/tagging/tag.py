@@ -18,7 +18,7 @@ Inference (:meth:`Tagger.predict`). Sentences are encoded as evaluation encodes 
 (:func:`~cont_transformer.text.batching.encode_for_evaluation`): a word is tagged by
 its first token (a tokenizer may split a word into several), and a sentence longer than
 the model's ``max_position_embeddings`` (the length it was trained on) is tagged in
-overlapping windows (:func:`~cont_transformer.word_tagging.evaluation_windows`), each word
+overlapping windows (:func:`~cont_transformer.sentence_windows.evaluation_windows`), each word
 in the window where it has most context, at least an eighth of a window on either side
 (16 words for 128 positions), so tagging scores exactly what evaluation scores, no word is
 ever dropped, and time stays linear in the sentence's length (the windows hold 1.34 times
@@ -35,24 +35,18 @@ from pathlib import Path
 
 import torch
 
+# The decoding is written once, for this tagger and for the pipeline a saved folder carries
+# (cont_transformer/pipeline_cont_transformer.py, remote code): joint decoding, lemma scripts.
+from ..column_decoding import combination_index, decode_columns, model_column_labels, parsed_labels, predicted_label_ids
 from ..configuration_cont_transformer import AUXILIARY_COLUMNS
+from ..lemma_scripts import vocabulary_words
 from ..pretrained import check_no_custom_code
 from ..runtime.compiling import compiled
 from ..runtime.model_folders import METRICS_FILE, resolve_model_dir
 from ..text.batching import IGNORE_INDEX, PaddingCollator, encode_for_evaluation
-from ..text.tokenization import load_tokenizer, word_shortener
-
-# The decoding is written once, for this tagger and for the pipeline a saved folder carries
-# (cont_transformer/pipeline_cont_transformer.py, remote code): joint decoding, lemma scripts.
-from ..word_tagging import (
-    combination_index,
-    decode_columns,
-    model_column_labels,
-    parsed_labels,
-    predicted_label_ids,
-    token_batches,
-    vocabulary_words,
-)
+from ..text.tokenization import load_tokenizer
+from ..token_batches import token_batches
+from ..word_encoding import word_shortener
 from .document import TAG_COLUMNS, Document, Sentence
 from .segmentation import check_language, split_text, tokenize_sentences
 

@@ -45,8 +45,8 @@ import torch
 from torch.utils.data import DataLoader
 from transformers import PreTrainedTokenizerBase
 
-from ..word_tagging import evaluation_windows  # written once, for a saved tagger's pipeline too
-from .tokenization import encode_words
+from ..sentence_windows import evaluation_windows  # written once, for a saved tagger's pipeline too
+from ..word_encoding import encode_words
 
 IGNORE_INDEX = -100
 # A row field: each word's index in the data, on its first token (IGNORE_INDEX elsewhere),

@@ -20,7 +20,8 @@ from ..configuration_cont_transformer import ContTransformerConfig
 from ..families import CardText
 from ..modeling_cont_transformer import ContTransformerForMaskedLM, ContTransformerForTokenClassification
 from ..pretrained import check_no_custom_code
-from .tokenization import build_tokenizer, character_ids, continuation_prefix, training_words
+from ..word_encoding import continuation_prefix
+from .tokenization import build_tokenizer, character_ids, training_words
 
 LANGUAGE_MODEL = ContTransformerForMaskedLM.__name__
 # The encoder's fields a tagger takes from the language model it starts from.

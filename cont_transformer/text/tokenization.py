@@ -65,17 +65,11 @@ from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
 from ..pretrained import check_no_custom_code
 from ..text_segmentation import word_pattern, word_pre_tokenizer
-from ..word_representation import NUM_RESERVED_CHARS, clip_spelling
 
 # Written once, for a saved tagger's pipeline (remote code) too: the continuation prefix
 # read from a tokenizer, words kept whole, long words cut.
-from ..word_tagging import (  # noqa: F401 (re-exported)
-    LEGACY_CONTINUATION_PREFIX,
-    continuation_prefix,
-    encode_words,
-    vocabulary_words,
-    word_shortener,
-)
+from ..word_encoding import continuation_prefix
+from ..word_representation import NUM_RESERVED_CHARS, clip_spelling
 
 PAD_TOKEN = "[PAD]"
 UNK_TOKEN = "[UNK]"

@@ -1,0 +1,26 @@
+"""Rows of tokens in batches by a token budget, longest first, for tagging.
+
+Remote code (``trust_remote_code=True``) copies a saved folder's model and pipeline files
+and every file they reach through one-level relative imports, flat; this module is one of
+them, so it imports only the standard library, torch, ``tokenizers`` and the package root's
+own carried modules (docs/design.md §10).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+
+def token_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
+    """Indices of rows of ``lengths`` tokens in batches of at most ``batch_size`` tokens,
+    padding included: longest rows first, each batch as many rows as fit (a row longer
+    than ``batch_size`` alone)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    batch: list[int] = []
+    for i in order:
+        if batch and (len(batch) + 1) * lengths[batch[0]] > batch_size:
+            yield batch
+            batch = []
+        batch.append(i)
+    if batch:
+        yield batch
