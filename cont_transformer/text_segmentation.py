@@ -15,8 +15,9 @@ primary code selects them: ``en-GB`` is English); every other code gets the gene
 Unicode rules (:data:`TUNED_LANGUAGES`; ``und``, undetermined, names them on purpose):
 
 * Generic words: runs of letters (with their marks) and digits, as Unicode's word
-  boundaries find them; every punctuation mark its own word; URLs, e-mail addresses and
-  numbers with separators (``3.5``, ``1,000``, ``12:30``) whole; letters joined by a
+  boundaries find them; every punctuation mark its own word; URLs, e-mail addresses,
+  numbers with separators (``3.5``, ``1,000``, ``12:30``), letter-dot abbreviations
+  (``U.S.``, ``EE.UU.``) and initials (``J.``) whole; letters joined by a
   hyphen or an apostrophe stay one word (``peut-être``, ``aujourd'hui``), except a short
   elided article or pronoun (one or two letters and an apostrophe before a letter:
   ``l'homme`` -> ``l'`` ``homme``, ``qu'il``, as the French, Italian and Catalan
