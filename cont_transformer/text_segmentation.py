@@ -176,7 +176,7 @@ _NON_SPACE = re.compile(r"\S+")
 _CLITIC_PIECE = re.compile(r"[^\W\d_'’]*['’]?[^\W\d_'’]*")  # letters, at most one apostrophe
 # A word made only of these ends a sentence: Latin, Greek and Cyrillic, CJK (full and half
 # width), Arabic, Urdu, Devanagari and Bengali, Armenian, Ethiopic, Myanmar, Tibetan, Mongolian.
-_SENTENCE_END = re.compile(r"[.!?…‼⁇⁈⁉。！？｡．؟۔।॥։።፧၊။།᠃᠉]+")
+_SENTENCE_END = re.compile(r"[.!?…‼⁇⁈⁉。！？｡．؟۔।॥։።፧။།᠃᠉]+")
 _FOOTNOTE = re.compile(r"\d+|\.+|…")
 
 
