@@ -1,4 +1,4 @@
-"""Raw text to UD-style sentences of words, with character offsets (English, German): the
+"""Raw text to UD-style sentences of words, with character offsets, in any language: the
 one segmenter of the tagger.
 
 ``Tagger`` and ``tag.py`` (through ``tagging/segmentation.py``) and the pipeline a saved
@@ -9,7 +9,26 @@ only ``tokenizers``, so remote code copies it with the pipeline. Its rules were 
 against spaCy's rule-based tokenizer and sentencizer on the UD English-GUM and German-GSD
 dev texts (``benchmarks/segmenters.py``; docs/experiments.md, "Tagging text").
 
-* Words. One regular expression per language (:func:`word_pattern`, Oniguruma, the
+Languages. ``language`` is an ISO 639 code (``en``, ``fr``, ``grc``; a region or script
+after it is allowed: ``pt-BR``, ``zh_Hant``). English and German have tuned rules (the
+primary code selects them: ``en-GB`` is English); every other code gets the generic
+Unicode rules (:data:`TUNED_LANGUAGES`; ``und``, undetermined, names them on purpose):
+
+* Generic words: runs of letters (with their marks) and digits, as Unicode's word
+  boundaries find them; every punctuation mark its own word; URLs, e-mail addresses,
+  numbers with separators (``3.5``, ``1,000``, ``12:30``), letter-dot abbreviations
+  (``U.S.``, ``EE.UU.``) and initials (``J.``) whole; letters joined by a
+  hyphen or an apostrophe stay one word (``peut-être``, ``aujourd'hui``), except a short
+  elided article or pronoun (one or two letters and an apostrophe before a letter:
+  ``l'homme`` -> ``l'`` ``homme``, ``qu'il``, as the French, Italian and Catalan
+  treebanks write them); a run of dots or dashes whole (``...``). No multiword tokens.
+  Writing without spaces is not split into its words (that needs a dictionary): each Han
+  and Hiragana character is a word of its own and a Katakana run one word (Chinese,
+  Japanese), and a Thai, Lao, Khmer or Myanmar run between spaces is one word (a phrase);
+  give such text already segmented (``--input-format tokens`` or ``conllu``) to tag its
+  real words.
+
+* Words (tuned). One regular expression per language (:func:`word_pattern`, Oniguruma, the
   engine of ``tokenizers``), applied to a whole paragraph so a rule may look past the
   next space: punctuation apart; English clitics split as the English treebanks split
   them (``didn't`` -> ``did n't``, ``Tom's`` -> ``Tom 's``, ``states'`` -> ``states '``,
@@ -22,29 +41,38 @@ dev texts (``benchmarks/segmenters.py``; docs/experiments.md, "Tagging text").
   German-HDT treebank tags them (``APPRART``).
 * Paragraphs. A blank line always ends a sentence: the text is cut into paragraphs at
   blank lines and each is split on its own.
-* Sentences. A sentence ends after a word made only of ``.``, ``!``, ``?`` and ``…``,
-  with the closing punctuation and a footnote mark after it (``."``, ``?!``, ``.)``,
-  ``. [17]``); an opening quote or bracket after it (a space before it, none after)
-  starts the next sentence, and so does the next word only when it does not begin with a
-  lowercase letter.
-* Multiword tokens. A run of two or more words with no space between them, each made
+* Sentences (every language). A sentence ends after a word made only of terminal marks
+  (``.``, ``!``, ``?``, ``…`` and other scripts' own: ``。！？``, ``؟``, ``।``, ``۔``,
+  ``።``, ...), with the closing punctuation and a footnote mark after it (``."``,
+  ``?!``, ``.)``, ``。」``, ``. [17]``); an opening quote or bracket after it (a space
+  before it and none after, or an opening bracket such as ``「`` or ``（``) starts the next
+  sentence, and so does the next word only when it does not begin with a lowercase
+  letter (a script without case always begins one).
+* Multiword tokens (tuned languages). A run of two or more words with no space between them, each made
   only of letters and apostrophes, is one multiword token (``didn't`` over ``did``,
   ``n't``), as UD writes such a run.
 
 Every word is a span ``(start, end)`` of the input, and no word contains whitespace, so
-the words and the whitespace between them rebuild the input exactly.
+the words and the whitespace between them rebuild the input exactly. A run of more than
+:data:`LONGEST_WORD` visible characters (a data blob, a line of letters megabytes long) is
+not given to the rules (Oniguruma gives up on such runs, and ``tokenizers`` then panics):
+it is cut into words of that length.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 
 from tokenizers import Regex, pre_tokenizers
 
-LANGUAGES = ("en", "de")
+TUNED_LANGUAGES = ("en", "de")  # the languages with rules of their own; any other code gets the generic rules
+GENERIC = "und"  # ISO 639's "undetermined": a code that always names the generic rules
+LONGEST_WORD = 1000  # a longer run of visible characters is cut into words of this length
+_LANGUAGE_CODE = re.compile(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*")
 
 _W = r"[\p{L}\p{M}\p{N}]"  # a letter (with its marks) or digit
 _L = r"[\p{L}\p{M}]"  # a letter
@@ -79,16 +107,42 @@ _WORD = {
 }
 
 
+_SPACELESS = r"\p{Han}\p{Hiragana}\p{Katakana}ー"  # scripts written without spaces, split apart
+_GENERIC_W = rf"[{_W[1:-1]}&&[^{_SPACELESS}]]"  # a letter or digit of a script written with spaces
+_ABBREVIATION = r"\p{L}{1,2}\.(?:\p{L}{1,2}\.)+"  # U.S., e.g., Ph.D., z.B., EE.UU.
+_INITIAL = rf"(?<!{_W})\p{{Lu}}\.(?!{_W})"  # J. Smith
+_GENERIC = [
+    _URL,
+    _ABBREVIATION,
+    _INITIAL,
+    r"\p{N}+(?:[.,:/]\p{N}+)+",  # 3.5, 1,000, 12:30
+    rf"(?<!{_W})\p{{L}}{{1,2}}['’](?=\p{{L}})",  # l'homme, qu'il: the elided word apart
+    r"[\p{Han}\p{Hiragana}]",  # Chinese and Japanese: a character each
+    r"[\p{Katakana}ー]+",
+    rf"{_GENERIC_W}+(?:[-'’_]{_GENERIC_W}+)*",  # peut-être, aujourd'hui
+    r"\.{2,}|-{2,}|\S",
+]
+
+
+def rules(language: str) -> str:
+    """Whose rules split ``language``'s text: ``"en"`` or ``"de"`` (the primary code of
+    ``language`` has tuned rules), else :data:`GENERIC`."""
+    primary = re.split(r"[-_]", check_language(language))[0].lower()
+    return primary if primary in TUNED_LANGUAGES else GENERIC
+
+
 @cache
 def word_pattern(language: str) -> str:
     """The regular expression (Oniguruma) whose matches are the words of ``language``'s
     text; whitespace and anything it does not match are not words (module docstring)."""
-    check_language(language)
+    language = rules(language)
+    if language == GENERIC:
+        return "|".join(_GENERIC)
     alternatives = [
         _URL,
         _EMOTICON,
-        r"\p{L}{1,2}\.(?:\p{L}{1,2}\.)+",  # U.S., e.g., Ph.D., z.B.
-        rf"(?<!{_W})\p{{Lu}}\.(?!{_W})",  # an initial: J. Smith
+        _ABBREVIATION,
+        _INITIAL,
         rf"(?<!{_W})(?:{_ABBREVIATIONS[language]})\.",  # Mr., etc., bzw.
         rf"(?<!{_W})(?i:no|c|p|pp)\.(?=\s*\d)",  # No. 5, c. 1900, p. 3
     ]
@@ -116,10 +170,13 @@ def word_splitter(language: str = "en") -> pre_tokenizers.PreTokenizer:
     return word_pre_tokenizer(language)
 
 
+_LONG_RUN = re.compile(rf"\S{{{LONGEST_WORD + 1},}}")
 _PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")  # a blank line (and what follows it)
 _NON_SPACE = re.compile(r"\S+")
 _CLITIC_PIECE = re.compile(r"[^\W\d_'’]*['’]?[^\W\d_'’]*")  # letters, at most one apostrophe
-_SENTENCE_END = re.compile(r"[.!?…]+")  # a word made only of these ends a sentence
+# A word made only of these ends a sentence: Latin, Greek and Cyrillic, CJK (full and half
+# width), Arabic, Urdu, Devanagari and Bengali, Armenian, Ethiopic, Myanmar, Tibetan, Mongolian.
+_SENTENCE_END = re.compile(r"[.!?…‼⁇⁈⁉。！？｡．؟۔।॥։።፧။།᠃᠉]+")
 _FOOTNOTE = re.compile(r"\d+|\.+|…")
 
 
@@ -143,8 +200,13 @@ class Sentence:
 
 
 def check_language(language: str) -> str:
-    if language not in LANGUAGES:
-        raise ValueError(f"language: {language!r} is not supported; choose one of {LANGUAGES}")
+    """``language`` if it is an ISO 639 code (two or three letters, then optionally a
+    region or script: ``fr``, ``grc``, ``pt-BR``); ``ValueError`` naming it otherwise."""
+    if not isinstance(language, str) or _LANGUAGE_CODE.fullmatch(language) is None:
+        raise ValueError(
+            f"language: {language!r} is not a language code (ISO 639: two or three letters, "
+            "optionally a region or script after '-': en, fr, grc, pt-BR)"
+        )
     return language
 
 
@@ -160,13 +222,26 @@ def paragraphs(text: str) -> Iterator[tuple[int, str]]:
 
 
 def _word_spans(text: str, language: str) -> list[tuple[int, int]]:
-    return [span for _, span in word_splitter(language).pre_tokenize_str(text)]
+    """The words of ``text`` by ``language``'s rules; a run of more than
+    :data:`LONGEST_WORD` visible characters cut into words of that length instead."""
+    splitter, spans, start = word_splitter(rules(language)), [], 0
+    for run in _LONG_RUN.finditer(text):
+        spans += [(start + a, start + b) for _, (a, b) in splitter.pre_tokenize_str(text[start : run.start()])]
+        spans += [(i, min(i + LONGEST_WORD, run.end())) for i in range(run.start(), run.end(), LONGEST_WORD)]
+        start = run.end()
+    spans += [(start + a, start + b) for _, (a, b) in splitter.pre_tokenize_str(text[start:])]
+    return spans
 
 
 def _footnote(text: str, spans: list[tuple[int, int]], i: int) -> bool:
     """Words ``i .. i + 2`` are a footnote mark: ``[17]``, ``[...]``."""
     marks = [text[start:end] for start, end in spans[i : i + 3]]
     return len(marks) == 3 and marks[0] == "[" and marks[2] == "]" and _FOOTNOTE.fullmatch(marks[1]) is not None
+
+
+def _opening(word: str) -> bool:
+    """``word`` is made of opening brackets (``(``, ``「``, ``„``: Unicode's Ps)."""
+    return all(unicodedata.category(c) == "Ps" for c in word)
 
 
 def _sentence_bounds(text: str, spans: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
@@ -177,7 +252,7 @@ def _sentence_bounds(text: str, spans: list[tuple[int, int]]) -> Iterator[tuple[
         if ended and i > begin:
             keep = 3 if keep <= 0 and _footnote(text, spans, i) else keep - 1
             gap = start > spans[i - 1][1]
-            opener = gap and end < len(text) and not text[end].isspace()
+            opener = (gap and end < len(text) and not text[end].isspace()) or _opening(word)
             closing = keep > 0 or (not any(c.isalnum() for c in word) and not opener)
             if not closing and not word[0].islower():
                 yield begin, i
@@ -202,8 +277,9 @@ def _multiword(text: str, spans: list[tuple[int, int]]) -> dict[int, int]:
     return multiword
 
 
-def _sentence(text: str, spans: list[tuple[int, int]], offset: int) -> Sentence:
-    return Sentence([(offset + start, offset + end) for start, end in spans], _multiword(text, spans))
+def _sentence(text: str, spans: list[tuple[int, int]], offset: int, language: str) -> Sentence:
+    multiword = {} if rules(language) == GENERIC else _multiword(text, spans)
+    return Sentence([(offset + start, offset + end) for start, end in spans], multiword)
 
 
 def split_text(text: str, language: str = "en") -> Iterator[Sentence]:
@@ -219,7 +295,7 @@ def split_text(text: str, language: str = "en") -> Iterator[Sentence]:
     for offset, paragraph in paragraphs(text):
         spans = _word_spans(paragraph, language)
         for number, (begin, end) in enumerate(_sentence_bounds(paragraph, spans)):
-            sentence = _sentence(paragraph, spans[begin:end], offset)
+            sentence = _sentence(paragraph, spans[begin:end], offset, language)
             sentence.paragraph_start = number == 0
             yield sentence
 
@@ -236,7 +312,7 @@ def tokenize_sentences(
     sentences = list(sentences)
     offsets = [0] * len(sentences) if offsets is None else list(offsets)
     for offset, sentence in zip(offsets, sentences):
-        yield _sentence(sentence, _word_spans(sentence, language), offset)
+        yield _sentence(sentence, _word_spans(sentence, language), offset, language)
 
 
 def whitespace_sentences(lines: Iterable[str], offsets: Iterable[int] | None = None) -> Iterator[Sentence]:
@@ -248,10 +324,13 @@ def whitespace_sentences(lines: Iterable[str], offsets: Iterable[int] | None = N
 
 
 __all__ = [
-    "LANGUAGES",
+    "GENERIC",
+    "LONGEST_WORD",
+    "TUNED_LANGUAGES",
     "Sentence",
     "check_language",
     "paragraphs",
+    "rules",
     "split_text",
     "tokenize_sentences",
     "whitespace_sentences",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 
-from cont_transformer.tagging.segmentation import LANGUAGES
+from cont_transformer.tagging.segmentation import language_argument
 from cont_transformer.tagging.tag_command import DTYPES, tag_command
 from cont_transformer.tagging.tag_files import INPUT_FORMATS, OUTPUT_FORMATS
 from cont_transformer.tools.cli import add_precision_flags, both_spellings, run_cli
@@ -42,7 +42,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="conllu",
         help="output: conllu, tsv (word, then each predicted column) or json (JSON Lines)",
     )
-    parser.add_argument("--language", choices=LANGUAGES, help="language of raw text (default: the model's, else en)")
+    parser.add_argument(
+        "--language",
+        type=language_argument,
+        help="language of raw text, an ISO 639 code (default: the model's, else en); "
+        "en and de have tuned rules, any other code the generic Unicode ones",
+    )
     parser.add_argument("--batch-size", type=int, default=2048, help="tokens per forward pass, padding included")
     parser.add_argument("--device", help="torch device (default: cuda when available)")
     parser.add_argument("--dtype", choices=DTYPES, help="model precision (default: as saved)")

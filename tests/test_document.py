@@ -169,3 +169,74 @@ def test_conllu_in_keeps_its_tokens_and_ids_and_round_trips(tagger, tmp_path):
     assert tag(Document.from_conllu(CONLLU), tagger.model, tagger.tokenizer).sentences[0].tags == first.tags
     with pytest.raises(ValueError, match=r"<input>:2: expected 10 tab-separated columns"):
         Document.from_conllu("# text = a\n1\ta\n")
+    with pytest.raises(ValueError, match=r"<input>:2: HEAD 'x' is not a word id"):
+        Document.from_conllu("# text = a\n1\ta\t_\t_\t_\t_\tx\t_\t_\t_\n")
+
+
+def test_conllu_words_keep_every_column_and_sentences_their_comments():
+    read = Document.from_conllu(CONLLU)
+    first, second = read.sentences
+    tom, _, nt, see, it = first.words[:5]
+    assert (tom.head, tom.deprel, tom.deps, tom.misc) == (4, "nsubj", None, None)  # empty: None, not "_"
+    assert (see.head, see.deprel, it.misc, nt.feats) == (0, "root", "SpaceAfter=No", None)
+    assert first.sent_id == "a" and first.comments == ["# sent_id = a", "# text = Tom didn't see it!"]
+    assert second.sent_id is None and second.comments == ["# comment = two words"]
+    assert read.sentence_comments() == [first.comments, second.comments]
+    entry = read.to_dict()[0][0]
+    assert entry == {
+        "id": 1,
+        "text": "Tom",
+        "lemma": "Tom",
+        "upos": "PROPN",
+        "xpos": "NNP",
+        "feats": "Number=Sing",
+        "head": 4,
+        "deprel": "nsubj",
+    }
+    # The words are the data: a changed head is what to_conllu writes.
+    tom.head, tom.deprel = 2, "dep"
+    assert read.to_conllu().split("\n")[2] == "1\tTom\tTom\tPROPN\tNNP\tNumber=Sing\t2\tdep\t_\t_"
+
+
+def test_a_document_of_its_own_dict_round_trips():
+    read = Document.from_conllu(CONLLU)
+    again = Document(read.to_dict(), comments=read.sentence_comments())  # stanza's Document(sentences, text, comments)
+    assert again.to_dict() == read.to_dict()
+    assert [s.sent_id for s in again] == ["a", None] and again.sentences[0].tokens[1].id == (2, 3)
+    without_empty_node = "".join(line for line in CONLLU.splitlines(keepends=True) if not line.startswith("4.1\t"))
+    # Empty nodes are no words, so no entries; the unnumbered sentence gets its number and text.
+    assert again.to_conllu() == without_empty_node.replace(
+        "# comment = two words\n", "# comment = two words\n# sent_id = 2\n# text = The dog\n"
+    )
+    bare = Document(read.to_dict())
+    assert bare.to_dict() == read.to_dict() and bare.sentences[0].text == "Tom didn't see it!"
+    assert bare.to_conllu().startswith("# sent_id = 1\n# text = Tom didn't see it!\n1\tTom\tTom\tPROPN\tNNP\t")
+    with pytest.raises(ValueError, match="word entry: 'colour' is not one of"):
+        Document([[{"id": 1, "text": "a", "colour": "red"}]])
+    with pytest.raises(ValueError, match="comments: 1 lists for 2 sentences"):
+        Document(read.to_dict(), comments=[[]])
+
+
+def test_a_tagged_text_round_trips_through_its_dict(doc):
+    again = Document(doc.to_dict(), doc.text)
+    assert again.to_dict() == doc.to_dict() and [s.text for s in again] == [s.text for s in doc]
+    assert [[w.upos for w in s.words] for s in again] == [[w.upos for w in s.words] for s in doc]
+    # The dict has no paragraphs (stanza's neither): the same blocks without # newdoc / # newpar.
+    expected = "".join(
+        line for line in doc.to_conllu().splitlines(keepends=True) if line not in ("# newdoc\n", "# newpar\n")
+    )
+    assert again.to_conllu() == expected
+    words_only = Document(doc.to_dict())  # no text: the words, one space apart unless SpaceAfter=No
+    assert [[w.text for w in s.words] for s in words_only] == [[w.text for w in s.words] for s in doc]
+    assert words_only.to_conllu().count("# sent_id") == len(doc.sentences)
+
+
+def test_stanzas_conllu_format_spec(doc):
+    assert format(doc, "C") == doc.to_conllu() == f"{doc:C}"  # stanza's "{:C}".format(doc)
+    plain = f"{doc:c}"
+    assert not any(line.startswith("#") for line in plain.split("\n")) and plain.count("\n\n") == len(doc.sentences)
+    read = Document.from_conllu(CONLLU)
+    assert f"{read:C}" == CONLLU
+    block = f"{read.sentences[0]:C}"
+    assert block.startswith("# sent_id = a\n# text = Tom didn't see it!\n1\tTom\t") and not block.endswith("\n")
+    assert f"{read.sentences[0]:c}".startswith("1\tTom\t") and f"{read:}" == str(read)

@@ -12,6 +12,7 @@ from test_tag import WORDS
 from cont_transformer import build_tokenizer
 from cont_transformer.tagging.tag import Tagger
 from cont_transformer.tagging.tag_files import tag_file
+from cont_transformer.text_segmentation import LONGEST_WORD
 
 
 @pytest.fixture(scope="module")
@@ -73,3 +74,13 @@ def test_tagging_time_is_linear_in_the_input(spelling_tagger, tmp_path):
         seconds[size] = time.perf_counter() - started
     assert seconds[1_000_000] < 30 * max(seconds[100_000], 0.05)
     assert seconds[1_000_000] < 20
+
+
+def test_a_line_of_megabytes_tags_instead_of_panicking(spelling_tagger):
+    # Oniguruma gives up on a run of letters this long (tokenizers panics); the segmenter cuts
+    # such a run into words of LONGEST_WORD characters and splits the rest as usual.
+    text = "the dog, " + "a" * 5_000_000 + " saw a bird.\n"
+    doc = spelling_tagger(text)
+    words = [word.text for word in doc.iter_words()]
+    assert words[:3] == ["the", "dog", ","] and words[-4:] == ["saw", "a", "bird", "."]
+    assert len(words) == 3 + 5_000_000 // LONGEST_WORD + 4 and all(word.xpos for word in doc.iter_words())

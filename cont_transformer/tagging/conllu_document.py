@@ -33,11 +33,12 @@ T = TypeVar("T")
 
 def by_column(tags: Sequence[T] | Mapping[str, Sequence[T]], column: str | None) -> dict[str, Sequence[T]]:
     """``{column: tags}`` from one column's ``tags`` and its name, or ``tags`` itself when it
-    already maps columns to their values; ``ValueError`` naming an unknown column."""
+    already maps columns to their values (``lemma`` to ``misc``: every column but ID and
+    FORM); ``ValueError`` naming an unknown column."""
     columns = dict(tags) if isinstance(tags, Mapping) else {column: tags}
     for name in columns:
-        if name not in COLUMNS[2:6]:
-            raise ValueError(f"column: {name!r} is not one of {COLUMNS[2:6]}")
+        if name not in COLUMNS[2:]:
+            raise ValueError(f"column: {name!r} is not one of {COLUMNS[2:]}")
     return columns
 
 
@@ -93,8 +94,8 @@ class ConlluDocument:
     ) -> str:
         """The text with ``column`` (e.g. ``"xpos"``) of each word line replaced by
         ``tags[sentence][word]``, or with each column of a mapping ``{column: tags}``
-        (``"lemma"``, ``"upos"``, ``"xpos"``, ``"feats"``) replaced by its tags; every
-        other byte is unchanged."""
+        (``"lemma"`` ... ``"misc"``) replaced by its tags; every other byte (comments,
+        multiword-token lines, empty nodes) is unchanged."""
         columns = by_column(column, None) if tags is None else by_column(tags, column)
         lines = list(self.lines)
         for name, values in columns.items():
@@ -149,6 +150,7 @@ def format_sentence(
     spaces_before: str = "",
     comments: Sequence[str] = (),
     multiword: Mapping[int, int] | None = None,
+    token_misc: Mapping[int, str] | None = None,
 ) -> str:
     """One sentence as a CoNLL-U block, ending with its blank line.
 
@@ -156,14 +158,17 @@ def format_sentence(
         sent_id: the ``# sent_id``.
         words, tags: the FORMs and the tags for ``column`` (``"upos"`` or ``"xpos"``), or
             ``tags`` a mapping of columns (``"lemma"``, ``"upos"``, ``"xpos"``,
-            ``"feats"``) to their values, ``column`` None.
+            ``"feats"``, and also ``"head"``, ``"deprel"``, ``"deps"``, ``"misc"``) to
+            their values, ``column`` None; a ``misc`` given replaces the whitespace's.
         spaces_after: the whitespace after each word in the input text, or None for
             pre-split words (then each is taken as followed by one space).
         spaces_before: whitespace before the first word (a document's start).
-        comments: lines written before ``# sent_id`` (e.g. ``"# newpar"``).
+        comments: lines written before ``# sent_id`` (e.g. ``"# newpar"``); when they
+            hold a ``# sent_id`` or a ``# text`` line, that one is not written again.
         multiword: ``first -> end`` word indices (0-based, end exclusive) of multiword
             tokens; their FORM is their words' concatenation, and their line carries
             the MISC of the token (the words' MISC is ``_``).
+        token_misc: ``first -> MISC`` of multiword-token lines, replacing the whitespace's.
     """
     if spaces_after is None:
         spaces_after = [" "] * len(words)
@@ -173,15 +178,20 @@ def format_sentence(
         word + (" " if spaces and index < len(words) - 1 else "")
         for index, (word, spaces) in enumerate(zip(words, spaces_after))
     )
-    rows = [*comments, f"# sent_id = {sent_id}", f"# text = {text}"]
+    rows = list(comments)
+    if not any(c.startswith("# sent_id") for c in comments):
+        rows.append(f"# sent_id = {sent_id}")
+    if not any(c.startswith("# text =") for c in comments):
+        rows.append(f"# text = {text}")
     token_end = 0  # end of the multiword token being written, 0 outside one
     for index, (word, spaces) in enumerate(zip(words, spaces_after)):
         misc = _misc(spaces)
         if index in multiword:
             token_end = multiword[index]
             form = "".join(words[index:token_end])
-            token_misc = _with_spaces_before(_misc(spaces_after[token_end - 1]), index, spaces_before)
-            rows.append(f"{index + 1}-{token_end}\t{form}\t_\t_\t_\t_\t_\t_\t_\t{token_misc}")
+            line_misc = _with_spaces_before(_misc(spaces_after[token_end - 1]), index, spaces_before)
+            line_misc = (token_misc or {}).get(index, line_misc)
+            rows.append(f"{index + 1}-{token_end}\t{form}\t_\t_\t_\t_\t_\t_\t_\t{line_misc}")
         if index < token_end:
             misc = "_"
         else:

@@ -1,20 +1,24 @@
 """What tagging returns: a :class:`Document` of sentences, tokens and words, in stanza's shape and names.
 
 ``doc.sentences[i].words[j]`` is a :class:`Word` (``id`` 1-based in its sentence,
-``text``, ``lemma``, ``upos``, ``xpos``, ``feats``, and ``start`` / ``end``: its
-characters in the input text, ``doc.text[word.start:word.end] == word.text``; also read
-as stanza's ``start_char`` / ``end_char``). ``sentence.tokens[k]`` is a :class:`Token`:
-what the raw text shows, one word, or a multiword token over several (``didn't`` = ``did``
-``n't``; ``token.id`` is ``(2, 3)``, as CoNLL-U writes ``2-3``). A column the model does
-not predict is None, and so is an empty value (``_``: no features), as in stanza.
-Offsets are None where there is no text to point into (pre-tokenized words, CoNLL-U).
+``text``, ``lemma``, ``upos``, ``xpos``, ``feats``, ``head`` (an int), ``deprel``,
+``deps``, ``misc``, and ``start`` / ``end``: its characters in the input text,
+``doc.text[word.start:word.end] == word.text``; also read as stanza's ``start_char`` /
+``end_char``). ``sentence.tokens[k]`` is a :class:`Token`: what the raw text shows, one
+word, or a multiword token over several (``didn't`` = ``did`` ``n't``; ``token.id`` is
+``(2, 3)``, as CoNLL-U writes ``2-3``). A column the model does not predict is None, and
+so is an empty value: None in Python, ``_`` only in CoNLL-U, as in stanza. Offsets are
+None where there is no text to point into (pre-tokenized words, CoNLL-U). A sentence read
+from CoNLL-U keeps its ``sent_id`` and its ``comments`` (the ``#`` lines, as read).
 
 Documents come from :class:`~cont_transformer.tagging.tag.Tagger` (raw text, sentence
-strings, word lists) and from CoNLL-U (:meth:`Document.from_conllu`,
-:meth:`Document.read_conllu`: its multiword tokens and ids kept); a tagger given a
-document tags its words as they are and fills the predicted columns in place.
-:meth:`Document.to_conllu` writes what ``scripts/tag.py`` writes for the same input, by the
-same functions (:mod:`.conllu_document`); :meth:`Document.to_dict` is stanza's.
+strings, word lists), from CoNLL-U (:meth:`Document.from_conllu`,
+:meth:`Document.read_conllu`: its multiword tokens, ids and every column kept), and, as
+stanza's, from :meth:`Document.to_dict`'s lists (``Document(doc.to_dict(), doc.text)``);
+a tagger given a document tags its words as they are and fills the predicted columns in
+place. :meth:`Document.to_conllu` (also ``"{:C}".format(doc)``, stanza's format spec) writes
+what ``scripts/tag.py`` writes for the same input, by the same functions
+(:mod:`.conllu_document`); :meth:`Document.to_dict` is stanza's.
 
 Like stanza's, the objects compare and hash by identity (a word can key a dict).
 
@@ -28,13 +32,15 @@ for an empty value) read its words.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 from .conllu_document import COLUMNS, ConlluDocument, format_sentence, format_text_sentence
 from .data import PathLike
 
 TAG_COLUMNS = COLUMNS[2:6]  # lemma, upos, xpos, feats: what a tagger predicts, in CoNLL-U order
+WORD_COLUMNS = COLUMNS[2:]  # every column a word carries besides its id and form
+_DICT_KEYS = ("id", "text", *WORD_COLUMNS, "start_char", "end_char")  # stanza's, in its order
 
 
 def _value(value: str | None, text: str = "") -> str | None:
@@ -43,8 +49,17 @@ def _value(value: str | None, text: str = "") -> str | None:
     return None if value is None or (value == "_" and text != "_") else value
 
 
-def _written(value: str | None) -> str:
-    return "_" if value is None else value
+def _written(value: str | int | None) -> str:
+    return "_" if value is None else str(value)
+
+
+def _comment_value(comments: Sequence[str], key: str) -> str | None:
+    """The value of the comment ``# key = value`` (None without one)."""
+    for comment in comments:
+        name, equals, value = comment.lstrip("#").partition("=")
+        if equals and name.strip() == key:
+            return value.strip()
+    return None
 
 
 class _CharacterSpan:
@@ -74,6 +89,10 @@ class Word(_CharacterSpan):
     feats: str | None = None
     start: int | None = None
     end: int | None = None
+    head: int | None = None
+    deprel: str | None = None
+    deps: str | None = None
+    misc: str | None = None
     parent: Token | None = field(default=None, repr=False)  # the token it belongs to
 
     @property
@@ -82,19 +101,29 @@ class Word(_CharacterSpan):
         return self.upos
 
     def to_dict(self) -> dict[str, Any]:
-        """stanza's: ``id``, ``text``, ``lemma``, ``upos``, ``xpos``, ``feats``,
-        ``start_char``, ``end_char``, those that are not None."""
-        values = {
-            "id": self.id,
-            "text": self.text,
-            "lemma": self.lemma,
-            "upos": self.upos,
-            "xpos": self.xpos,
-            "feats": self.feats,
-            "start_char": self.start,
-            "end_char": self.end,
-        }
+        """stanza's: ``id``, ``text``, ``lemma``, ``upos``, ``xpos``, ``feats``, ``head``,
+        ``deprel``, ``deps``, ``misc``, ``start_char``, ``end_char``, those that are not None."""
+        values = {key: getattr(self, key) for key in _DICT_KEYS[:-2]} | {"start_char": self.start, "end_char": self.end}
         return {key: value for key, value in values.items() if value is not None}
+
+    @classmethod
+    def from_dict(cls, entry: Mapping[str, Any]) -> Word:
+        """A word of :meth:`to_dict`'s entry (``id`` an int or a 1-tuple); ``ValueError``
+        naming an unknown key."""
+        unknown = [key for key in entry if key not in _DICT_KEYS]
+        if unknown:
+            raise ValueError(f"word entry: {unknown[0]!r} is not one of {_DICT_KEYS}")
+        values = {key: _value(entry.get(key), entry.get("text", "")) for key in WORD_COLUMNS if key != "head"}
+        head = entry.get("head")
+        word_id = entry["id"][0] if isinstance(entry["id"], tuple) else entry["id"]
+        return cls(
+            int(word_id),
+            entry["text"],
+            **values,
+            head=None if head is None else int(head),
+            start=entry.get("start_char"),
+            end=entry.get("end_char"),
+        )
 
 
 @dataclass(eq=False)
@@ -107,6 +136,7 @@ class Token(_CharacterSpan):
     words: list[Word]
     start: int | None = None
     end: int | None = None
+    misc: str | None = None  # a multiword token's own MISC (its CoNLL-U line's)
 
     def __post_init__(self):
         for word in self.words:
@@ -121,7 +151,7 @@ class Token(_CharacterSpan):
         words = [word.to_dict() for word in self.words]
         if not self.is_mwt():
             return words
-        values = {"id": self.id, "text": self.text, "start_char": self.start, "end_char": self.end}
+        values = {"id": self.id, "text": self.text, "misc": self.misc, "start_char": self.start, "end_char": self.end}
         return [{key: value for key, value in values.items() if value is not None}, *words]
 
 
@@ -138,6 +168,10 @@ class Sentence:
         column: the tagger's primary column (``tags``, iteration); None before tagging.
         paragraph_start: raw text cut into paragraphs: the sentence begins one (CoNLL-U
             ``# newpar``); None for text not cut into paragraphs.
+        sent_id: the ``# sent_id`` it was read with (CoNLL-U, or ``comments``); None
+            otherwise (CoNLL-U out numbers such sentences 1, 2, ...).
+        comments: the comment lines before it in CoNLL-U (``# sent_id = ...``, ``# text
+            = ...``, any other), as read; written back by :meth:`Document.to_conllu`.
     """
 
     tokens: list[Token]
@@ -145,10 +179,48 @@ class Sentence:
     predicted: tuple[str, ...] = ()
     column: str | None = None
     paragraph_start: bool | None = field(default=None, repr=False)
+    sent_id: str | None = None
+    comments: list[str] = field(default_factory=list, repr=False)
     words: list[Word] = field(init=False, repr=False)
 
     def __post_init__(self):
         self.words = [word for token in self.tokens for word in token.words]
+        if self.sent_id is None:
+            self.sent_id = _comment_value(self.comments, "sent_id")
+
+    @classmethod
+    def from_dict(cls, entries: Sequence[Mapping[str, Any]], text: str | None = None) -> Sentence:
+        """A sentence of :meth:`to_dict`'s entries (stanza's: a multiword token's own
+        entry, ``id`` ``(first, last)``, before its words); ``text``: the document's raw
+        text, which the words' offsets point into. The columns present are its
+        ``predicted`` ones."""
+        tokens: list[Token] = []
+        last = 0  # the last word of the open multiword token
+        for entry in entries:
+            ids = entry.get("id")
+            if isinstance(ids, tuple) and len(ids) == 2:
+                start, end = entry.get("start_char"), entry.get("end_char")
+                tokens.append(Token(ids, entry["text"], [], start, end, _value(entry.get("misc"))))
+                last = ids[1]
+                continue
+            if ids is None or not isinstance(ids, int | tuple):
+                raise ValueError(f"sentence entry: {entry!r} has no word id (an int) or token id (first, last)")
+            word = Word.from_dict(entry)
+            if word.id <= last:
+                word.parent = tokens[-1]
+                tokens[-1].words.append(word)
+            else:
+                tokens.append(Token((word.id,), word.text, [word], word.start, word.end))
+        words = [word for token in tokens for word in token.words]
+        if words and text is not None and words[0].start is not None and words[-1].end is not None:
+            sentence_text = text[words[0].start : words[-1].end]
+        else:
+            sentence_text = "".join(
+                token.text + ("" if "SpaceAfter=No" in (token.misc or token.words[-1].misc or "") else " ")
+                for token in tokens
+            ).rstrip(" ")
+        predicted = tuple(c for c in TAG_COLUMNS if any(getattr(w, c) is not None for w in words))
+        return cls(tokens, sentence_text, predicted)
 
     def fill(self, columns: Mapping[str, Sequence[str]], column: str | None = None) -> Sentence:
         """Set the words' ``columns`` (``{column: one value per word}``, ``_`` read as None)
@@ -170,6 +242,31 @@ class Sentence:
     def values(self, column: str) -> list[str]:
         """``column`` of each word as CoNLL-U writes it (``_`` for None)."""
         return [_written(getattr(word, column)) for word in self.words]
+
+    def to_conllu(self, number: int = 1) -> str:
+        """The sentence as a CoNLL-U block of its words (no offsets into a text): its
+        ``comments`` (or ``# sent_id``, its ``sent_id`` or ``number``, and ``# text``),
+        multiword-token lines, every column (``_`` for None); :func:`format_sentence`."""
+        comments = self.comments or [f"# sent_id = {self.sent_id or number}", f"# text = {self.text or ''}"]
+        multiword, token_misc, position = {}, {}, 0
+        for token in self.tokens:
+            if token.is_mwt():
+                multiword[position] = position + len(token.words)
+                token_misc[position] = _written(token.misc)
+            position += len(token.words)
+        columns = {column: self.values(column) for column in WORD_COLUMNS}
+        words = [word.text for word in self.words]
+        return format_sentence(
+            str(number), words, columns, comments=comments, multiword=multiword, token_misc=token_misc
+        )
+
+    def __format__(self, spec: str) -> str:
+        """stanza's: ``"{:C}"`` the CoNLL-U block with its comments, ``"{:c}"`` without
+        (no blank line after either); any other spec, ``str``."""
+        if spec not in ("c", "C"):
+            return format(str(self), spec)
+        lines = self.to_conllu().rstrip("\n").split("\n")
+        return "\n".join(line for line in lines if spec == "C" or not line.startswith("#"))
 
     # What TaggedSentence held (parallel lists), read from the words.
 
@@ -225,7 +322,19 @@ class Document:
 
     sentences: list[Sentence]
     text: str | None = None
-    conllu: ConlluDocument | None = field(default=None, repr=False)  # the CoNLL-U it was read from
+    comments: InitVar[Sequence[Sequence[str]] | None] = None
+    conllu: ConlluDocument | None = field(default=None, repr=False, kw_only=True)  # the CoNLL-U it was read from
+
+    def __post_init__(self, comments: Sequence[Sequence[str]] | None):
+        """stanza's ``Document(sentences, text, comments)``: a sentence may be given as
+        :meth:`to_dict`'s list of entries; ``comments``, per sentence, its comment lines."""
+        self.sentences = [s if isinstance(s, Sentence) else Sentence.from_dict(s, self.text) for s in self.sentences]
+        if comments is not None:
+            if len(comments) != len(self.sentences):
+                raise ValueError(f"comments: {len(comments)} lists for {len(self.sentences)} sentences")
+            for sentence, lines in zip(self.sentences, comments):
+                sentence.comments = list(lines)
+                sentence.sent_id = _comment_value(sentence.comments, "sent_id")
 
     # Building. -------------------------------------------------------------------------
 
@@ -290,29 +399,33 @@ class Document:
     def _read(cls, conllu: ConlluDocument) -> Document:
         sentences = []
         for block in conllu.blocks:
-            tokens, sentence_text, last = [], None, 0  # last: the last word of the open multiword token
-            for line in (conllu.lines[i].rstrip("\r") for i in block):
+            tokens, comments, last = [], [], 0  # last: the last word of the open multiword token
+            for index in block:
+                line = conllu.lines[index].rstrip("\r")
                 if line.startswith("#"):
-                    if line.startswith("# text = ") and sentence_text is None:
-                        sentence_text = line[len("# text = ") :]
+                    comments.append(line)
                     continue
                 fields = line.split("\t")
                 first, dash, end = fields[0].partition("-")
                 if dash:
-                    tokens.append(Token((int(first), int(end)), fields[1], []))
+                    tokens.append(Token((int(first), int(end)), fields[1], [], misc=_value(fields[9])))
                     last = int(end)
                 elif first.isdigit():
-                    lemma, upos, xpos, feats = fields[2:6]
-                    word = Word(int(first), fields[1], *(_value(v, fields[1]) for v in (lemma, upos, xpos, feats)))
+                    values = dict(zip(WORD_COLUMNS, (_value(v, fields[1]) for v in fields[2:])))
+                    head = values.pop("head")
+                    if head is not None and not head.isdigit():
+                        raise ValueError(f"{conllu.name}:{index + 1}: HEAD {head!r} is not a word id (or 0, or _)")
+                    word = Word(int(first), fields[1], **values, head=None if head is None else int(head))
                     if word.id <= last:
                         word.parent = tokens[-1]
                         tokens[-1].words.append(word)
                     else:
-                        tokens.append(Token((word.id,), word.text, [word]))
+                        tokens.append(Token((word.id,), word.text, [word], misc=None))
+            sentence_text = _comment_value([c for c in comments if c.startswith("# text =")], "text")
             if sentence_text is None:
                 sentence_text = " ".join(token.text for token in tokens)
-            sentences.append(Sentence(tokens, sentence_text))
-        return cls(sentences, None, conllu)
+            sentences.append(Sentence(tokens, sentence_text, comments=comments))
+        return cls(sentences, None, conllu=conllu)
 
     def fill(self, columns: Sequence[Mapping[str, Sequence[str]]], column: str | None = None) -> Document:
         """Set each sentence's words' ``columns`` (per sentence, ``{column: one value per
@@ -361,34 +474,47 @@ class Document:
 
     def to_conllu(self) -> str:
         """The document as CoNLL-U, as ``scripts/tag.py`` writes it for the same input:
-        read from CoNLL-U, that text with the words' LEMMA, UPOS, XPOS and FEATS in place
-        (:meth:`ConlluDocument.retagged`: every other byte as read); from raw text, one
-        block per sentence (``# newdoc`` / ``# newpar``, ``# sent_id``, ``# text``,
-        multiword-token lines, the whitespace in MISC; :func:`format_text_sentence`);
-        from words, :func:`format_sentence` with a space after each word. Sentences
-        without words are left out; a column not predicted is ``_``."""
+        read from CoNLL-U, that text with its words' columns in place
+        (:meth:`ConlluDocument.retagged`: comments, multiword-token lines and empty nodes
+        as read); from raw text, one block per sentence (``# newdoc`` / ``# newpar``,
+        ``# sent_id``, ``# text``, multiword-token lines, the whitespace in MISC;
+        :func:`format_text_sentence`); from words (or :meth:`to_dict`'s entries without
+        the text), :meth:`Sentence.to_conllu`. Sentences without words are left out; an
+        empty value is ``_``."""
         if self.conllu is not None:
-            return self.conllu.retagged({c: [s.values(c) for s in self.sentences] for c in TAG_COLUMNS})
+            return self.conllu.retagged({c: [s.values(c) for s in self.sentences] for c in WORD_COLUMNS})
         blocks, number = [], 0
         for sentence in self.sentences:
             if not sentence.words:
                 continue
             number += 1
-            columns = {column: sentence.values(column) for column in TAG_COLUMNS}
-            multiword = {}
-            position = 0
+            spans = sentence.spans
+            if self.text is None or spans is None:
+                blocks.append(sentence.to_conllu(number))
+                continue
+            multiword, position = {}, 0
             for token in sentence.tokens:
                 if token.is_mwt():
                     multiword[position] = position + len(token.words)
                 position += len(token.words)
-            spans = sentence.spans
-            if self.text is None or spans is None:
-                words = [word.text for word in sentence.words]
-                blocks.append(format_sentence(str(number), words, columns, multiword=multiword))
-            else:
-                blocks.append(
-                    format_text_sentence(
-                        str(number), self.text, spans, columns, multiword, number == 1, sentence.paragraph_start
-                    )
+            columns = {column: sentence.values(column) for column in TAG_COLUMNS}
+            blocks.append(
+                format_text_sentence(
+                    str(number), self.text, spans, columns, multiword, number == 1, sentence.paragraph_start
                 )
+            )
         return "".join(blocks)
+
+    def sentence_comments(self) -> list[list[str]]:
+        """stanza's: each sentence's comment lines."""
+        return [list(sentence.comments) for sentence in self.sentences]
+
+    def __format__(self, spec: str) -> str:
+        """stanza's format spec: ``"{:C}".format(doc)`` is :meth:`to_conllu`, ``"{:c}"``
+        the same without comment lines; any other spec, ``str``."""
+        if spec not in ("c", "C"):
+            return format(str(self), spec)
+        text = self.to_conllu()
+        if spec == "c":
+            text = "\n".join(line for line in text.split("\n") if not line.startswith("#"))
+        return text

@@ -12,6 +12,11 @@ it; its docstring describes the algorithm); this module applies it to
   right): aligned words whose column also agrees, over system words (precision) and
   gold words (recall); ``aligned_accuracy`` is the same over aligned words only (what a
   tagger gets right of the words it was given correctly).
+
+It counts as UD's own ``udeval`` (PyPI ``udtools``, the official script's successor) does,
+row for row (``tests/test_ud_tools.py``; docs/experiments.md, "The scorer against UD's
+udeval"), which cannot take its place: ``udeval`` reads only files whose every word has a
+HEAD, and a tagger writes ``_`` there.
 """
 
 from __future__ import annotations
