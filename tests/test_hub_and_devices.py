@@ -14,7 +14,7 @@ import torch
 from hostile import load_script, one_error_line, run_compress, run_tag, save_tagger
 from huggingface_hub import HfApi
 
-from cont_transformer import model_folders
+from cont_transformer.runtime import model_folders
 from cont_transformer.tagging.tag import resolve_device
 from cont_transformer.tools.cli import run_cli
 

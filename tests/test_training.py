@@ -25,9 +25,9 @@ from cont_transformer import (
     ContTransformerConfig,
     ContTransformerForTokenClassification,
     build_tokenizer,
-    model_folders,
 )
 from cont_transformer.basis import get_basis
+from cont_transformer.runtime import model_folders
 from cont_transformer.runtime.model_folders import BEST_MODEL_DIR, CHECKPOINTS_DIR, METRICS_FILE
 from cont_transformer.tagging.arguments import resolve_arguments
 from cont_transformer.tagging.data import load_treebank, most_frequent_tag_baseline

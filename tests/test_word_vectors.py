@@ -237,7 +237,7 @@ def test_vector_only_ids_have_no_word_embedding_rows():
         ContTransformerForMaskedLM,
         ContTransformerForTokenClassification,
     )
-    from cont_transformer.tagging.trainer import whole_word_rows
+    from cont_transformer.tagging.starts import whole_word_rows
     from cont_transformer.text.tokenization import build_tokenizer, spelling_tables
 
     training, vector_only = ["The", "dog", "barks", "."], ["zygote", "cat"]

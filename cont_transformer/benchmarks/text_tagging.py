@@ -31,9 +31,9 @@ from ..runtime.measuring import Case, Workload, resident_tensors
 from ..tagging.arguments import TrainingArguments
 from ..tagging.columns import canonical_feats
 from ..tagging.lemmas import script_labels
+from ..tagging.starts import model_config
 from ..tagging.tag import Tagger
 from ..tagging.tag_files import tag_file
-from ..tagging.trainer import model_config
 from ..text.tokenization import build_tokenizer, spelling_tables, training_words
 from .training import gum_recipe
 

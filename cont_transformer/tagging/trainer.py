@@ -34,13 +34,11 @@ Decisions worth knowing:
   ``accuracy_unseen``).
 * Long sentences: truncated for training, scored in full in windows for evaluation
   (see :mod:`.batching`).
-* Fine-tuning. ``model_name_or_path`` starts from a saved tagger of this package: its
-  tokenizer, K, N_T, columns and labels are kept. Primary-column tags new in the data
-  get new classifier rows; new values of the other columns (a tag, FEATS string or
-  lemma script the saved head lacks) map to no label (-1): not trained on, and scored
-  as errors. From a language model instead (:mod:`.pretrained_encoder`), the tagger is
-  new but its encoder, spelling and word rows are the language model's; ``word_vectors``
-  may be given with it (a new tagger either way).
+* How a tagger starts (:mod:`.starts`): new, fine-tuned from a saved tagger of this
+  package (its tokenizer, K, N_T, columns and labels kept; primary-column tags new in the
+  data get new classifier rows; new values of the other columns map to no label (-1):
+  not trained on, and scored as errors), or new on a language model's encoder, spelling
+  and word rows; ``word_vectors`` may be given to a new tagger either way.
 """
 
 from __future__ import annotations
@@ -50,23 +48,19 @@ import json
 import logging
 import tempfile
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from itertools import islice
 from pathlib import Path
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader
-from transformers import AutoConfig, AutoTokenizer
 
 from .. import auto  # noqa: F401  registers the models with the Auto classes
-from ..configuration_cont_transformer import ContTransformerConfig
 from ..model_card import Evaluation
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
-from ..pretrained import check_no_custom_code
 from ..runtime.model_folders import BEST_MODEL_DIR, METRICS_FILE
 from ..runtime.safe_files import record_outputs
-from ..text.arguments import encoder_config
 from ..text.batching import (
     LengthGroupedBatchSampler,
     LengthGroupedEpochs,
@@ -76,22 +70,10 @@ from ..text.batching import (
     eval_loader,
     word_dropout_probabilities,
 )
-from ..text.optimization import build_optimizer
-from ..text.pretrained_encoder import (
-    extended_tokenizer,
-    freeze_rows,
-    is_language_model,
-    load_language_model,
-    tagger_from_language_model,
-)
 from ..text.tokenization import (
-    build_tokenizer,
-    check_tokenizer,
-    spelling_tables,
-    training_words,
     vocabulary_fingerprint,
 )
-from ..text.word_vectors import SETTINGS_FILE, load_word_vectors, vector_table
+from ..text.word_vectors import SETTINGS_FILE
 from ..training.scaffold import Trainer
 from ..training.schedules import cooldown_factor, inverse_sqrt_learning_rate
 from . import family  # noqa: F401  registers the family (card, tools), entry points or not
@@ -126,7 +108,8 @@ from .evaluation import (
 from .lemma_lexicon import treebank_lemma_lexicon
 from .sample_treebank import write_sample_treebank
 from .self_training import silver_sentences
-from .tag import Tagger, model_column_labels, saved_tag_column
+from .starts import tagger_start
+from .tag import Tagger
 from .tag_files import tag_file
 
 logger = logging.getLogger(__name__)
@@ -176,64 +159,10 @@ def choose_columns(args: TrainingArguments, train, saved=None) -> tuple[str, dic
 # --- the trainer --------------------------------------------------------------------------
 
 
-def model_config(
-    args: TrainingArguments,
-    tokenizer,
-    labels: Mapping[str, Sequence[str]],
-    language: str | None = None,
-    char_vocab_size: int = ContTransformerConfig.char_vocab_size,
-    combinations: list[list[str]] | None = None,
-    word_vector_size: int = 0,
-    num_word_embeddings: int = 0,
-    lemma_lexicon: dict | None = None,
-) -> ContTransformerConfig:
-    """The tagger's config at the refinement schedule's initial K and N_T; ``labels``: per
-    predicted column its labels, the primary column first; ``combinations``: the
-    (UPOS, XPOS, FEATS) triples seen in training (``combinations.tag_combinations``);
-    ``word_vector_size``: of the static word vectors (0: none); ``num_word_embeddings``:
-    rows of the word embeddings (0: one per id; see :func:`whole_word_rows`);
-    ``lemma_lexicon``: see :func:`treebank_lemma_lexicon`."""
-    primary, *others = labels
-    label_names = labels[primary]
-    return ContTransformerConfig(
-        **encoder_config(args, tokenizer, language, char_vocab_size),
-        id2label=dict(enumerate(label_names)),
-        label2id={name: i for i, name in enumerate(label_names)},
-        primary_column=primary,
-        column_labels={column: list(labels[column]) for column in others} or None,
-        feats_mode=args.feats_mode,
-        tag_combinations=combinations,
-        word_vector_size=word_vector_size,
-        num_word_embeddings=num_word_embeddings,
-        lemma_lexicon=lemma_lexicon,
-    )
-
-
-def whole_word_rows(whole_word: torch.Tensor) -> int:
-    """The word-embedding rows of a tagger whose vocabulary has ``whole_word`` ``(vocab,)``
-    (``spelling_tables``): one per id up to the last whole word. The whole words (special
-    tokens, training words, a language model's words) come first in the vocabulary and the
-    vectors' other words and the pieces after them, which read ``[UNK]``'s row and need
-    none; a ``ValueError`` if the vocabulary is not laid out so."""
-    rows = int(whole_word.nonzero().max()) + 1
-    if not bool(whole_word[:rows].all()):
-        gap = int((~whole_word[:rows]).nonzero()[0])
-        raise ValueError(
-            f"vocabulary: id {gap} is not a whole word but comes before the last one ({rows - 1}); "
-            "the whole words must come first for the word embeddings to end there"
-        )
-    return rows
-
-
-# The character CNN: its parameters' names (``--spelling-learning-rate-scale``).
-SPELLING_PARAMETERS = "cont_transformer.embeddings.characters."
-
-
 class PosTrainer(LengthGroupedEpochs, Trainer):
     """A tagger's training run: CoNLL-U data, the continuous transformer, AdamW."""
 
     item_name = "tokens"
-    word_vectors: tuple[list[str], torch.Tensor] | None = None  # (words, vectors) of --word-vectors
     num_silver_sentences = 0  # the teacher's sentences after the treebank's (--teacher)
 
     def sources(self) -> dict[str, str | list[str] | None]:
@@ -242,16 +171,7 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
 
     def load_data(self) -> None:
         args, accelerator = self.args, self.accelerator
-        saved = self.language_model = self.word_vectors = None
-        if args.model_name_or_path is not None:
-            check_no_custom_code(args.model_name_or_path)
-            self.tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path, trust_remote_code=False)
-            config = AutoConfig.from_pretrained(args.model_name_or_path, trust_remote_code=False)
-            check_tokenizer(self.tokenizer, config, args.model_name_or_path)
-            if is_language_model(config):
-                self.language_model = load_language_model(args.model_name_or_path)
-            else:
-                saved = model_column_labels(config, saved_tag_column(args.model_name_or_path))
+        start = self.start = tagger_start(args)
         silver, silver_columns = [], ()
         if args.teacher:
             silver, silver_columns = silver_sentences(
@@ -268,28 +188,15 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
                 raise ValueError(f"treebank: {args.treebank!r} has no {split!r} split (found {sorted(data)})")
         train_split, dev_split = data["train"], data["validation"]
         self.num_silver_sentences = len(silver)
-        self.primary, self.labels = choose_columns(args, train_split, saved)
+        self.primary, self.labels = choose_columns(args, train_split, start.saved_labels)
         if silver and set(self.labels) - set(silver_columns):
             raise ValueError(
                 f"teacher: {', '.join(args.teacher)} predict(s) {', '.join(silver_columns)}; the student "
                 f"trains {', '.join(self.labels)}: a teacher must predict every column"
             )
-        if saved is None:
-            words = _vocabulary(train_split)
-            if args.word_vectors is not None:  # the vectors' words join the vocabulary
-                self.word_vectors = load_word_vectors(args.word_vectors)
-                # The continuation prefix is chosen over all of them: no vector word is taken for a piece.
-                words += self.word_vectors[0]
-            if self.language_model is not None:  # its words first, with their ids; then the new ones
-                self.language_model_tokenizer = self.tokenizer
-                self.pretrained_words = training_words(self.tokenizer, self.language_model)
-                self.tokenizer = extended_tokenizer(self.language_model, self.tokenizer, words)
-            else:
-                spelling = args.word_representation != "word"
-                self.tokenizer = build_tokenizer(list(dict.fromkeys(words)), spelling=spelling)
+        self.tokenizer = start.tokenizer(_vocabulary(train_split))
         tokenizer, primary, words = self.tokenizer, self.primary, train_split["tokens"]
-        feats_mode = getattr(config, "feats_mode", "whole") if saved is not None else args.feats_mode
-        self.feats_mode = feats_mode
+        feats_mode = self.feats_mode = start.feats_mode
         self.combinations = tag_combinations(train_split, self.labels, feats_mode)
         self.lemma_lexicon = treebank_lemma_lexicon(train_split, len(train_split) - len(silver), self.labels)
         fields = {
@@ -330,74 +237,16 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
         )
 
     def build_model(self) -> nn.Module:
-        """A new tagger with its spelling tables, or the saved one to fine-tune; either way
-        with the word-dropout probabilities of this training data."""
-        args, tokenizer = self.args, self.tokenizer
-        if args.model_name_or_path is None or self.language_model is not None:
-            language = self.facts.language if self.facts else None
-            spelling, char_vocab_size = None, ContTransformerConfig.char_vocab_size
-            whole_words = set(self.counts) | (self.pretrained_words if self.language_model is not None else set())
-            if args.word_representation != "word":
-                spelling, char_vocab_size = spelling_tables(tokenizer, whole_words, args.max_word_length)
-            vector_size, rows = 0, 0
-            if self.word_vectors is not None:  # the vectors' extra words get no rows
-                vector_size = self.word_vectors[1].shape[1]
-                if args.word_representation == "word+chars":
-                    rows = whole_word_rows(spelling["whole_word"])
-            config = model_config(
-                args,
-                tokenizer,
-                self.labels,
-                language,
-                char_vocab_size,
-                self.combinations,
-                vector_size,
-                rows,
-                lemma_lexicon=self.lemma_lexicon,
-            )
-            if self.language_model is None:
-                model = ContTransformerForTokenClassification(config)
-                if spelling is not None:
-                    model.cont_transformer.embeddings.set_spelling(**spelling)
-            else:
-                model = tagger_from_language_model(
-                    self.language_model, self.language_model_tokenizer, config, tokenizer, spelling
-                )
-                if args.freeze_word_embeddings:
-                    rows = tokenizer.convert_tokens_to_ids(sorted(self.pretrained_words))
-                    freeze_rows(model.cont_transformer.embeddings.word_embeddings.weight, rows)
-            if self.word_vectors is not None:
-                table, found = vector_table(tokenizer.get_vocab(), len(tokenizer), *self.word_vectors)
-                model.cont_transformer.embeddings.set_static_vectors(table)
-                logger.info("static word vectors for %d of %d vocabulary ids", found, len(tokenizer))
-        else:
-            check_no_custom_code(args.model_name_or_path)
-            model = ContTransformerForTokenClassification.from_pretrained(
-                args.model_name_or_path, trust_remote_code=False
-            )
-            model = _with_labels(model, self.primary, self.labels[self.primary])
-        probabilities = word_dropout_probabilities(tokenizer, self.counts, args.word_dropout)
+        """The model its start gives (see :mod:`.starts`), with the word-dropout probabilities
+        of this training data."""
+        language = self.facts.language if self.facts else None
+        model = self.start.model(self.labels, self.combinations, self.lemma_lexicon, self.counts, language)
+        probabilities = word_dropout_probabilities(self.tokenizer, self.counts, self.args.word_dropout)
         model.cont_transformer.embeddings.set_word_dropout(probabilities)
         return model
 
     def build_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
-        args = self.args
-        if self.language_model is None:
-            return build_optimizer(model, args.learning_rate, args.weight_decay)
-        # From a language model: its parts at their own rate, and no weight decay on the word
-        # embeddings, whose rows of words absent from the treebank get no gradient and would
-        # otherwise only shrink.
-        names = [name for name, _ in model.named_parameters()]
-        embeddings = [n for n in names if n.endswith("embeddings.word_embeddings.weight")]
-        spelling_scale = args.spelling_learning_rate_scale
-        if spelling_scale is None:
-            spelling_scale = args.encoder_learning_rate_scale
-        scales = {
-            n: spelling_scale if n.startswith(SPELLING_PARAMETERS) else args.encoder_learning_rate_scale
-            for n in names
-            if n.startswith(("cont_transformer.embeddings.", "cont_transformer.encoder."))
-        }
-        return build_optimizer(model, args.learning_rate, args.weight_decay, scales, embeddings)
+        return self.start.optimizer(model)
 
     def learning_rate(self, step: int) -> float:
         args, max_steps = self.args, self.plan.max_steps
@@ -455,7 +304,7 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
 
     def vector_note(self) -> str:
         """What the card says of the static word vectors: their words, width and source."""
-        words, vectors = self.word_vectors
+        words, vectors = self.start.word_vectors
         settings = Path(self.args.word_vectors) / SETTINGS_FILE
         try:
             made = json.loads(settings.read_text(encoding="utf-8"))
@@ -495,7 +344,7 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
                 "training data": f"{name}, {self.num_sentences[0]:,} sentences" + self.silver_note(),
                 "dev data": f"{dev_name}, {self.num_sentences[1]:,} sentences",
                 "best dev step": entry["step"],
-                **({"static word vectors": self.vector_note()} if self.word_vectors is not None else {}),
+                **({"static word vectors": self.vector_note()} if self.start.word_vectors is not None else {}),
             },
             "language": facts and facts.language,
             "license": facts and facts.license,
@@ -529,27 +378,6 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
         folder = self.output_dir / BEST_MODEL_DIR
         model = ContTransformerForTokenClassification.from_pretrained(folder, trust_remote_code=False)
         return model.to(self.accelerator.device).eval()
-
-
-def _with_labels(model, primary: str, label_names: Sequence[str]):
-    """``model`` with a classifier of its ``primary`` column over ``label_names`` (its own
-    first, new ones appended with freshly initialised rows)."""
-    config = model.config
-    config.primary_column = config.primary_column or primary
-    old = config.num_labels
-    if len(label_names) == old:
-        return model
-    classifier = nn.Linear(config.hidden_size, len(label_names))
-    model._init_weights(classifier)
-    with torch.no_grad():
-        classifier.weight[:old] = model.classifier.weight
-        classifier.bias[:old] = model.classifier.bias
-    model.classifier = classifier
-    config.id2label = dict(enumerate(label_names))
-    config.label2id = {name: i for i, name in enumerate(label_names)}
-    config.num_labels = len(label_names)
-    model.num_labels = len(label_names)
-    return model
 
 
 def train(args: TrainingArguments) -> dict:
