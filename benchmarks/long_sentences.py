@@ -14,8 +14,8 @@ what the work costs) and their ratio, the wall-clock seconds beside them.
 
 Seams (``--seams``). The words of ``--conllu`` run together into one sentence are tagged
 with windows keeping each context in ``--contexts`` at the seams
-(:func:`~cont_transformer.sentence_windows.evaluation_windows`), and with the half-window
-overlap the tagger used before; printed: UPOS and XPOS accuracy against the file's gold
+(:func:`~cont_transformer.sentence_windows.evaluation_windows`), and with windows that
+overlap by half a window (the alternative measured against them); printed: UPOS and XPOS accuracy against the file's gold
 columns, and the tokens through the model relative to the words.
 """
 
@@ -70,7 +70,7 @@ def time_formats(tagger: Tagger, words: list[str], formats: list[str], short: in
 
 
 def half_overlap_windows(length: int, capacity: int) -> list[tuple[int, int, int]]:
-    """The windows the tagger used before: a stride of half a window, each position owned by
+    """Windows at a stride of half a window, each position owned by
     the window where it is farthest from an edge (here in linear time)."""
     if length <= capacity:
         return [(0, 0, length)]

@@ -41,10 +41,6 @@ class ButcherTableau:
             if len(row) != i:
                 raise ValueError(f"row {i} of an explicit tableau needs {i} entries, got {len(row)}")
 
-    @property
-    def num_stages(self) -> int:
-        return len(self.b)
-
 
 EULER = ButcherTableau(a=((),), b=(1.0,), c=(0.0,), order=1)
 MIDPOINT = ButcherTableau(a=((), (0.5,)), b=(0.0, 1.0), c=(0.0, 0.5), order=2)

@@ -18,27 +18,27 @@ from collections.abc import Callable, Sequence
 
 from tokenizers import models, pre_tokenizers
 
-# The continuation prefix of spelling tokenizers saved before the prefix was a run of "#"
-# (``text/tokenization.py``): a space, which no word contains, so that no word could be
-# read as a continuation piece. :func:`continuation_prefix` still reads it for them.
-LEGACY_CONTINUATION_PREFIX = " ##"
+# The continuation prefix of spelling tokenizers whose WordPiece model names none (folders
+# whose tokenizer was built with a spaced prefix, ``text/tokenization.py``): a space, which
+# no word contains, so that no word could be read as a continuation piece.
+SPACED_CONTINUATION_PREFIX = " ##"
 
 
 def continuation_prefix(tokenizer) -> str:
     """The prefix that marks ``tokenizer``'s continuation pieces: its WordPiece model's
     ``continuing_subword_prefix`` (``"##"`` for a spelling tokenizer built now, a longer run
-    of ``#`` when a training word starts with ``##``), else :data:`LEGACY_CONTINUATION_PREFIX`,
+    of ``#`` when a training word starts with ``##``), else :data:`SPACED_CONTINUATION_PREFIX`,
     which no entry of any other tokenizer starts with (a word-level vocabulary, a slow
-    tokenizer, an empty prefix), so stripping it changes nothing there, as before."""
+    tokenizer, an empty prefix), so stripping it changes nothing there."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     model = getattr(backend, "model", None)
     prefix = model.continuing_subword_prefix if isinstance(model, models.WordPiece) else None
-    return prefix or LEGACY_CONTINUATION_PREFIX
+    return prefix or SPACED_CONTINUATION_PREFIX
 
 
 def encode_words(tokenizer, sentences: Sequence[Sequence[str]], **options):
     """``tokenizer(sentences, is_split_into_words=True, **options)`` with each given word kept whole: the
-    raw-text pre-tokenizer (``text/tokenization.py``, ``UD_WORDS``) is replaced by a whitespace split
+    raw-text pre-tokenizer (``text/tokenization.py``, ``ud_pre_tokenizer``) is replaced by a whitespace split
     meanwhile.
 
     A given word that starts with the continuation prefix (``##x`` for a tokenizer whose prefix is

@@ -1,4 +1,4 @@
-"""Helpers of the hostile-input tests (``test_hostile_*.py``, issue 23): the scripts as
+"""Helpers of the hostile-input tests (``test_hostile_*.py``): the scripts as
 modules or processes, a saved tiny tagger, and the one ``error:`` line each bad input must give."""
 
 import importlib.util

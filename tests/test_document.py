@@ -1,4 +1,4 @@
-"""The Python API in stanza's shape (issue #37): a Document of sentences, tokens and words with
+"""The Python API in stanza's shape: a Document of sentences, tokens and words with
 their columns and character offsets, multiword tokens, to_conllu() equal to what scripts/tag.py
 writes, stanza's to_dict(), and CoNLL-U in (its multiword tokens and ids kept)."""
 

@@ -1,4 +1,4 @@
-"""The conventions a transformers user brings (issue 23): the pipeline over raw text,
+"""The conventions a transformers user brings: the pipeline over raw text,
 attentions, trainer-style flags in both spellings, a typed package, a card's dev data, a
 bf16 run counted in epochs."""
 

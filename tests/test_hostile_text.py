@@ -1,4 +1,4 @@
-"""Hostile text to tag (issue 23): huge words and inputs meet limits instead of hangs, and a
+"""Hostile text to tag: huge words and inputs meet limits instead of hangs, and a
 shortened word tags as the whole word would."""
 
 import random

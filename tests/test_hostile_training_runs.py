@@ -1,4 +1,4 @@
-"""Hostile training runs (issue 23, with test_scaffold's toy trainer): a foreign checkpoint, a
+"""Hostile training runs, with test_scaffold's toy trainer: a foreign checkpoint, a
 diverging run, a damaged random state and changed arguments are each refused or named; a
 finished run extends; the run folder loads and is unlocked."""
 

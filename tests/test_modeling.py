@@ -30,7 +30,7 @@ from cont_transformer import (
     tag,
 )
 from cont_transformer.text.tokenization import character_ids, spelling_tables
-from cont_transformer.word_encoding import LEGACY_CONTINUATION_PREFIX, continuation_prefix, encode_words, word_shortener
+from cont_transformer.word_encoding import SPACED_CONTINUATION_PREFIX, continuation_prefix, encode_words, word_shortener
 from cont_transformer.word_representation import (
     CHAR_BOW,
     CHAR_EOW,
@@ -338,7 +338,7 @@ def test_coefficients_are_initialised_with_initializer_range(tmp_path, tiny_tagg
     torch.manual_seed(0)
     _check_initialised(AutoModelForTokenClassification.from_config(tiny_tagger_config(**overrides)), 0.05)
 
-    # A key missing from a checkpoint is refused by name (a strict load, issue 34), not
+    # A key missing from a checkpoint is refused by name (a strict load), not
     # initialised afresh.
     model = tiny_tagger(seed=1, **overrides)
     model.save_pretrained(tmp_path)
@@ -510,7 +510,7 @@ def legacy_tokenizer(tokenizer, folder):
 def test_a_tokenizer_saved_with_the_old_prefix_splits_and_tags_as_before(tmp_path, spelling_tagger):
     model, tokenizer = spelling_tagger(max_word_length=6)
     legacy = legacy_tokenizer(tokenizer, tmp_path)
-    assert continuation_prefix(legacy) == LEGACY_CONTINUATION_PREFIX == " ##"
+    assert continuation_prefix(legacy) == SPACED_CONTINUATION_PREFIX == " ##"
     assert legacy.tokenize("cats") == ["cat", " ##s"]
     assert legacy.convert_tokens_to_ids(legacy.tokenize("cats")) == tokenizer.convert_tokens_to_ids(["cat", "##s"])
     # The same spelling tables, alphabet and cut words: the model reads the same thing.
@@ -524,7 +524,7 @@ def test_a_tokenizer_saved_with_the_old_prefix_splits_and_tags_as_before(tmp_pat
     assert encode_words(legacy, sentences)["input_ids"] == encode_words(tokenizer, sentences)["input_ids"]
     assert [s.tags for s in tag(sentences, model, legacy)] == [s.tags for s in tag(sentences, model, tokenizer)]
     hashes = legacy_tokenizer(build_tokenizer([*WORDS, "#"], spelling=True), tmp_path / "hashes")
-    [ids] = encode_words(hashes, [["##s"]])["input_ids"]  # no word starts with " ##": spelt, as before
+    [ids] = encode_words(hashes, [["##s"]])["input_ids"]  # no word starts with " ##": spelt
     assert hashes.convert_ids_to_tokens(ids) == ["[ROOT]", "#", " ###", " ##s"]
 
 

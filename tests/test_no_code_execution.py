@@ -1,4 +1,4 @@
-"""A model folder never runs code and never prompts (issue 34): every load of the package
+"""A model folder never runs code and never prompts: every load of the package
 passes ``trust_remote_code=False`` and first refuses, in one line, a folder whose
 ``auto_map`` names a class that is not one of the package's own
 (``cont_transformer.pretrained.check_no_custom_code``).

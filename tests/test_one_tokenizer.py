@@ -1,4 +1,4 @@
-"""One segmenter for every path (issue #37): the pipeline a saved folder carries, ``Tagger``
+"""One segmenter for every path: the pipeline a saved folder carries, ``Tagger``
 and ``tag.py`` split raw text into the same words and sentences
 (``cont_transformer/text_segmentation.py``), the saved tokenizer's pre-tokenizer gives the
 same English words, and spaCy is no longer needed to tag text.

@@ -1,4 +1,4 @@
-"""Which positions a tagger's raw outputs cover (issue #37), as its docstring and model card
+"""Which positions a tagger's raw outputs cover, as its docstring and model card
 say: logits and hidden states per token, the root at position 0; attentions per encoder
 word, the root as word 0, each word once however many pieces it has."""
 

@@ -1,4 +1,4 @@
-"""transformers' Trainer and run_ner.py flags (issue 37): each is accepted with its meaning
+"""transformers' Trainer and run_ner.py flags: each is accepted with its meaning
 (the parsed arguments, the plan, the run), or refused in one line naming it and saying why."""
 
 import json

@@ -34,7 +34,6 @@ from .self_training import check_agreement
 
 logger = logging.getLogger(__name__)
 
-PAPER_REFINE_STEPS = "1000,2000,3000,4000,5000,6000"  # the paper's schedule
 # The default: the paper's first five refinements, the last one late (80% of the 35,000
 # steps) inside a linear cool-down of the learning rate over the last 20% of the run, so
 # that the trained model halves its K and N_T at no cost (README, "Compressible by default").

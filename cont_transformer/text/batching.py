@@ -172,14 +172,12 @@ class PaddingCollator:
     ``lengths`` (sorted bucket lengths, see :func:`bucket_lengths`) pads a batch to the
     shortest bucket that holds it (shape-stable batches: a compiled model then sees a
     handful of lengths, one graph each); a longer batch keeps its own length.
-    ``real_tokens`` / ``padded_tokens`` count what it has collated, padding included.
     Returns tensors ``input_ids``, ``attention_mask``, ``labels`` ``(batch, seq)``.
     """
 
     def __init__(self, pad_token_id: int, lengths: Sequence[int] = ()):
         self.pad_token_id = pad_token_id
         self.lengths = sorted(lengths)
-        self.real_tokens = self.padded_tokens = 0
 
     def _fill(self, key: str) -> int:
         if key == "input_ids":
@@ -200,8 +198,6 @@ class PaddingCollator:
             batch[key] = torch.full((len(rows), length, *inner), self._fill(key), dtype=torch.long)
             for i, row in enumerate(rows):
                 batch[key][i, : len(row[key])] = torch.tensor(row[key], dtype=torch.long)
-        self.real_tokens += sum(len(row["input_ids"]) for row in rows)
-        self.padded_tokens += len(rows) * length
         return batch
 
 

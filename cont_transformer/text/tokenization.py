@@ -18,9 +18,9 @@ Continuation prefix. ``##`` as in BERT, or a longer run of ``#`` when a training
 starts with ``##`` (:func:`new_continuation_prefix`), so that no training word is read as
 a continuation piece (``##s`` stays one word); it is the WordPiece model's
 ``continuing_subword_prefix`` in ``tokenizer.json``, and every reader takes it from there
-(:func:`continuation_prefix`). Tokenizers saved before prefixed their pieces with
-``" ##"`` (:data:`LEGACY_CONTINUATION_PREFIX`, a space no word contains); they load and
-tokenize as they did. A word outside the training vocabulary that starts with the prefix
+(:func:`continuation_prefix`). A tokenizer whose pieces carry the prefix ``" ##"``
+(:data:`SPACED_CONTINUATION_PREFIX`, a space no word contains) loads and tokenizes the
+same. A word outside the training vocabulary that starts with the prefix
 is ``[UNK]`` to the tagger (:func:`encode_words`).
 
 Long words. WordPiece's greedy longest-match costs more than the square of a word's
@@ -31,7 +31,7 @@ characters the model reads anyway (its first and last ones, as the character CNN
 them), so a word of any length is tagged in bounded time, exactly as if it were whole.
 
 Raw text. A tagger is trained on UD words, so the saved tokenizer pre-tokenizes raw text
-into UD-like words (:data:`UD_WORDS`, a ``tokenizers`` ``Split``): the English word rule
+into UD-like words (:func:`ud_pre_tokenizer`, a ``tokenizers`` ``Split``): the English word rule
 of the package's one segmenter (``text_segmentation.py``, which the ``Tagger``, ``tag.py``
 and the saved pipeline split raw text with): punctuation apart, English clitics split off
 as the English treebanks do (``didn't`` -> ``did n't``, ``Tom's`` -> ``Tom 's``),
@@ -41,7 +41,7 @@ was trained on. The training, the evaluation and the tagger encode their words w
 (:func:`encode_words` sets the pre-tokenizer aside: a given word is one word for the
 model, whatever its punctuation). Called directly with ``is_split_into_words=True``, the
 tokenizer pre-tokenizes each word too, which keeps nearly every treebank word whole (not
-``1.`` or a URL). Tokenizers saved before keep their own pre-tokenizer.
+``1.`` or a URL). A saved tokenizer keeps the pre-tokenizer it was saved with.
 
 A root token is prepended to every sentence (as in the reference code): a position every
 word can attend to. It is a special token, so its ``word_ids`` entry is None and it gets
@@ -64,7 +64,7 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedToken
 from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
 from ..pretrained import check_no_custom_code
-from ..text_segmentation import word_pattern, word_pre_tokenizer
+from ..text_segmentation import word_pre_tokenizer
 
 # Written once, for a saved tagger's pipeline (remote code) too: the continuation prefix
 # read from a tokenizer, words kept whole, long words cut.
@@ -81,13 +81,11 @@ SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, ROOT_TOKEN)
 # long words first (word_shortener), so it spells words of any length.
 MAX_INPUT_CHARS_PER_WORD = 256
 
-# Raw text to UD-like words: the English rule of the package's one segmenter (written once,
-# for the Tagger, tag.py and the pipeline a saved folder carries).
-UD_WORDS = word_pattern("en")
-
 
 def ud_pre_tokenizer() -> pre_tokenizers.PreTokenizer:
-    """:data:`UD_WORDS`, then whitespace dropped: raw text into UD-like words (module docstring)."""
+    """The English word rule of the package's one segmenter (written once, for the Tagger,
+    tag.py and the pipeline a saved folder carries), then whitespace dropped: raw text into
+    UD-like words (module docstring)."""
     return word_pre_tokenizer("en")
 
 
