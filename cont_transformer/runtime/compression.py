@@ -44,7 +44,8 @@ def check_arguments(
     method: str,
     state_num_basis: int | None = None,
 ) -> None:
-    """The checks of :func:`check_choices` that need no source model (run before loading)."""
+    """The checks of a compression's arguments that need no source model (run before loading);
+    :func:`check_reachable` adds those that need its config."""
     if method not in CHANGE_OF_BASIS_METHODS:
         raise ValueError(f"method: unknown method {method!r}; choose one of {sorted(CHANGE_OF_BASIS_METHODS)}")
     check_basis_name("basis", basis, optional=True)
@@ -61,13 +62,27 @@ def check_choices(
     method: str = "projection",
     state_num_basis: int | None = None,
 ) -> None:
-    """Raise ``ValueError`` naming the argument if the target cannot be reached from ``config``.
-
-    ``None`` keeps the source's basis, K or N_T. Interpolation needs control points in
-    both the source and the target basis (``legendre`` has none). ``state_num_basis``
-    needs a model with running statistics in its ODE blocks.
-    """
+    """Raise ``ValueError`` naming the argument if the arguments are bad
+    (:func:`check_arguments`) or the target cannot be reached from ``config``
+    (:func:`check_reachable`)."""
     check_arguments(basis, num_basis, num_steps, method, state_num_basis)
+    check_reachable(config, basis, num_basis, method, state_num_basis)
+
+
+def check_reachable(
+    config,
+    basis: str | None = None,
+    num_basis: int | None = None,
+    method: str = "projection",
+    state_num_basis: int | None = None,
+) -> None:
+    """Raise ``ValueError`` naming the argument if the target of arguments that passed
+    :func:`check_arguments` cannot be reached from ``config``.
+
+    ``None`` keeps the source's basis or K. Interpolation needs control points in both the
+    source and the target basis (``legendre`` has none). ``state_num_basis`` needs a model
+    with running statistics in its ODE blocks.
+    """
     if state_num_basis is not None and not hasattr(config, "state_num_basis"):
         raise ValueError(f"state_num_basis: a {config.model_type} model has no running statistics in its ODE blocks")
     source = get_basis(config.basis, config.num_basis, config.time_horizon)
@@ -123,13 +138,27 @@ def compressed_copy(
     method: str = "projection",
     state_num_basis: int | None = None,
 ) -> nn.Module:
-    """A transformed copy of ``model`` (left unchanged) in eval mode: change of basis, then N_T.
+    """A transformed copy of ``model`` (left unchanged) in eval mode, its arguments checked
+    first (:func:`check_choices`); see :func:`transformed_copy`."""
+    check_choices(model.config, basis, num_basis, num_steps, method, state_num_basis)
+    return transformed_copy(model, basis, num_basis, num_steps, method, state_num_basis)
+
+
+def transformed_copy(
+    model: nn.Module,
+    basis: str | None = None,
+    num_basis: int | None = None,
+    num_steps: int | None = None,
+    method: str = "projection",
+    state_num_basis: int | None = None,
+) -> nn.Module:
+    """A transformed copy of ``model`` (left unchanged) in eval mode: change of basis, then
+    N_T, for arguments already checked (:func:`check_choices`).
 
     ``None`` keeps the current basis, K or N_T. The running statistics get
     ``state_num_basis`` functions; by default they keep their K when only the weights'
     K shrinks (:func:`kept_statistics_num_basis`) and follow the new K otherwise.
     """
-    check_choices(model.config, basis, num_basis, num_steps, method, state_num_basis)
     if state_num_basis is None:
         state_num_basis = kept_statistics_num_basis(model.config, basis, num_basis, num_steps)
     model = copy.deepcopy(model)
@@ -322,6 +351,7 @@ __all__ = [
     "SECTION_HEADING",
     "check_arguments",
     "check_choices",
+    "check_reachable",
     "coarser_num_basis",
     "compressed_copy",
     "compression_section",
@@ -330,4 +360,5 @@ __all__ = [
     "kept_statistics_num_basis",
     "score_variants",
     "statistics_num_basis",
+    "transformed_copy",
 ]

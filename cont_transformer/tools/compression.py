@@ -47,10 +47,10 @@ from ..runtime.compiling import compiled
 from ..runtime.compression import (
     SECTION_HEADING,
     check_arguments,
-    check_choices,
-    compressed_copy,
+    check_reachable,
     compression_section,
     statistics_num_basis,
+    transformed_copy,
 )
 from ..runtime.measuring import Workload, time_interleaved
 from ..runtime.model_folders import resolve_model_dir, run_folder_owning
@@ -460,10 +460,10 @@ def compress(
     check_count("repeats", repeats)
     with locked_output_dir(output_dir, model_dir, overwrite) as output:
         source = load_model(model_dir)
-        check_choices(source.model.config, basis, num_basis, num_steps, method, state_num_basis)
+        check_reachable(source.model.config, basis, num_basis, method, state_num_basis)
         eval_set = load_eval_set(source, eval_file) if eval_file is not None else synthetic_eval_set(source)
         source_scores, source_accuracy = score(eval_set, source.model)
-        model = compressed_copy(source.model, basis, num_basis, num_steps, method, state_num_basis)
+        model = transformed_copy(source.model, basis, num_basis, num_steps, method, state_num_basis)
         comparison = compare(source.model, model, eval_set, repeats, torch_compile)
         before = model_stats(source.model, source_accuracy, statistics.median(comparison.source_seconds), source_scores)
         result = CompressionResult(

@@ -24,9 +24,9 @@ from ..checks import check_count
 from ..runtime.compression import (
     check_arguments,
     check_choices,
-    compressed_copy,
     compression_table,
     statistics_num_basis,
+    transformed_copy,
 )
 from ..runtime.safe_files import staged_directory
 from .compression import (
@@ -360,7 +360,7 @@ def sweep(
         source_stats = model_stats(source.model, eval_set.accuracy(source.model), None)
         comparisons = []
         for grid, basis, k, n in points:
-            model = compressed_copy(source.model, basis, k, n, method, states_for(grid, k))
+            model = transformed_copy(source.model, basis, k, n, method, states_for(grid, k))
             comparisons.append(compare(source.model, model, eval_set, repeats, torch_compile))
             if progress is not None:
                 progress(SweepRow.from_stats(grid, method, comparisons[-1], source_stats))
@@ -376,7 +376,7 @@ def sweep(
             if selected is not None:
                 comparison = comparisons[next(i for i, row in enumerate(rows) if row is selected)]
                 stats = comparison.stats
-                model = compressed_copy(
+                model = transformed_copy(
                     source.model,
                     stats.basis,
                     stats.num_basis,
