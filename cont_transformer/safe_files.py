@@ -54,8 +54,6 @@ PathLike = str | os.PathLike
 LOCK_FILE = ".lock"
 # The record of what the package wrote into a folder (module docstring).
 MANIFEST_FILE = ".cont_transformer_manifest.json"
-RUN_KIND = "run"  # the manifest of a training run's output folder
-MODEL_KIND = "model"  # of a model folder (best/, a compressed model)
 _STAGING = ".staging-"
 _RETIRED = ".retired-"
 _RENAME_EXCHANGE = 2
@@ -186,7 +184,7 @@ def hold_lock(path: PathLike) -> int | None:
     when the process dies), or None when another process holds it. Without ``fcntl``
     (not POSIX) it returns a descriptor and locks nothing."""
     path = Path(path)
-    fd = os.open(path, os.O_RDONLY) if path.is_dir() else os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDONLY) if path.is_dir() else os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     if fcntl is None:
         return fd
     try:
@@ -301,14 +299,45 @@ def recover_directory(target: PathLike) -> None:
         shutil.rmtree(leftover, ignore_errors=True)
 
 
+def umask() -> int:
+    """The process's umask, read where Linux shows it (``/proc/self/status``) so that it is
+    never changed, not even for a moment; elsewhere set and restored."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def give_umask_modes(folder: PathLike) -> None:
+    """Give ``folder`` and everything in it the modes the user's umask gives a new file
+    (0o666 less the umask; 0o777 for a folder or an executable file): a library that writes
+    through a private temporary file (safetensors' ``save_file``: 0o600) leaves its mode
+    behind. Links are left alone."""
+    mask = umask()
+    for root, folders, files in os.walk(folder):
+        for name in [*folders, *files]:
+            path = os.path.join(root, name)
+            if os.path.islink(path):
+                continue
+            mode = os.stat(path).st_mode
+            executable = os.path.isdir(path) or mode & 0o111
+            os.chmod(path, (0o777 if executable else 0o666) & ~mask)
+    os.chmod(folder, 0o777 & ~mask)
+
+
 @contextlib.contextmanager
-def staged_directory(target: PathLike, kind: str = MODEL_KIND) -> Iterator[Path]:
+def staged_directory(target: PathLike, kind: str) -> Iterator[Path]:
     """Yield an empty staging folder next to ``target``; on success it replaces ``target``.
 
-    What the caller wrote into the staging folder is recorded in its manifest (``kind``),
-    and what the old ``target`` holds beyond its own manifest (a user's files, the lock
-    file) is carried over first, so the swap replaces only what the package wrote. On an
-    error the staging folder is removed and ``target`` is untouched.
+    What the caller wrote into the staging folder gets the modes of the user's umask
+    (:func:`give_umask_modes`) and is recorded in its manifest (``kind``: what the folder
+    holds, ``model_folders.KINDS``), and what the old ``target`` holds beyond its own
+    manifest (a user's files, the lock file) is carried over next, so the swap replaces
+    only what the package wrote. On an error the staging folder is removed and ``target``
+    is untouched.
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -318,6 +347,7 @@ def staged_directory(target: PathLike, kind: str = MODEL_KIND) -> Iterator[Path]
     lock = hold_lock(staging)  # marks it as being written (see remove_stale)
     try:
         yield staging
+        give_umask_modes(staging)
         _write_manifest(staging, kind, [p.name for p in staging.iterdir() if p.name != MANIFEST_FILE])
         if target.is_dir():
             _carry_over(target, staging)

@@ -26,7 +26,7 @@ from transformers import AutoTokenizer
 
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..model_card import Evaluation
-from ..model_folders import BEST_MODEL_DIR, METRICS_FILE
+from ..model_folders import BEST_MODEL_DIR, LANGUAGE_MODEL_RUN, METRICS_FILE
 from ..modeling_cont_transformer import ContTransformerForMaskedLM
 from ..tagging.batching import LengthGroupedBatchSampler, LengthGroupedEpochs, PaddingCollator
 from ..tagging.evaluation import eval_loader
@@ -67,6 +67,7 @@ class MaskedLmTrainer(LengthGroupedEpochs, Trainer):
     """A language model's pretraining run: text files or a data set, the encoder, AdamW."""
 
     item_name = "tokens"
+    run_kind = LANGUAGE_MODEL_RUN
 
     def load_data(self) -> None:
         args, accelerator = self.args, self.accelerator

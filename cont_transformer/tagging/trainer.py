@@ -62,7 +62,7 @@ from transformers import AutoConfig, AutoTokenizer
 from .. import auto  # noqa: F401  registers the models with the Auto classes
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..model_card import Evaluation
-from ..model_folders import BEST_MODEL_DIR, METRICS_FILE
+from ..model_folders import BEST_MODEL_DIR, METRICS_FILE, PREDICTIONS_DIR, SETTINGS_FILE, TAGGER_RUN
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..pretrained import check_no_custom_code
 from ..safe_files import record_outputs
@@ -126,11 +126,9 @@ from .tokenization import (
     training_words,
     vocabulary_fingerprint,
 )
-from .word_vectors import SETTINGS_FILE, load_word_vectors, vector_table
+from .word_vectors import load_word_vectors, vector_table
 
 logger = logging.getLogger(__name__)
-
-PREDICTIONS_DIR = "predictions"
 
 
 # --- data ---------------------------------------------------------------------------
@@ -252,6 +250,7 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
     """A tagger's training run: CoNLL-U data, the continuous transformer, AdamW."""
 
     item_name = "tokens"
+    run_kind = TAGGER_RUN
     word_vectors: tuple[list[str], torch.Tensor] | None = None  # (words, vectors) of --word-vectors
     num_silver_sentences = 0  # the teacher's sentences after the treebank's (--teacher)
 
