@@ -6,6 +6,11 @@
   renames, and :func:`recover_directory` undoes a swap that a kill interrupted.
 * :func:`write_json` replaces a JSON file atomically (temporary file, then rename).
 
+Modes. What the package writes gets the modes the user's umask gives a new file or folder
+(0o644 / 0o755 under umask 022, 0o600 / 0o700 under 077): staging files are created with
+0o666 less the umask (:func:`hold_lock`), and a staged folder's contents are given those
+modes before the swap (:func:`give_umask_modes`), whatever mode a library wrote them with.
+
 What the package owns. Every folder the package writes holds a manifest,
 ``.cont_transformer_manifest.json`` (:data:`MANIFEST_FILE`), naming the files and folders
 its writer put there, recorded before they are written (:func:`record_outputs`; a staged
@@ -18,8 +23,9 @@ leave a user's files where they are.
 
 Locks and leftovers. :func:`lock_output_folder` holds an exclusive lock on
 ``<folder>/.lock`` (``flock``) until the process ends (the kernel releases it, also after
-a kill) or :func:`release_output_folder`: a second writer into the same folder is refused
-in one line. A staging folder or file is locked the same way while it is written
+a kill) or :func:`release_output_folder` (:func:`holding_output_folder` does both around
+a writer, and removes a folder it made when the writer fails): a second writer into the
+same folder is refused in one line. A staging folder or file is locked the same way while it is written
 (:func:`hold_lock`), so :func:`remove_stale` deletes exactly the ones whose writer is
 gone: the next run cleans up what a killed one left.
 
@@ -247,6 +253,26 @@ def release_output_folder(folder: PathLike) -> None:
     fd = _HELD.pop(Path(folder).resolve(), None)
     if fd is not None:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def holding_output_folder(folder: PathLike) -> Iterator[Path]:
+    """Hold ``folder``'s lock (:func:`lock_output_folder`; the folder is made if missing)
+    while the caller writes it, and release it after; a folder this call made is removed
+    again when the caller fails before writing anything into it."""
+    folder = Path(folder)
+    made = not folder.exists()
+    lock_output_folder(folder)
+    try:
+        yield folder
+    except BaseException:
+        if made and {p.name for p in folder.iterdir()} <= {LOCK_FILE}:
+            (folder / LOCK_FILE).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+    finally:
+        release_output_folder(folder)
 
 
 def _exchange(first: Path, second: Path) -> bool:

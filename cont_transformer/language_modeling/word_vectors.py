@@ -45,7 +45,7 @@ from ..safe_files import (
     LOCK_FILE,
     OutputFolderError,
     hold_lock,
-    lock_output_folder,
+    holding_output_folder,
     read_manifest,
     remove_stale,
     staged_directory,
@@ -137,12 +137,11 @@ def train_word_vectors(
         raise ImportError('word vectors are trained with gensim: pip install "cont-transformer[vectors]"') from None
     output_dir = Path(output_dir)
     check_output_dir(output_dir, overwrite)
-    lock_output_folder(output_dir)
-    with scratch_folder() as scratch:
+    with holding_output_folder(output_dir), scratch_folder() as scratch:
+        check_output_dir(output_dir, overwrite)  # again: another may have written it meanwhile
         corpus = scratch / "corpus.txt"
         counts = _write_corpus(files, corpus)
         _check_min_count(counts, min_count)
-        running_words = sum(counts.values())
         model = getattr(models, METHODS[method][0])(
             vector_size=vector_size,
             window=window,
@@ -159,26 +158,26 @@ def train_word_vectors(
             total_words=model.corpus_total_words,
             epochs=epochs,
         )
-    words = list(model.wv.index_to_key[:max_words])  # most frequent first
-    vectors = torch.from_numpy(model.wv.vectors[: len(words)].copy()).float()
-    vectors = vectors / vectors.std()
-    if not bool(torch.isfinite(vectors).all()):
-        raise ValueError("word vectors: training produced non-finite values")
-    settings = {
-        "files": [str(f) for f in files],
-        "running_words": running_words,
-        "words": len(words),
-        "vector_size": vector_size,
-        "epochs": epochs,
-        "min_count": min_count,
-        "window": window,
-        "seed": seed,
-        "method": METHODS[method][1],
-    }
-    with staged_directory(output_dir, WORD_VECTORS) as folder:
-        save_file({"vectors": vectors.contiguous()}, str(folder / VECTORS_FILE))
-        (folder / WORDS_FILE).write_text("".join(w + "\n" for w in words), encoding="utf-8")
-        (folder / SETTINGS_FILE).write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+        words = list(model.wv.index_to_key[:max_words])  # most frequent first
+        vectors = torch.from_numpy(model.wv.vectors[: len(words)].copy()).float()
+        vectors = vectors / vectors.std()
+        if not bool(torch.isfinite(vectors).all()):
+            raise ValueError("word vectors: training produced non-finite values")
+        settings = {
+            "files": [str(f) for f in files],
+            "running_words": sum(counts.values()),
+            "words": len(words),
+            "vector_size": vector_size,
+            "epochs": epochs,
+            "min_count": min_count,
+            "window": window,
+            "seed": seed,
+            "method": METHODS[method][1],
+        }
+        with staged_directory(output_dir, WORD_VECTORS) as folder:
+            save_file({"vectors": vectors.contiguous()}, str(folder / VECTORS_FILE))
+            (folder / WORDS_FILE).write_text("".join(w + "\n" for w in words), encoding="utf-8")
+            (folder / SETTINGS_FILE).write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
     return settings
 
 

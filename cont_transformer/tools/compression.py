@@ -57,9 +57,8 @@ from ..pretrained import check_no_custom_code
 from ..safe_files import (
     LOCK_FILE,
     MANIFEST_FILE,
-    lock_output_folder,
+    holding_output_folder,
     read_manifest,
-    release_output_folder,
     staged_directory,
 )
 
@@ -296,19 +295,9 @@ def locked_output_dir(
     the same folder is refused in one line, or, once the first is done, finds the folder
     written. A folder this call made is removed again when the caller fails."""
     output = check_output_dir(output_dir, source_dir, overwrite, kind)
-    made = not output.exists()
-    lock_output_folder(output)
-    try:
+    with holding_output_folder(output):
         check_output_dir(output_dir, source_dir, overwrite, kind)  # again: another may have written it meanwhile
         yield output
-    except BaseException:
-        if made and {p.name for p in output.iterdir()} <= {LOCK_FILE}:
-            (output / LOCK_FILE).unlink(missing_ok=True)
-            with contextlib.suppress(OSError):
-                output.rmdir()
-        raise
-    finally:
-        release_output_folder(output)
 
 
 def write_compression_card(
