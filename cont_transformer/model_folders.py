@@ -135,7 +135,7 @@ def folder_kind(folder: PathLike) -> str | None:
 def describe_kind(kind: str | None) -> str:
     """How a message names a folder of ``kind``."""
     if kind is None:
-        return "files of this package whose kind neither its manifest nor its files tell"
+        return "outputs of this package of a kind neither its manifest nor its files tell"
     return KINDS[kind][0] if kind in KINDS else f"a folder of kind {kind!r}"
 
 

@@ -147,7 +147,7 @@ def test_a_folder_saved_before_kinds_is_known_by_its_files(saved, vectors, tmp_p
     (run / "run.json").write_text(json.dumps({"run_id": "x", "arguments": {"seed": 1}}))
     before = folder_digest(run)
     line = run_script("train_pos", ["--treebank", "sample", "--overwrite-output-dir", "--output-dir", run], capsys)
-    assert line.startswith(f"error: --output-dir: {run} holds files of this package whose kind neither")
+    assert line.startswith(f"error: --output-dir: {run} holds outputs of this package of a kind neither")
     release_output_folder(run)
     assert folder_digest(run) == before
     # Word vectors and a compressed model whose manifests say "model" (or no kind): their writers replace them.
