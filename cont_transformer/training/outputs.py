@@ -17,8 +17,8 @@
 A run folder without a manifest (one holds ``run.json``) loses on overwrite its fixed
 outputs (:data:`~cont_transformer.model_folders.RUN_OUTPUTS`) and its published model
 files; its kind, like that of a manifest without one, is read from ``run.json``
-(:func:`~cont_transformer.model_folders.folder_kind`). The crash-safe writing itself (manifests, locks, staged folders) is
-:mod:`cont_transformer.safe_files`; the layout of model and run folders, loading one and
+(:func:`~cont_transformer.model_folders.folder_kind`). The crash-safe writing itself
+(manifests, locks, staged folders) is :mod:`cont_transformer.safe_files`; the layout of model and run folders, loading one and
 the Hub are :mod:`cont_transformer.model_folders`, which inference uses without this
 package (docs/design.md §1, §8).
 """
@@ -139,8 +139,14 @@ def prepare_run_folder(
     if folder.exists() and not folder.is_dir():
         raise OutputFolderError(f"--output-dir: {folder} exists and is not a folder")
     lock_output_folder(folder)
-    rules = {"resuming": resuming, "overwrite": overwrite, "kind": kind, "foreign_checkpoint": foreign_checkpoint}
-    if check_run_folder(folder, sources=sources, **rules):
+    if check_run_folder(
+        folder,
+        resuming=resuming,
+        overwrite=overwrite,
+        sources=sources,
+        kind=kind,
+        foreign_checkpoint=foreign_checkpoint,
+    ):
         if read_manifest(folder) is not None:
             remove_outputs(folder)
         else:  # a run folder without a manifest: the fixed outputs and the published model files
