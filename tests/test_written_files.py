@@ -34,7 +34,7 @@ def modes(folder):
     return {str(p.relative_to(folder.parent)): stat.S_IMODE(p.stat().st_mode) for p in [folder, *folder.rglob("*")]}
 
 
-@pytest.mark.parametrize("mask", [0o022, 0o077])
+@pytest.mark.parametrize("mask", [0o022, 0o077], ids=["umask022", "umask077"])
 def test_every_file_and_folder_written_gets_the_umasks_mode(saved, tmp_path, mask):
     text = write_text(tmp_path / "t.txt.gz", lines=60)
     plain = tmp_path / "in.txt"
@@ -58,6 +58,7 @@ def test_every_file_and_folder_written_gets_the_umasks_mode(saved, tmp_path, mas
     assert {name: mode for name, mode in found.items() if name in expected} == expected
 
 
+@pytest.mark.slow
 def test_a_killed_vector_training_leaves_a_scratch_folder_the_next_start_removes(tmp_path, monkeypatch):
     temporary = tmp_path / "tmp"
     temporary.mkdir()
