@@ -28,7 +28,7 @@ from torch import nn
 from cont_transformer.configuration_ode_resnet import OdeResNetConfig
 from cont_transformer.model_card import Evaluation
 from cont_transformer.modeling_ode_resnet import OdeResNetForImageClassification
-from cont_transformer.runtime.model_folders import BEST_MODEL_DIR, METRICS_FILE
+from cont_transformer.runtime.model_folders import BEST_MODEL_DIR, IMAGE_RUN, METRICS_FILE
 from cont_transformer.training.scaffold import Trainer
 from cont_transformer.training.schedules import RunPlan
 
@@ -56,6 +56,7 @@ class ImageTrainer(Trainer):
     """An image classifier's training run: image tensors, an ODE-ResNet, SGD."""
 
     item_name = "images"
+    run_kind = IMAGE_RUN
 
     def load_data(self) -> None:
         args = self.args

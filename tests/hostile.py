@@ -1,6 +1,7 @@
 """Helpers of the hostile-input tests (``test_hostile_*.py``): the scripts as
 modules or processes, a saved tiny tagger, and the one ``error:`` line each bad input must give."""
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -91,3 +92,26 @@ def toy_trainer():
     from test_scaffold import ToyTrainer, toy
 
     return ToyTrainer, toy
+
+
+def folder_digest(folder: Path) -> dict[str, str]:
+    """Every file and folder under ``folder`` (hidden ones too) with its SHA-256 (``dir`` for
+    a folder, the target for a link): equal before and after means nothing was touched."""
+    found = {}
+    for path in sorted(Path(folder).rglob("*")):
+        name = str(path.relative_to(folder))
+        if path.is_symlink():
+            found[name] = "-> " + str(path.readlink())
+        elif path.is_dir():
+            found[name] = "dir"
+        else:
+            found[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def run_script(name: str, argv, capsys) -> str:
+    """``scripts/<name>.py ARGV`` under ``run_cli``, which must refuse it: its one error line."""
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(load_script(name).main, [str(arg) for arg in argv])
+    assert exit_info.value.code == 2
+    return one_error_line(capsys)

@@ -85,7 +85,7 @@ def test_the_next_run_removes_what_a_killed_one_left(saved, tmp_path):
     # compress.py's staging folder (staged_directory) the same way
     target = tmp_path / "compressed"
     (tmp_path / ".staging-compressed-deadbeef").mkdir()
-    with staged_directory(target) as staging:
+    with staged_directory(target, "model-folder") as staging:
         (staging / "config.json").write_text("{}")
     assert sorted(p.name for p in tmp_path.glob(".staging-*")) == []
 

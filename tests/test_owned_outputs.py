@@ -77,7 +77,7 @@ def test_the_model_to_start_from_is_never_inside_what_gets_replaced(saved, tmp_p
     for path in saved.iterdir():  # a tagger run's folder: best/ and the published copy
         (run / "best" / path.name).write_bytes(path.read_bytes())
         (run / path.name).write_bytes(path.read_bytes())
-    (run / "run.json").write_text(json.dumps({"arguments": {}}))
+    (run / "run.json").write_text(json.dumps({"arguments": {"treebank": "sample"}}))  # a tagger run
     (run / LOCK_FILE).touch()
     before = tree(run)
     train_pos = load_script("train_pos")

@@ -71,7 +71,7 @@ def test_every_recipe_parses_into_valid_arguments(name, tiny_tagger_config, tmp_
     if "word_vectors" in recipe:  # the vectors it reads, as train_word_vectors.py writes them
         from safetensors.torch import save_file
 
-        from cont_transformer.text.word_vectors import VECTORS_FILE, WORDS_FILE
+        from cont_transformer.runtime.model_folders import VECTORS_FILE, WORDS_FILE
 
         monkeypatch.chdir(tmp_path)
         folder = tmp_path / recipe["word_vectors"]

@@ -125,13 +125,13 @@ def toy(tmp_path, **overrides) -> ToyArguments:
 # --- folders -----------------------------------------------------------------------------
 def test_staged_directory_replaces_whole_or_not_at_all(tmp_path):
     target = tmp_path / "best"
-    with staged_directory(target) as staging:
+    with staged_directory(target, "model-folder") as staging:
         (staging / "a").write_text("1")
-    with pytest.raises(RuntimeError), staged_directory(target) as staging:
+    with pytest.raises(RuntimeError), staged_directory(target, "model-folder") as staging:
         (staging / "a").write_text("2")
         raise RuntimeError("killed while writing")
     assert (target / "a").read_text() == "1" and sorted(p.name for p in tmp_path.iterdir()) == ["best"]
-    with staged_directory(target) as staging:
+    with staged_directory(target, "model-folder") as staging:
         (staging / "b").write_text("3")
     assert sorted(p.name for p in target.iterdir()) == [MANIFEST_FILE, "b"]  # what the package wrote
 
@@ -158,8 +158,8 @@ def test_a_new_run_refuses_a_folder_with_outputs(tmp_path):
     (folder / "notes.txt").write_text("mine")
     with pytest.raises(OutputFolderError, match="^--output-dir: .* is not empty"):
         prepare_run_folder(folder, resuming=False, overwrite=False)
-    (folder / "run.json").write_text("{}")  # a run of this package wrote it
-    prepare_run_folder(folder, resuming=False, overwrite=True)
+    (folder / "run.json").write_text('{"arguments": {"treebank": "sample"}}')  # a tagger run of this package
+    prepare_run_folder(folder, resuming=False, overwrite=True, kind="tagger-run")
     assert sorted(p.name for p in folder.iterdir()) == [".lock", "notes.txt"]  # only run outputs go
 
 

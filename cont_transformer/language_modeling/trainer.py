@@ -27,7 +27,7 @@ from transformers import AutoTokenizer
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..model_card import Evaluation
 from ..modeling_cont_transformer import ContTransformerForMaskedLM
-from ..runtime.model_folders import BEST_MODEL_DIR, METRICS_FILE
+from ..runtime.model_folders import BEST_MODEL_DIR, LANGUAGE_MODEL_RUN, METRICS_FILE
 from ..text.arguments import encoder_config
 from ..text.batching import LengthGroupedBatchSampler, LengthGroupedEpochs, PaddingCollator, eval_loader
 from ..text.optimization import build_optimizer
@@ -65,6 +65,7 @@ class MaskedLmTrainer(LengthGroupedEpochs, Trainer):
     """A language model's pretraining run: text files or a data set, the encoder, AdamW."""
 
     item_name = "tokens"
+    run_kind = LANGUAGE_MODEL_RUN
 
     def load_data(self) -> None:
         args, accelerator = self.args, self.accelerator

@@ -3,25 +3,37 @@
 * :func:`resolve_model_dir` accepts a model folder or a run folder (its ``best/`` model).
 * :func:`check_outside_model_folders` refuses a file to write inside a model or run folder;
   :func:`run_folder_owning` names the run whose outputs a path is part of.
+* :func:`folder_kind` tells what a folder of the package holds (:data:`KINDS`), and
+  :func:`check_replaceable` refuses a writer that would replace a folder of another kind.
 * :func:`check_hub_access` and :func:`push_folder_to_hub` push a saved folder to the Hub,
   failing in one line.
 
 A run folder holds ``best/``, ``checkpoints/``, ``metrics.json`` and ``run.json``
 (:data:`RUN_OUTPUTS`); writing one is the training scaffold's
 (:mod:`cont_transformer.training.outputs`), writing any folder safely is
-:mod:`cont_transformer.runtime.safe_files` (docs/design.md §8).
+:mod:`cont_transformer.safe_files` (docs/design.md §8).
+
+Kinds. The manifest of every folder the package writes records its kind: a tagger's,
+a language model's or an image classifier's training run, a model folder (a run's
+``best/``), a compressed model, a compression sweep, word vectors (and, inside a run,
+its ``checkpoints/`` and ``predictions/``). ``--overwrite`` / ``--overwrite-output-dir``
+replaces only a folder of the kind its command writes. A manifest written before kinds
+were told apart says ``run``, ``model`` or nothing: its kind is read from its files where
+they tell it (a run's ``run.json`` arguments, the vector files, a compressed model's card),
+and a folder whose files do not tell is replaced by no command.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 from pathlib import Path
 
 from huggingface_hub import HfApi
 from huggingface_hub.errors import LocalTokenNotFoundError, OfflineModeIsEnabled
 
-from .safe_files import LOCK_FILE, MANIFEST_FILE, MODEL_KIND, RUN_KIND, OutputFolderError, PathLike, read_manifest
+from .safe_files import LOCK_FILE, MANIFEST_FILE, OutputFolderError, PathLike, read_manifest
 
 BEST_MODEL_DIR = "best"
 METRICS_FILE = "metrics.json"
@@ -32,6 +44,113 @@ CHECKPOINTS_DIR = "checkpoints"
 RUN_OUTPUTS = (BEST_MODEL_DIR, CHECKPOINTS_DIR, METRICS_FILE, RUN_FILE)
 # Files of a model folder that hold its weights (as transformers looks for them).
 _WEIGHTS_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
+# A folder of static word vectors (tagging/word_vectors.py reads it).
+VECTORS_FILE = "word_vectors.safetensors"
+WORDS_FILE = "words.txt"
+SETTINGS_FILE = "word_vectors.json"
+
+# The kinds of folder the package writes, as manifests record them (module docstring).
+TAGGER_RUN = "tagger-run"
+LANGUAGE_MODEL_RUN = "language-model-run"
+IMAGE_RUN = "image-run"
+TRAINING_RUN = "training-run"  # a run of a trainer that names no kind of its own
+MODEL_FOLDER = "model-folder"
+COMPRESSED_MODEL = "compressed-model"
+COMPRESSION_SWEEP = "sweep"
+WORD_VECTORS = "word-vectors"
+PREDICTIONS_DIR = "predictions"
+# kind: (one of them, several of them, the command that replaces one; None: no command does)
+KINDS = {
+    TAGGER_RUN: ("a tagger training run", "tagger training runs", "train_pos.py --overwrite-output-dir"),
+    LANGUAGE_MODEL_RUN: (
+        "a language-model training run",
+        "language-model training runs",
+        "pretrain.py --overwrite-output-dir",
+    ),
+    IMAGE_RUN: ("an image training run", "image training runs", "train_image.py --overwrite-output-dir"),
+    TRAINING_RUN: ("a training run", "training runs", "--overwrite-output-dir"),
+    MODEL_FOLDER: ("a model folder", "model folders", None),
+    COMPRESSED_MODEL: ("a compressed model", "compressed models", "compress.py --overwrite"),
+    COMPRESSION_SWEEP: ("a compression sweep", "compression sweeps", "compress.py --sweep --overwrite"),
+    WORD_VECTORS: ("word vectors", "word vectors", "train_word_vectors.py --overwrite"),
+    CHECKPOINTS_DIR: ("a run's checkpoints", "a run's checkpoints", None),
+    PREDICTIONS_DIR: ("a run's predictions", "a run's predictions", None),
+}
+RUN_KINDS = frozenset({TAGGER_RUN, LANGUAGE_MODEL_RUN, IMAGE_RUN, TRAINING_RUN})
+# What manifests said before kinds were told apart: read from the files instead.
+_UNTOLD_KINDS = (None, "run", "model")
+# The argument only the run of that kind records in run.json (for a run of an untold kind).
+_RUN_MARKS = {TAGGER_RUN: "treebank", LANGUAGE_MODEL_RUN: "mask_probability", IMAGE_RUN: "preset"}
+
+
+def _card_metadata_keys(card: Path) -> set[str]:
+    """The top-level keys of a model card's YAML header (read as lines, nothing executed)."""
+    try:
+        lines = card.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return set()
+    if not lines or lines[0].strip() != "---":
+        return set()
+    keys = set()
+    for line in lines[1:]:
+        if line.strip() == "---":
+            break
+        if line[:1].isalpha() and ":" in line:
+            keys.add(line.split(":", 1)[0])
+    return keys
+
+
+def _kind_from_files(folder: Path) -> str | None:
+    """The kind the files of ``folder`` show (a folder whose manifest predates kinds), None
+    where they show none or more than one."""
+    if (folder / RUN_FILE).is_file():
+        try:
+            arguments = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))["arguments"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        found = [kind for kind, mark in _RUN_MARKS.items() if isinstance(arguments, dict) and mark in arguments]
+        return found[0] if len(found) == 1 else None
+    if (folder / "config.json").is_file():
+        return COMPRESSED_MODEL if "compression" in _card_metadata_keys(folder / "README.md") else MODEL_FOLDER
+    if (folder / VECTORS_FILE).is_file() and (folder / WORDS_FILE).is_file():
+        return WORD_VECTORS
+    return None
+
+
+def folder_kind(folder: PathLike) -> str | None:
+    """What ``folder`` holds (a key of :data:`KINDS`, or the kind string of a newer
+    manifest): its manifest's kind, or for a manifest that predates kinds and a run folder
+    without a manifest (``run.json``), the kind its files show. None for a folder the
+    package did not write and one whose files do not tell. Raises
+    :class:`OutputFolderError` naming a damaged manifest."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    if manifest is None and not (folder / RUN_FILE).is_file():
+        return None
+    if manifest is not None and manifest["kind"] not in _UNTOLD_KINDS:
+        return manifest["kind"]
+    return _kind_from_files(folder)
+
+
+def describe_kind(kind: str | None) -> str:
+    """How a message names a folder of ``kind``."""
+    if kind is None:
+        return "outputs of this package of a kind neither its manifest nor its files tell"
+    return KINDS[kind][0] if kind in KINDS else f"a folder of kind {kind!r}"
+
+
+def check_replaceable(folder: PathLike, kind: str, flag: str = "--output-dir") -> None:
+    """Refuse, in one line naming both kinds, to replace ``folder`` (a folder of the package,
+    see :func:`folder_kind`) with a folder of ``kind``: only a folder of the same kind is
+    replaced, by the command that writes that kind."""
+    found = folder_kind(folder)
+    if found == kind:
+        return
+    _, several, command = KINDS[kind]
+    raise OutputFolderError(
+        f"{flag}: {folder} holds {describe_kind(found)}, not {KINDS[kind][0]}; {command} replaces only "
+        f"{several}: choose another folder"
+    )
 
 
 def _looks_like_model_folder(folder: Path) -> bool:
@@ -44,10 +163,11 @@ def _looks_like_model_folder(folder: Path) -> bool:
     ):
         return True
     try:
-        manifest = read_manifest(folder)
+        manifest, kind = read_manifest(folder), folder_kind(folder)
     except OutputFolderError:
         return True  # a damaged manifest: the package wrote it
-    return manifest is not None and manifest["kind"] in (RUN_KIND, MODEL_KIND)
+    untold = manifest is not None and manifest["kind"] in _UNTOLD_KINDS[1:]
+    return untold or kind in RUN_KINDS | {MODEL_FOLDER, COMPRESSED_MODEL, WORD_VECTORS}
 
 
 def model_folder_containing(path: PathLike) -> Path | None:
@@ -80,7 +200,7 @@ def run_folder_owning(path: PathLike) -> Path | None:
             manifest = read_manifest(folder)
         except OutputFolderError:
             manifest = None
-        is_run = (manifest is not None and manifest["kind"] == RUN_KIND) or (folder / RUN_FILE).is_file()
+        is_run = (folder / RUN_FILE).is_file() or (manifest is not None and manifest["kind"] in {*RUN_KINDS, "run"})
         if not is_run:
             continue
         if folder == path:

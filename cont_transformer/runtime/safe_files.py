@@ -6,6 +6,11 @@
   renames, and :func:`recover_directory` undoes a swap that a kill interrupted.
 * :func:`write_json` replaces a JSON file atomically (temporary file, then rename).
 
+Modes. What the package writes gets the modes the user's umask gives a new file or folder
+(0o644 / 0o755 under umask 022, 0o600 / 0o700 under 077): staging files are created with
+0o666 less the umask (:func:`hold_lock`), and a staged folder's contents are given those
+modes before the swap (:func:`give_umask_modes`), whatever mode a library wrote them with.
+
 What the package owns. Every folder the package writes holds a manifest,
 ``.cont_transformer_manifest.json`` (:data:`MANIFEST_FILE`), naming the files and folders
 its writer put there, recorded before they are written (:func:`record_outputs`; a staged
@@ -18,8 +23,9 @@ leave a user's files where they are.
 
 Locks and leftovers. :func:`lock_output_folder` holds an exclusive lock on
 ``<folder>/.lock`` (``flock``) until the process ends (the kernel releases it, also after
-a kill) or :func:`release_output_folder`: a second writer into the same folder is refused
-in one line. A staging folder or file is locked the same way while it is written
+a kill) or :func:`release_output_folder` (:func:`holding_output_folder` does both around
+a writer, and removes a folder it made when the writer fails): a second writer into the
+same folder is refused in one line. A staging folder or file is locked the same way while it is written
 (:func:`hold_lock`), so :func:`remove_stale` deletes exactly the ones whose writer is
 gone: the next run cleans up what a killed one left.
 
@@ -54,8 +60,6 @@ PathLike = str | os.PathLike
 LOCK_FILE = ".lock"
 # The record of what the package wrote into a folder (module docstring).
 MANIFEST_FILE = ".cont_transformer_manifest.json"
-RUN_KIND = "run"  # the manifest of a training run's output folder
-MODEL_KIND = "model"  # of a model folder (best/, a compressed model)
 _STAGING = ".staging-"
 _RETIRED = ".retired-"
 _RENAME_EXCHANGE = 2
@@ -186,7 +190,7 @@ def hold_lock(path: PathLike) -> int | None:
     when the process dies), or None when another process holds it. Without ``fcntl``
     (not POSIX) it returns a descriptor and locks nothing."""
     path = Path(path)
-    fd = os.open(path, os.O_RDONLY) if path.is_dir() else os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDONLY) if path.is_dir() else os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     if fcntl is None:
         return fd
     try:
@@ -251,6 +255,26 @@ def release_output_folder(folder: PathLike) -> None:
         os.close(fd)
 
 
+@contextlib.contextmanager
+def holding_output_folder(folder: PathLike) -> Iterator[Path]:
+    """Hold ``folder``'s lock (:func:`lock_output_folder`; the folder is made if missing)
+    while the caller writes it, and release it after; a folder this call made is removed
+    again when the caller fails before writing anything into it."""
+    folder = Path(folder)
+    made = not folder.exists()
+    lock_output_folder(folder)
+    try:
+        yield folder
+    except BaseException:
+        if made and {p.name for p in folder.iterdir()} <= {LOCK_FILE}:
+            (folder / LOCK_FILE).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+    finally:
+        release_output_folder(folder)
+
+
 def _exchange(first: Path, second: Path) -> bool:
     """Atomically swap two paths with Linux's renameat2; False where unsupported."""
     libc_name = ctypes.util.find_library("c")
@@ -301,14 +325,45 @@ def recover_directory(target: PathLike) -> None:
         shutil.rmtree(leftover, ignore_errors=True)
 
 
+def umask() -> int:
+    """The process's umask, read where Linux shows it (``/proc/self/status``) so that it is
+    never changed, not even for a moment; elsewhere set and restored."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def give_umask_modes(folder: PathLike) -> None:
+    """Give ``folder`` and everything in it the modes the user's umask gives a new file
+    (0o666 less the umask; 0o777 for a folder or an executable file): a library that writes
+    through a private temporary file (safetensors' ``save_file``: 0o600) leaves its mode
+    behind. Links are left alone."""
+    mask = umask()
+    for root, folders, files in os.walk(folder):
+        for name in [*folders, *files]:
+            path = os.path.join(root, name)
+            if os.path.islink(path):
+                continue
+            mode = os.stat(path).st_mode
+            executable = os.path.isdir(path) or mode & 0o111
+            os.chmod(path, (0o777 if executable else 0o666) & ~mask)
+    os.chmod(folder, 0o777 & ~mask)
+
+
 @contextlib.contextmanager
-def staged_directory(target: PathLike, kind: str = MODEL_KIND) -> Iterator[Path]:
+def staged_directory(target: PathLike, kind: str) -> Iterator[Path]:
     """Yield an empty staging folder next to ``target``; on success it replaces ``target``.
 
-    What the caller wrote into the staging folder is recorded in its manifest (``kind``),
-    and what the old ``target`` holds beyond its own manifest (a user's files, the lock
-    file) is carried over first, so the swap replaces only what the package wrote. On an
-    error the staging folder is removed and ``target`` is untouched.
+    What the caller wrote into the staging folder gets the modes of the user's umask
+    (:func:`give_umask_modes`) and is recorded in its manifest (``kind``: what the folder
+    holds, ``model_folders.KINDS``), and what the old ``target`` holds beyond its own
+    manifest (a user's files, the lock file) is carried over next, so the swap replaces
+    only what the package wrote. On an error the staging folder is removed and ``target``
+    is untouched.
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -318,6 +373,7 @@ def staged_directory(target: PathLike, kind: str = MODEL_KIND) -> Iterator[Path]
     lock = hold_lock(staging)  # marks it as being written (see remove_stale)
     try:
         yield staging
+        give_umask_modes(staging)
         _write_manifest(staging, kind, [p.name for p in staging.iterdir() if p.name != MANIFEST_FILE])
         if target.is_dir():
             _carry_over(target, staging)

@@ -25,9 +25,9 @@ from ..configuration_cont_transformer import (
     PREDICTED_COLUMNS,
     check_word_representation,
 )
+from ..runtime.model_folders import VECTORS_FILE, WORDS_FILE
 from ..text.arguments import INVERSE_SQRT, INVERSE_SQRT_DESCRIPTION, EncoderArguments, adopt_saved_sizes
 from ..text.pretrained_encoder import is_language_model
-from ..text.word_vectors import VECTORS_FILE, WORDS_FILE
 from ..training.arguments import RunArguments, _help
 from .data import TAG_COLUMNS, TREEBANKS
 from .self_training import check_agreement

@@ -21,7 +21,9 @@ silver sentences remain, and the ones kept are those the teachers are surest of.
 Lines. Every line of 3 to :data:`MAX_LINE_WORDS` whitespace-separated words (a sentence,
 rarely a paragraph) may be drawn; ``num_lines`` of them are drawn by reservoir sampling
 seeded by ``seed``: the text is read as a stream (after the check, which reads it too),
-and only the sample is held. The teacher splits each line into words as ``tag.py --input-format lines`` does (one
+and only the sample is held. Text without one such line is refused, naming the files and
+the window, as is a unanimous vote that keeps no sentence: a student never trains on
+nothing while it was asked to self-train. The teacher splits each line into words as ``tag.py --input-format lines`` does (one
 sentence a line; ``didn't`` → ``did`` ``n't``) and tags them; the silver sentences are
 its words and tags, in the order of the text.
 """
@@ -50,11 +52,13 @@ AGREEMENTS = ("majority", "all")  # --silver-agreement: the teachers' vote decid
 def sample_lines(patterns: Sequence[str], num_lines: int, seed: int) -> list[str]:
     """``num_lines`` lines of ``patterns``' files (globs allowed; each checked first) with
     :data:`MIN_LINE_WORDS` to :data:`MAX_LINE_WORDS` words, uniformly at random by
-    ``seed``, in the order of the text; all of them when there are fewer."""
+    ``seed``, in the order of the text; all of them when there are fewer. Raises
+    ``ValueError`` naming the files when none has such a line."""
     rng = random.Random(seed)
     reservoir: list[tuple[int, str]] = []
     seen = 0
-    for path in text_files(patterns):
+    files = text_files(patterns)
+    for path in files:
         with open_text(path) as stream:
             for line in stream:
                 line = line.strip()
@@ -67,6 +71,12 @@ def sample_lines(patterns: Sequence[str], num_lines: int, seed: int) -> list[str
                     if slot < num_lines:
                         reservoir[slot] = (seen, line)
                 seen += 1
+    if not seen:
+        named = ", ".join(str(path) for path in files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+        raise ValueError(
+            f"--silver-text-files: no line of {named} has {MIN_LINE_WORDS} to {MAX_LINE_WORDS} words, the "
+            "lines self-training draws (one sentence a line); give such text or leave out --teacher"
+        )
     return [line for _, line in sorted(reservoir)]
 
 
@@ -105,6 +115,11 @@ def silver_sentences(
         if agreement == "all" and not unanimous(tags):
             continue
         sentences.append({"tokens": sentence, **vote(tags)})
+    if not sentences:
+        raise ValueError(
+            f"--silver-agreement all: the teachers agree on no sentence of the {len(words)} drawn from "
+            "--silver-text-files; use --silver-agreement majority or draw more with --silver-lines"
+        )
     return sentences, tuple(column for column in SILVER_COLUMNS if column in columns)
 
 

@@ -59,7 +59,7 @@ from torch.utils.data import DataLoader
 from .. import auto  # noqa: F401  registers the models with the Auto classes
 from ..model_card import Evaluation
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
-from ..runtime.model_folders import BEST_MODEL_DIR, METRICS_FILE
+from ..runtime.model_folders import BEST_MODEL_DIR, METRICS_FILE, PREDICTIONS_DIR, SETTINGS_FILE, TAGGER_RUN
 from ..runtime.safe_files import record_outputs
 from ..text.batching import (
     LengthGroupedBatchSampler,
@@ -73,7 +73,6 @@ from ..text.batching import (
 from ..text.tokenization import (
     vocabulary_fingerprint,
 )
-from ..text.word_vectors import SETTINGS_FILE
 from ..training.scaffold import Trainer
 from ..training.schedules import cooldown_factor, inverse_sqrt_learning_rate
 from . import family  # noqa: F401  registers the family (card, tools), entry points or not
@@ -113,8 +112,6 @@ from .tag import Tagger
 from .tag_files import tag_file
 
 logger = logging.getLogger(__name__)
-
-PREDICTIONS_DIR = "predictions"
 
 
 # --- data ---------------------------------------------------------------------------
@@ -163,6 +160,7 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
     """A tagger's training run: CoNLL-U data, the continuous transformer, AdamW."""
 
     item_name = "tokens"
+    run_kind = TAGGER_RUN
     num_silver_sentences = 0  # the teacher's sentences after the treebank's (--teacher)
 
     def sources(self) -> dict[str, str | list[str] | None]:

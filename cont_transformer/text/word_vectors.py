@@ -7,6 +7,10 @@ unlabelled text. A vector folder holds files none of which can run code when rea
 * ``words.txt``: the words, one a line, in the rows' order (most frequent first);
 * ``word_vectors.json``: how they were trained (for the record; not read here).
 
+(The names are ``model_folders``', where a folder's kind is read from its files.) A
+vector that is not finite or holds an entry above :data:`MAX_MAGNITUDE` is refused,
+naming the file and the word.
+
 A new tagger's vocabulary is its training words and then the vectors' words it lacks;
 the model keeps, fixed, a vector per vocabulary id (``WordRepresentation.static_vectors``):
 what the text taught of a word the treebank never shows (docs/design.md §6).
@@ -21,9 +25,11 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
-VECTORS_FILE = "word_vectors.safetensors"
-WORDS_FILE = "words.txt"
-SETTINGS_FILE = "word_vectors.json"
+from ..runtime.model_folders import VECTORS_FILE, WORDS_FILE
+
+# A larger entry is no vector a tagger can read (it diverges): scripts/train_word_vectors.py's
+# have a standard deviation of 1.
+MAX_MAGNITUDE = 1e4
 
 
 class WordVectorError(ValueError):
@@ -58,8 +64,21 @@ def load_word_vectors(folder: str | os.PathLike) -> tuple[list[str], torch.Tenso
             raise WordVectorError(f"word_vectors: {folder / WORDS_FILE}:{number}: not one word")
     if len(set(words)) != len(words):
         raise WordVectorError(f"word_vectors: {folder / WORDS_FILE} lists a word twice")
-    if not bool(torch.isfinite(vectors).all()):
-        raise WordVectorError(f"word_vectors: {folder / VECTORS_FILE} holds non-finite values")
+    finite = torch.isfinite(vectors).all(dim=1)
+    if not bool(finite.all()):
+        row = int((~finite).nonzero()[0])
+        raise WordVectorError(
+            f"word_vectors: {folder / VECTORS_FILE} holds non-finite values (the vector of {words[row]!r}, "
+            f"row {row + 1}); train the vectors again"
+        )
+    largest = vectors.abs().amax(dim=1)
+    if bool((largest > MAX_MAGNITUDE).any()):
+        row = int(largest.argmax())
+        raise WordVectorError(
+            f"word_vectors: {folder / VECTORS_FILE} holds values up to {float(largest[row]):.3g} (the vector of "
+            f"{words[row]!r}, row {row + 1}); a tagger reads entries of a few units (those of "
+            "scripts/train_word_vectors.py have a standard deviation of 1): train them again or rescale them"
+        )
     return words, vectors.float()
 
 

@@ -53,15 +53,12 @@ from ..runtime.compression import (
     transformed_copy,
 )
 from ..runtime.measuring import Workload, time_interleaved
-from ..runtime.model_folders import resolve_model_dir, run_folder_owning
+from ..runtime.model_folders import COMPRESSED_MODEL, check_replaceable, resolve_model_dir, run_folder_owning
 from ..runtime.safe_files import (
     LOCK_FILE,
     MANIFEST_FILE,
-    MODEL_KIND,
-    RUN_KIND,
-    lock_output_folder,
+    holding_output_folder,
     read_manifest,
-    release_output_folder,
     staged_directory,
 )
 
@@ -248,12 +245,16 @@ def score(eval_set: EvalSet, model: torch.nn.Module) -> tuple[dict[str, float] |
 
 
 # --- writing ---------------------------------------------------------------------------
-def check_output_dir(output_dir: PathLike, source_dir: PathLike, overwrite: bool = False) -> Path:
+def check_output_dir(
+    output_dir: PathLike, source_dir: PathLike, overwrite: bool = False, kind: str = COMPRESSED_MODEL
+) -> Path:
     """Refuse an output folder that is, holds or lies in the source folder, one that is or
     lies in a training run's outputs (what that run's ``--overwrite-output-dir`` would
-    delete), and a non-empty existing one unless ``overwrite`` and a compression of this
-    package wrote it (its manifest, ``safe_files.py``): replacing it then deletes only
-    what the manifest names. Returns the resolved output path."""
+    delete), one of the package that holds another ``kind`` than this writer's (a
+    compressed model; a sweep: ``model_folders.KINDS``), named with both kinds, and a
+    non-empty existing one unless ``overwrite`` and a writer of that kind wrote it (its
+    manifest, ``safe_files.py``): replacing it then deletes only what the manifest names.
+    Returns the resolved output path."""
     output, source = Path(output_dir).resolve(), Path(source_dir).resolve()
     if output == source or source in output.parents:
         raise ValueError(f"output_dir: {output_dir} is inside the source model folder {source_dir}")
@@ -266,10 +267,11 @@ def check_output_dir(output_dir: PathLike, source_dir: PathLike, overwrite: bool
         where = "is the training run folder" if run == output else "lies inside the outputs of the training run"
         raise ValueError(f"output_dir: {output_dir} {where} {run}; write the compressed model elsewhere")
     if output.is_dir() and {p.name for p in output.iterdir()} - {LOCK_FILE}:
+        if read_manifest(output) is not None:
+            check_replaceable(output_dir, kind, flag="output_dir")
         if not overwrite:
             raise ValueError(f"output_dir: {output_dir} exists and is not empty (pass overwrite to replace it)")
-        manifest = read_manifest(output)
-        if manifest is not None and manifest["kind"] != RUN_KIND:
+        if read_manifest(output) is not None:
             return output
         if not (output / "config.json").is_file():
             raise ValueError(
@@ -284,26 +286,18 @@ def check_output_dir(output_dir: PathLike, source_dir: PathLike, overwrite: bool
 
 
 @contextlib.contextmanager
-def locked_output_dir(output_dir: PathLike, source_dir: PathLike, overwrite: bool = False) -> Iterator[Path]:
-    """:func:`check_output_dir`, then hold the output folder's lock (made if missing) while
-    the caller computes and writes it through :func:`staged_directory`, as a training run
-    holds its folder: a second compression into the same folder is refused in one line, or,
-    once the first is done, finds the folder written. A folder this call made is removed
-    again when the caller fails."""
-    output = check_output_dir(output_dir, source_dir, overwrite)
-    made = not output.exists()
-    lock_output_folder(output)
-    try:
-        check_output_dir(output_dir, source_dir, overwrite)  # again: another may have written it meanwhile
+def locked_output_dir(
+    output_dir: PathLike, source_dir: PathLike, overwrite: bool = False, kind: str = COMPRESSED_MODEL
+) -> Iterator[Path]:
+    """:func:`check_output_dir` (``kind``: what the caller writes), then hold the output
+    folder's lock (made if missing) while the caller computes and writes it through
+    :func:`staged_directory`, as a training run holds its folder: a second compression into
+    the same folder is refused in one line, or, once the first is done, finds the folder
+    written. A folder this call made is removed again when the caller fails."""
+    output = check_output_dir(output_dir, source_dir, overwrite, kind)
+    with holding_output_folder(output):
+        check_output_dir(output_dir, source_dir, overwrite, kind)  # again: another may have written it meanwhile
         yield output
-    except BaseException:
-        if made and {p.name for p in output.iterdir()} <= {LOCK_FILE}:
-            (output / LOCK_FILE).unlink(missing_ok=True)
-            with contextlib.suppress(OSError):
-                output.rmdir()
-        raise
-    finally:
-        release_output_folder(output)
 
 
 def write_compression_card(
@@ -476,6 +470,6 @@ def compress(
             eval_set.description,
             eval_set.split,
         )
-        with staged_directory(output, MODEL_KIND) as staging:
+        with staged_directory(output, COMPRESSED_MODEL) as staging:
             save_compressed(source, model, staging, result, base_model=base_model)
         return result

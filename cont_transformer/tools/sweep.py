@@ -28,6 +28,7 @@ from ..runtime.compression import (
     statistics_num_basis,
     transformed_copy,
 )
+from ..runtime.model_folders import COMPRESSION_SWEEP
 from ..runtime.safe_files import staged_directory
 from .compression import (
     Comparison,
@@ -334,7 +335,7 @@ def sweep(
     if max_accuracy_drop is not None:
         check_accuracy_drop(max_accuracy_drop)
     figure_class()  # the plots' matplotlib is there before the sweep starts
-    with locked_output_dir(output_dir, model_dir, overwrite) as output:
+    with locked_output_dir(output_dir, model_dir, overwrite, COMPRESSION_SWEEP) as output:
         source = load_model(model_dir)
         config = source.model.config
         points = sweep_points(
@@ -371,7 +372,7 @@ def sweep(
         grids = ["source", *(point[0] for point in points)]
         rows = [SweepRow.from_stats(g, method, c, source_stats) for g, c in zip(grids, comparisons)]
         selected = select_smallest(rows, max_accuracy_drop) if max_accuracy_drop is not None else None
-        with staged_directory(output, "sweep") as staging:
+        with staged_directory(output, COMPRESSION_SWEEP) as staging:
             write_sweep_files(rows, staging)
             if selected is not None:
                 comparison = comparisons[next(i for i, row in enumerate(rows) if row is selected)]

@@ -24,7 +24,7 @@ from accelerate.utils import load as safe_torch_load
 from safetensors.torch import load_file
 
 from ..runtime.model_folders import CHECKPOINTS_DIR, RUN_FILE
-from ..runtime.safe_files import forget_outputs, record_outputs, write_json
+from ..runtime.safe_files import forget_outputs, give_umask_modes, record_outputs, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +70,7 @@ def finish_checkpoint(output_dir: PathLike, step: int, state: dict, keep: int) -
     completion marker, move the checkpoint into place and delete all but the newest ``keep``."""
     staging, final = staging_folder(output_dir, step), checkpoint_folder(output_dir, step)
     write_json(staging / TRAINER_STATE, state)
+    give_umask_modes(staging)  # safetensors writes the weights 0o600
     record_outputs(final.parent, final.name, kind=CHECKPOINTS_DIR)  # before it exists (outputs.py)
     if final.exists():  # the same step saved again (a run resumed from before it)
         shutil.rmtree(final)

@@ -1,8 +1,11 @@
 """A training run's output folder: who may write into it, and the model it publishes.
 
 * :func:`prepare_run_folder` enforces who may write into a run's output folder: a new run
-  only into an empty (or missing) folder, unless the user asks to overwrite; a resumed
-  run only into its own folder (see :mod:`.identity`). It locks the folder for the run
+  only into an empty (or missing) folder, unless the user asks to overwrite a run of its
+  own kind (a tagger's, a language model's, ...: ``model_folders.KINDS``); a resumed run
+  only into its own folder (see :mod:`.identity`), and a run resumed from a checkpoint of
+  another run folder only into an empty one or, with overwrite, over a run of its kind,
+  which it replaces whole. It locks the folder for the run
   (:func:`~cont_transformer.runtime.safe_files.lock_output_folder`). :func:`check_run_folder`
   applies its rules without touching the folder, so a run refuses a wrong one before it
   loads its data.
@@ -11,10 +14,11 @@
   at the end of training, as transformers' ``Trainer`` leaves its model in
   ``output_dir``: ``from_pretrained("runs/pos")`` loads it.
 
-A folder written before manifests existed has none: a run folder's fixed outputs
-(:data:`~cont_transformer.runtime.model_folders.RUN_OUTPUTS`) and its published model files are
-replaced as before. The crash-safe writing itself (manifests, locks, staged folders) is
-:mod:`cont_transformer.runtime.safe_files`; the layout of model and run folders, loading one and
+A run folder without a manifest (one holds ``run.json``) loses on overwrite its fixed
+outputs (:data:`~cont_transformer.runtime.model_folders.RUN_OUTPUTS`) and its published model
+files; its kind, like that of a manifest without one, is read from ``run.json``
+(:func:`~cont_transformer.runtime.model_folders.folder_kind`). The crash-safe writing itself
+(manifests, locks, staged folders) is :mod:`cont_transformer.runtime.safe_files`; the layout of model and run folders, loading one and
 the Hub are :mod:`cont_transformer.runtime.model_folders`, which inference uses without this
 package (docs/design.md §1, §8).
 """
@@ -28,11 +32,19 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from ..runtime.model_folders import BEST_MODEL_DIR, RUN_FILE, RUN_OUTPUTS
+from ..runtime.model_folders import (
+    BEST_MODEL_DIR,
+    KINDS,
+    RUN_FILE,
+    RUN_OUTPUTS,
+    TRAINING_RUN,
+    check_replaceable,
+    describe_kind,
+    folder_kind,
+)
 from ..runtime.safe_files import (
     LOCK_FILE,
     MANIFEST_FILE,
-    RUN_KIND,
     OutputFolderError,
     PathLike,
     lock_output_folder,
@@ -52,6 +64,8 @@ def check_run_folder(
     resuming: bool,
     overwrite: bool,
     sources: Mapping[str, PathLike | Sequence[PathLike] | None] | None = None,
+    kind: str = TRAINING_RUN,
+    foreign_checkpoint: PathLike | None = None,
 ) -> bool:
     """Refuse, touching nothing, a folder that a run may not write into (the rules of
     :func:`prepare_run_folder`); returns whether an earlier run's outputs are there to be
@@ -60,14 +74,29 @@ def check_run_folder(
     if folder.exists() and not folder.is_dir():
         raise OutputFolderError(f"--output-dir: {folder} exists and is not a folder")
     contents = {path.name for path in folder.iterdir()} - {LOCK_FILE, MANIFEST_FILE} if folder.is_dir() else set()
-    if resuming or not contents or contents == {RUN_FILE}:
+    if resuming:
+        found = folder_kind(folder)
+        if found is not None and found != kind:
+            raise OutputFolderError(
+                f"--resume-from-checkpoint: {folder} holds {describe_kind(found)}, not {KINDS[kind][0]}; "
+                "a run resumes only a run of its own kind"
+            )
         return False
-    manifest = read_manifest(folder)
-    if not (folder / RUN_FILE).is_file() and not (manifest is not None and manifest["kind"] == RUN_KIND):
+    if not contents or contents == {RUN_FILE}:
+        return False
+    if not (folder / RUN_FILE).is_file() and read_manifest(folder) is None:
         raise OutputFolderError(
             f"--output-dir: {folder} is not empty and no run of this package wrote it "
             f"(no {RUN_FILE}); choose another folder"
             + (" (--overwrite-output-dir deletes only a run's outputs)" if overwrite else "")
+        )
+    check_replaceable(folder, kind)
+    if foreign_checkpoint is not None and not overwrite:
+        raise OutputFolderError(
+            f"--resume-from-checkpoint: {foreign_checkpoint} is a checkpoint of another run folder, and "
+            f"--output-dir {folder} holds a run of its own; resume that run into an empty folder, resume "
+            f"{folder}'s own run with --resume-from-checkpoint latest, or pass --overwrite-output-dir to "
+            "replace it"
         )
     if not overwrite:
         raise OutputFolderError(
@@ -85,6 +114,8 @@ def prepare_run_folder(
     resuming: bool,
     overwrite: bool,
     sources: Mapping[str, PathLike | Sequence[PathLike] | None] | None = None,
+    kind: str = TRAINING_RUN,
+    foreign_checkpoint: PathLike | None = None,
 ) -> Path:
     """Check that a run may write into ``output_dir``, make it exist and lock it for this
     process (:func:`lock_output_folder`).
@@ -92,22 +123,33 @@ def prepare_run_folder(
     A new run needs a missing or empty folder (its lock file and manifest aside, and a
     ``run.json`` alone, from a run that failed before saving anything, counts as empty);
     with ``overwrite`` the outputs of an earlier run are deleted first, and only in a
-    folder a run of this package wrote (it holds ``run.json``): what its manifest names
-    (:func:`remove_outputs`), or in a folder without one :data:`RUN_OUTPUTS` and the
-    published model files. Any other file is left alone. ``sources``: what the run will
-    read, by flag (``{"--model-name-or-path": path}``); one inside the folder to be
-    replaced is refused before anything is deleted. A resumed run writes into its own
-    folder (its identity is checked by the caller). Raises :class:`OutputFolderError`
-    naming the folder. :func:`check_run_folder` applies the same rules without the lock.
+    folder a run of this package and of this ``kind`` wrote (a key of
+    ``model_folders.KINDS``; any other is refused in one line naming both kinds): what its
+    manifest names (:func:`remove_outputs`), or in a folder without one
+    :data:`RUN_OUTPUTS` and the published model files. Any other file is left alone.
+    ``sources``: what the run will read, by flag (``{"--model-name-or-path": path}``); one
+    inside the folder to be replaced is refused before anything is deleted. A resumed run
+    writes into its own folder (``resuming``; its identity is checked by the caller); one
+    resumed from ``foreign_checkpoint``, a checkpoint of another run folder, is a new run
+    here: a folder holding a run is refused unless ``overwrite``, which replaces that run
+    whole. Raises :class:`OutputFolderError` naming the folder. :func:`check_run_folder`
+    applies the same rules without the lock.
     """
     folder = Path(output_dir)
     if folder.exists() and not folder.is_dir():
         raise OutputFolderError(f"--output-dir: {folder} exists and is not a folder")
     lock_output_folder(folder)
-    if check_run_folder(folder, resuming=resuming, overwrite=overwrite, sources=sources):
+    if check_run_folder(
+        folder,
+        resuming=resuming,
+        overwrite=overwrite,
+        sources=sources,
+        kind=kind,
+        foreign_checkpoint=foreign_checkpoint,
+    ):
         if read_manifest(folder) is not None:
             remove_outputs(folder)
-        else:  # written before manifests: the fixed outputs and the published model files
+        else:  # a run folder without a manifest: the fixed outputs and the published model files
             published = [p.name for p in (folder / BEST_MODEL_DIR).glob("*") if p.is_file()]
             for name in {*published, *RUN_OUTPUTS} - {LOCK_FILE}:
                 remove_path(folder / name)
@@ -139,15 +181,15 @@ def _check_sources(folder: Path, sources: Mapping[str, PathLike | Sequence[PathL
             )
 
 
-def record_run_outputs(output_dir: PathLike, names: Iterable[str]) -> None:
-    """Record in the run folder's manifest the names a run writes at its top (before it
-    writes them). A folder of a run that began before manifests existed is adopted with
+def record_run_outputs(output_dir: PathLike, names: Iterable[str], kind: str = TRAINING_RUN) -> None:
+    """Record in the run folder's manifest the names a run of ``kind`` writes at its top
+    (before it writes them), and its kind. A run folder without a manifest is adopted with
     its model files published at the top (those of ``best/``)."""
     folder = Path(output_dir)
     adopted = []
     if read_manifest(folder) is None and (folder / RUN_FILE).is_file():
         adopted = [p.name for p in (folder / BEST_MODEL_DIR).glob("*") if p.is_file() and (folder / p.name).is_file()]
-    record_outputs(folder, *names, *adopted, kind=RUN_KIND)
+    record_outputs(folder, *names, *adopted, kind=kind)
 
 
 def publish_best_model(output_dir: PathLike) -> list[str]:

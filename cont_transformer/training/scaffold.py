@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import logging
 import sys
 import time
@@ -64,7 +63,9 @@ from ..runtime.model_folders import (
     BEST_MODEL_DIR,
     CHECKPOINTS_DIR,
     METRICS_FILE,
+    MODEL_FOLDER,
     RUN_FILE,
+    TRAINING_RUN,
     check_hub_access,
     push_folder_to_hub,
 )
@@ -84,7 +85,7 @@ from .checkpoints import (
     staging_folder,
 )
 from .divergence import check_loss, check_weights
-from .identity import check_identity, file_fingerprints, read_identity, record_identity
+from .identity import check_identity, file_fingerprints, record_identity
 from .outputs import check_run_folder, prepare_run_folder, publish_best_model, record_run_outputs
 from .records import COMPRESSION_FILE, RunRecords
 from .refinement import refine_with_optimizer
@@ -113,6 +114,7 @@ class Trainer(RunRecords):
     """
 
     item_name = "items"  # what train_items counts, for metrics.json ("tokens", "images")
+    run_kind = TRAINING_RUN  # what its run folder holds (model_folders.KINDS): what it may overwrite
     selection_metric = "accuracy"  # higher is better; picks the best model on dev
 
     def __init__(self, args: RunArguments):
@@ -132,15 +134,21 @@ class Trainer(RunRecords):
         self._resolve_batch_size()
         # A checkpoint of another run folder: that run must be this one (its identity).
         self.source_run = foreign_run_folder(args.resume_from_checkpoint, self.output_dir) if resuming else None
-        resume_here = resuming and (self.source_run is None or read_identity(self.output_dir) is not None)
+        resume_here = resuming and self.source_run is None  # else a new run here, from that checkpoint
         # The folder's rules are checked first, touching nothing; then the data is loaded, so
         # that a bad file is refused before --overwrite-output-dir deletes an earlier run.
-        folder_rules = {"resuming": resume_here, "overwrite": args.overwrite_output_dir, "sources": self.sources()}
+        folder_rules = {
+            "resuming": resume_here,
+            "overwrite": args.overwrite_output_dir,
+            "sources": self.sources(),
+            "kind": self.run_kind,
+            "foreign_checkpoint": args.resume_from_checkpoint if self.source_run is not None else None,
+        }
         check_run_folder(self.output_dir, **folder_rules)
         self.load_data()
         if accelerator.is_main_process:
             prepare_run_folder(self.output_dir, **folder_rules)
-            record_run_outputs(self.output_dir, RUN_WRITES)
+            record_run_outputs(self.output_dir, RUN_WRITES, self.run_kind)
             remove_abandoned(self.output_dir)
         accelerator.wait_for_everyone()
         self.plan = self._follow_strategies(self.run_plan())  # derived once, after the data size is known
@@ -252,19 +260,9 @@ class Trainer(RunRecords):
         if checkpoint is not None:
             accelerator.load_state(str(checkpoint))
             check_random_states(checkpoint)
-            if self.source_run is not None:
-                self._keep_own_history()
+            if self.source_run is not None:  # its weights and optimiser state, not its evaluations
+                self.state.history, self.state.best = [], None
             logger.info("resumed from %s at step %d", checkpoint, self.state.step)
-
-    def _keep_own_history(self) -> None:
-        """Resuming from another run folder's checkpoint: its weights and optimiser state,
-        not its evaluations; ``metrics.json`` keeps this folder's own up to the step, and its
-        best entry only while ``best/`` holds that model (else the next evaluation writes it)."""
-        state, path = self.state, self.output_dir / METRICS_FILE
-        own = json.loads(path.read_text()) if path.is_file() else {}
-        state.history = [e for e in own.get("history", []) if e["step"] <= state.step]
-        best = own.get("best")
-        state.best = best if best in state.history and (self.output_dir / BEST_MODEL_DIR).is_dir() else None
 
     @property
     def schedule(self) -> RefinementSchedule:
@@ -551,7 +549,7 @@ class Trainer(RunRecords):
         accelerator = self.accelerator
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
-            with staged_directory(self.output_dir / BEST_MODEL_DIR) as staging:
+            with staged_directory(self.output_dir / BEST_MODEL_DIR, MODEL_FOLDER) as staging:
                 model = accelerator.unwrap_model(self.model)
                 self.save_model(model, staging, entry)
                 self.write_card(model, staging, entry)
