@@ -13,7 +13,13 @@ A recipe is a JSON file of arguments (``recipes/*.json``), HfArgumentParser's JS
 convention with the command line on top: ``train_pos.py recipes/en_gum.json --max-steps
 100`` reads the file (:func:`read_recipe`: its keys are flags in either spelling, its
 values are checked and converted as the flags' values are) and then the flags, so a flag
-beats the file. A recipe's values count as given, like flags.
+beats the file. A recipe's values count as given, like flags. A ``--max-steps`` flag that
+changes the run's length scales its schedule with it (:func:`scale_schedule`): the
+warm-up, refinement and cool-down steps that no flag gives (the recipe's, the preset's or
+the defaults') keep their share of the run, as transformers' ratios do, so ``--max-steps
+100`` trains the recipe's whole schedule, refinements included, in 100 steps. A resumed
+run (``--resume-from-checkpoint``) keeps the steps its ``run.json`` recorded, so a larger
+``--max-steps`` extends it without moving a refinement it has passed.
 
 The flags a transformers user brings mean what they mean in ``Trainer``: ``--bf16`` /
 ``--fp16`` (mixed precision through Accelerate; fp16 needs a GPU), ``--num_train_epochs``
@@ -52,7 +58,7 @@ from transformers.hf_argparser import string_to_bool
 
 from ..choices import check_basis_name, check_count, check_scheme_name
 from ..compiling import check_compile_mode
-from .identity import RESUMABLE
+from .identity import RESUMABLE, read_identity
 from .schedules import RefinementSchedule, parse_steps
 
 logger = logging.getLogger(__name__)
@@ -529,6 +535,68 @@ def parse_arguments(
         loser, winner = ("max_steps", "num_train_epochs") if epochs_win else ("num_train_epochs", "max_steps")
         logger.warning("--%s %s is ignored: --%s is given", _dashed(loser), given.pop(loser), _dashed(winner))
     defaults = dict(preset_defaults(given)) if preset_defaults else {}
+    scaled: dict[str, Any] = {}
+    if "max_steps" in flags:
+        field_defaults = {f.name: f.default for f in dataclasses.fields(kind) if f.init}
+        written_for = {**field_defaults, **defaults, **recipe}  # the schedule without the flags
+        if "warmup_ratio" in given:  # the warm-up follows the length already
+            written_for.pop("warmup_steps", None)
+        resumed = {**written_for, **given}
+        recorded = (
+            _recorded_schedule(written_for, resumed["output_dir"]) if resumed.get("resume_from_checkpoint") else {}
+        )
+        scaled = scale_schedule(written_for, flags["max_steps"], keep=set(flags) | set(recorded))
+        scaled |= {name: value for name, value in recorded.items() if name not in flags}
+        if scaled:
+            logger.info(
+                "--max-steps %d: the schedule written for %d steps is scaled to it: %s",
+                flags["max_steps"],
+                written_for["max_steps"],
+                ", ".join(f"--{_dashed(name)} {value}" for name, value in scaled.items()),
+            )
     extra_values = {k: v for k, v in values.items() if k not in names}
     extra_values["given_fields"] = set(given)
-    return kind(**{**defaults, **given}), extra_values
+    return kind(**{**defaults, **given, **scaled}), extra_values
+
+
+# The schedule's step counts, which --max-steps scales when no flag gives them.
+SCHEDULE_STEPS = ("warmup_steps", "refine_steps", "cooldown_steps")
+
+
+def _recorded_schedule(written_for: Mapping[str, Any], output_dir: str) -> dict[str, Any]:
+    """The :data:`SCHEDULE_STEPS` that the run being resumed in ``output_dir`` recorded
+    (scaled or not when it started), for those ``written_for`` sets: a resumed run, extended
+    or not, keeps the steps it was planned with (a default the length derives, the
+    cool-down's None, follows the new length)."""
+    identity = read_identity(output_dir)
+    recorded = identity["arguments"] if identity else {}
+    schedule = {
+        name: recorded[name] for name in SCHEDULE_STEPS if name in recorded and written_for.get(name) is not None
+    }
+    if isinstance(schedule.get("refine_steps"), list):  # JSON's list of the recorded tuple
+        schedule["refine_steps"] = ",".join(map(str, schedule["refine_steps"])) or "none"
+    return schedule
+
+
+def scale_schedule(written_for: Mapping[str, Any], max_steps: int, keep: set[str] = frozenset()) -> dict[str, Any]:
+    """The :data:`SCHEDULE_STEPS` of ``written_for`` (values of a run of
+    ``written_for["max_steps"]`` steps) scaled to a run of ``max_steps``, those in ``keep``
+    and those absent or None left out: each keeps its share of the run (rounded;
+    refinements stay distinct steps >= 1). ``{}`` when the length is unchanged."""
+    length = written_for.get("max_steps")
+    if not length or length == max_steps:
+        return {}
+    ratio = max_steps / length
+    scaled: dict[str, Any] = {}
+    for name in SCHEDULE_STEPS:
+        value = written_for.get(name)
+        if name in keep or value is None:
+            continue
+        if name == "refine_steps":
+            steps: list[int] = []
+            for step in parse_steps(value):
+                steps.append(max(round(step * ratio), steps[-1] + 1 if steps else 1))
+            scaled[name] = ",".join(map(str, steps)) or "none"
+        else:
+            scaled[name] = min(round(value * ratio), max_steps)
+    return scaled
