@@ -547,8 +547,8 @@ def parse_arguments(
         )
         scaled = scale_schedule(written_for, flags["max_steps"], keep=set(flags) | set(recorded))
         scaled |= {name: value for name, value in recorded.items() if name not in flags}
-        if scaled:
-            logger.info(
+        if scaled:  # debug: a refusal further on stays one line; run.json records the values
+            logger.debug(
                 "--max-steps %d: the schedule written for %d steps is scaled to it: %s",
                 flags["max_steps"],
                 written_for["max_steps"],
@@ -596,7 +596,8 @@ def scale_schedule(written_for: Mapping[str, Any], max_steps: int, keep: set[str
             steps: list[int] = []
             for step in parse_steps(value):
                 steps.append(max(round(step * ratio), steps[-1] + 1 if steps else 1))
-            scaled[name] = ",".join(map(str, steps)) or "none"
+            if steps:
+                scaled[name] = ",".join(map(str, steps))
         else:
             scaled[name] = min(round(value * ratio), max_steps)
     return scaled
