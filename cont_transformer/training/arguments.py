@@ -59,7 +59,7 @@ from transformers.hf_argparser import string_to_bool
 from ..choices import check_basis_name, check_count, check_scheme_name
 from ..compiling import check_compile_mode
 from .identity import RESUMABLE, read_identity
-from .schedules import RefinementSchedule, parse_steps
+from .schedules import RefinementSchedule, parse_steps, scale_steps
 
 logger = logging.getLogger(__name__)
 
@@ -255,15 +255,17 @@ class RunArguments:
     )
     # Whether its evaluation takes batches of --per-device-eval-batch-size.
     takes_eval_batch_size: ClassVar[bool] = False
+    # Whether --max-steps may be left out (None: the trainer's own length, e.g. its epochs).
+    max_steps_optional: ClassVar[bool] = False
 
     def __post_init__(self):
         if self.num_steps is None:
             self.num_steps = self.num_basis
         self.refine_steps = parse_steps(self.refine_steps)
+        check_count("max_steps", self.max_steps, optional=self.max_steps_optional)
         for name in (
             "batch_size",
             "gradient_accumulation_steps",
-            "max_steps",
             "eval_steps",
             "save_steps",
             "save_total_limit",
@@ -294,7 +296,7 @@ class RunArguments:
                 raise ValueError(f"num_train_epochs: this trainer counts whole epochs, got {self.num_train_epochs}")
             self.epochs = int(self.num_train_epochs)
         self.refinement_schedule  # noqa: B018 (validates K and N_T against the refinements)
-        if self.num_train_epochs is None:  # else once the plan knows the steps
+        if self.num_train_epochs is None and self.max_steps is not None:  # else once the plan knows the steps
             self.resolve_warmup(self.max_steps)
 
     def _check_trainer_flags(self) -> None:
@@ -593,9 +595,7 @@ def scale_schedule(written_for: Mapping[str, Any], max_steps: int, keep: set[str
         if name in keep or value is None:
             continue
         if name == "refine_steps":
-            steps: list[int] = []
-            for step in parse_steps(value):
-                steps.append(max(round(step * ratio), steps[-1] + 1 if steps else 1))
+            steps = scale_steps(parse_steps(value), ratio)
             if steps:
                 scaled[name] = ",".join(map(str, steps))
         else:
