@@ -71,8 +71,8 @@ def test_a_resumed_run_keeps_the_schedule_it_recorded(tmp_path):
     first = tagger(str(RECIPES / "sample.json"), "--max-steps", "100", "--output-dir", str(tmp_path))
     record_identity(tmp_path, first.identity(), "data")
     resume = (str(RECIPES / "sample.json"), "--output-dir", str(tmp_path), "--resume-from-checkpoint", "latest")
-    for max_steps, cooldown in (("100", 20), ("200", 40)):
-        args = tagger(*resume, "--max-steps", max_steps)
+    for length, cooldown in ((["--max-steps", "100"], 20), (["--max-steps", "200"], 40), ([], 60)):
+        args = tagger(*resume, *length)  # without the flag: the recipe's 300 steps
         assert (args.warmup_steps, args.refine_steps, args.cooldown_steps) == (17, (17, 33, 80), cooldown)
     # A new run into another folder scales afresh.
     assert tagger(str(RECIPES / "sample.json"), "--max-steps", "200").refine_steps == (33, 67, 160)

@@ -537,18 +537,15 @@ def parse_arguments(
         loser, winner = ("max_steps", "num_train_epochs") if epochs_win else ("num_train_epochs", "max_steps")
         logger.warning("--%s %s is ignored: --%s is given", _dashed(loser), given.pop(loser), _dashed(winner))
     defaults = dict(preset_defaults(given)) if preset_defaults else {}
+    field_defaults = {f.name: f.default for f in dataclasses.fields(kind) if f.init}
+    written_for = {**field_defaults, **defaults, **recipe}  # the schedule without the flags
+    if "warmup_ratio" in given:  # the warm-up follows the length already
+        written_for.pop("warmup_steps", None)
+    resumed = {**written_for, **given}
+    recorded = _recorded_schedule(written_for, resumed["output_dir"]) if resumed.get("resume_from_checkpoint") else {}
     scaled: dict[str, Any] = {}
     if "max_steps" in flags:
-        field_defaults = {f.name: f.default for f in dataclasses.fields(kind) if f.init}
-        written_for = {**field_defaults, **defaults, **recipe}  # the schedule without the flags
-        if "warmup_ratio" in given:  # the warm-up follows the length already
-            written_for.pop("warmup_steps", None)
-        resumed = {**written_for, **given}
-        recorded = (
-            _recorded_schedule(written_for, resumed["output_dir"]) if resumed.get("resume_from_checkpoint") else {}
-        )
         scaled = scale_schedule(written_for, flags["max_steps"], keep=set(flags) | set(recorded))
-        scaled |= {name: value for name, value in recorded.items() if name not in flags}
         if scaled:  # debug: a refusal further on stays one line; run.json records the values
             logger.debug(
                 "--max-steps %d: the schedule written for %d steps is scaled to it: %s",
@@ -556,6 +553,7 @@ def parse_arguments(
                 written_for["max_steps"],
                 ", ".join(f"--{_dashed(name)} {value}" for name, value in scaled.items()),
             )
+    scaled |= {name: value for name, value in recorded.items() if name not in flags}
     extra_values = {k: v for k, v in values.items() if k not in names}
     extra_values["given_fields"] = set(given)
     return kind(**{**defaults, **given, **scaled}), extra_values
