@@ -76,6 +76,9 @@ class ModelFamily:
         card: what the family's model cards say (:class:`CardText`).
         head_cards: what the cards of its models with another head say, by the end of the
             architecture's name (``{"ForMaskedLM": ...}``); ``card`` for any other.
+        run_eval_file: ``(arguments, directory) -> path or None``: the evaluation file a
+            training run of these ``arguments`` (its ``run.json``'s) was selected on, when
+            the run made it rather than read it (written into ``directory``).
     """
 
     model_type: str
@@ -85,6 +88,7 @@ class ModelFamily:
     write_record: Callable[[Path, Path, float | None, str], None] | None = None
     card: CardText | None = None
     head_cards: Mapping[str, CardText] = field(default_factory=dict)
+    run_eval_file: Callable[[Mapping, Path], Path | None] | None = None
 
     def card_for(self, config) -> CardText | None:
         """The card text of ``config``'s model: its head's, else the family's."""

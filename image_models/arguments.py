@@ -4,7 +4,8 @@
 with the paper's recipe as defaults (docs/design.md §7, §8): SGD with momentum 0.9 and
 weight decay 5e-4, learning rate 0.1 with step decay at ``lr_decay_epochs``, batch 128,
 RK4, multi-level refinement to the preset's K at ``refine_epochs``. The schedule is
-counted in epochs; :meth:`.trainer.ImageTrainer.run_plan` turns it into the scaffold's steps.
+counted in epochs; :meth:`.trainer.ImageTrainer.run_plan` turns it into the scaffold's steps
+(``--max-steps``: the schedule scaled onto that many steps).
 
 The fast recipe's methods (``cifar10-fast``, docs/cifar.md) are each a flag, so an
 ablation switches one off: patch whitening of the stem (:mod:`.whitening`), identity
@@ -24,6 +25,7 @@ from __future__ import annotations
 import inspect
 import json
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
 
@@ -46,8 +48,11 @@ class ImageTrainingArguments(RunArguments):
     """Everything an image training run depends on; the flags carry the same names.
 
     Epoch-based fields (``epochs``, ``refine_epochs``, ``lr_decay_epochs``) become the
-    scaffold's steps once the data size is known (:meth:`.trainer.ImageTrainer.run_plan`).
+    scaffold's steps once the data size is known (:meth:`.trainer.ImageTrainer.run_plan`);
+    ``max_steps``, when given, is the run's length, and the epochs' schedule is scaled onto it.
     """
+
+    max_steps_optional: ClassVar[bool] = True
 
     dataset: str | None = field(
         default=None, **_help("MNIST/CIFAR folder or archive, or a Hub dataset name (required)")
@@ -139,8 +144,15 @@ class ImageTrainingArguments(RunArguments):
         default=None,
         **_help("score only this many validation images each epoch (the test split is scored in full, once)"),
     )
+    max_steps: int | None = field(
+        default=None,
+        **_help(
+            "optimiser steps to train for instead of --epochs passes (a short run, as in transformers): "
+            "the epoch-counted schedule (refinements, learning-rate decays or triangle, evaluations, "
+            "checkpoints) is scaled onto them, so the run ends at the final K (default: --epochs passes)"
+        ),
+    )
     # Counted in epochs here (ImageTrainer.run_plan derives the steps): no flags.
-    max_steps: int = field(default=1, init=False)
     eval_steps: int = field(default=1, init=False)
     save_steps: int = field(default=1, init=False)
     refine_steps: str | None = field(default=None, init=False)

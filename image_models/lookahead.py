@@ -6,8 +6,10 @@ and the trained weights jump back to it, ``fast ← slow``. The running statisti
 The decay grows over the run as ``decay_base · (step / max_steps)³``: no averaging at the
 start, the most at the end, where a last update with decay 1 hands the slow weights to
 the model. The image trainer starts a fresh slow copy at every epoch start and syncs at
-every epoch's end, so a checkpoint (taken at an epoch's end) needs no extra state and a
-refinement (at an epoch's start) never meets a copy of the old size.
+every epoch's end, so a checkpoint (taken at an epoch's end) needs no extra state; it
+syncs before a refinement too and restarts the copy from the refined model, so the copy
+never has the old size (a refinement falls inside an epoch of the data under
+``--max-steps``).
 """
 
 from __future__ import annotations

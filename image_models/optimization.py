@@ -106,8 +106,9 @@ def learning_rate_at(args: ImageTrainingArguments, epoch: int) -> float:
     return args.learning_rate * args.lr_decay_factor**decays
 
 
-def learning_rate(args: ImageTrainingArguments, step: int, max_steps: int, steps_per_epoch: int) -> float:
-    """The rate of ``step`` (from 1 of ``max_steps``) for the groups without an ``lr_scale``."""
+def learning_rate(args: ImageTrainingArguments, step: int, max_steps: int, steps_per_epoch: float) -> float:
+    """The rate of ``step`` (from 1 of ``max_steps``) for the groups without an ``lr_scale``
+    (``steps_per_epoch``: the schedule's epoch in steps, a fraction with ``--max-steps``)."""
     if args.lr_schedule == "triangle":
         factor = triangle_factor(step, max_steps, args.lr_start_factor, args.warmup_fraction, args.lr_end_factor)
         base = args.learning_rate * factor

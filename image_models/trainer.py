@@ -30,7 +30,7 @@ from cont_transformer.model_card import Evaluation
 from cont_transformer.modeling_ode_resnet import OdeResNetForImageClassification
 from cont_transformer.runtime.model_folders import BEST_MODEL_DIR, IMAGE_RUN, METRICS_FILE
 from cont_transformer.training.scaffold import Trainer
-from cont_transformer.training.schedules import RunPlan
+from cont_transformer.training.schedules import RunPlan, scale_steps
 
 from . import (
     family,  # noqa: F401  registers the family (card, tools) and the models' Auto classes
@@ -76,10 +76,21 @@ class ImageTrainer(Trainer):
 
     def run_plan(self) -> RunPlan:
         """Epochs in steps: train ``epochs`` epochs, evaluate and checkpoint after each,
-        refine at the start of each of ``refine_epochs``."""
-        spe, in_epochs = self._steps_per_epoch, self.args.refinement_schedule
-        schedule = dataclasses.replace(in_epochs, refine_steps=tuple(e * spe for e in in_epochs.refine_steps))
-        return RunPlan(max_steps=self.args.epochs * spe, eval_steps=spe, save_steps=spe, schedule=schedule)
+        refine at the start of each of ``refine_epochs``. With ``max_steps`` the run is that
+        many steps and each of those epochs is :meth:`schedule_epoch_steps` long."""
+        length, in_epochs = self.schedule_epoch_steps, self.args.refinement_schedule
+        schedule = dataclasses.replace(in_epochs, refine_steps=scale_steps(in_epochs.refine_steps, length))
+        every = max(1, round(length))
+        return RunPlan(
+            max_steps=round(self.args.epochs * length), eval_steps=every, save_steps=every, schedule=schedule
+        )
+
+    @property
+    def schedule_epoch_steps(self) -> float:
+        """Optimiser steps per epoch of the schedule: an epoch of the data, or with
+        ``--max-steps`` that many steps over ``--epochs``."""
+        args = self.args
+        return self._steps_per_epoch if args.max_steps is None else args.max_steps / args.epochs
 
     @property
     def steps_per_epoch(self) -> int:
@@ -135,7 +146,7 @@ class ImageTrainer(Trainer):
 
     def learning_rate(self, step: int) -> float:
         """The rate of ``step`` (from 1) for the groups without an ``lr_scale``."""
-        return optimization.learning_rate(self.args, step, self.plan.max_steps, self._steps_per_epoch)
+        return optimization.learning_rate(self.args, step, self.plan.max_steps, self.schedule_epoch_steps)
 
     def loss(self, model: nn.Module, batch: dict) -> torch.Tensor:
         with autocast_context(self.accelerator.device, self.autocast_dtype):
@@ -143,13 +154,21 @@ class ImageTrainer(Trainer):
         return F.cross_entropy(logits.float(), batch["labels"], label_smoothing=self.args.label_smoothing)
 
     def after_optimizer_step(self, step: int) -> None:
-        """Lookahead: sync every ``lookahead_steps`` steps, at every epoch's end and at the last step."""
+        """Lookahead: sync every ``lookahead_steps`` steps, at every epoch's end (of the data
+        and of the schedule), before a refinement and at the last step."""
         args, max_steps = self.args, self.plan.max_steps
         if self.lookahead is None:
             return
-        if step % args.lookahead_steps == 0 or step % self._steps_per_epoch == 0 or step == max_steps:
+        epoch_end = step % self._steps_per_epoch == 0 or step % max(1, round(self.schedule_epoch_steps)) == 0
+        if step % args.lookahead_steps == 0 or epoch_end or step in self.schedule.refine_steps or step == max_steps:
             decay = lookahead_decay(step, max_steps, args.lookahead_decay)
             self.lookahead.sync(self.accelerator.unwrap_model(self.model), decay)
+
+    def after_refinement(self) -> None:
+        """The Lookahead copy restarts from the refined model (synced just before, so it
+        loses nothing)."""
+        if self.lookahead is not None:
+            self.lookahead = Lookahead(self.accelerator.unwrap_model(self.model))
 
     def batch_items(self, batch: dict) -> torch.Tensor:
         return torch.tensor(len(batch["labels"]), device=batch["labels"].device)

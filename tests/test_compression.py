@@ -642,3 +642,26 @@ def test_cli_pushes_the_written_folder(script, tagger, tmp_path, monkeypatch):
     assert calls[0] == ("create_repo", "me/tagger-k2")
     assert calls[1][:2] == ("upload_folder", "me/tagger-k2")
     assert {"README.md", "config.json", "model.safetensors", "tokenizer.json"} <= set(calls[1][2])
+
+
+def test_a_sample_run_is_scored_on_the_sample_dev_split(tmp_path):
+    """compress.py without --eval-file: a run on the generated sample (its run.json says so)
+    is scored on the sample's dev split, generated again; any other model is not."""
+    from cont_transformer.tagging.data import load_treebank
+    from cont_transformer.tools.compress_command import run_dev_file
+    from cont_transformer.training.identity import record_identity
+
+    run, other, gum = tmp_path / "run", tmp_path / "other", tmp_path / "gum"
+    for folder in (run / "best", other, gum):
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text('{"model_type": "cont_transformer"}')  # a tagger's family
+    record_identity(run, {"treebank": "sample", "seed": 7}, "data")
+    for model_dir in (run, run / "best"):
+        dev = run_dev_file(model_dir, tmp_path / "dev")
+        assert dev is not None and dev.name == "sample-ud-dev.conllu"
+        # the very sentences training read as its validation split
+        assert load_treebank({"validation": [dev]})["validation"][:] == load_treebank("sample")["validation"][:]
+    record_identity(other, {"treebank": "sample"}, "data", files={"my-dev.conllu": "abc"})  # its own data
+    record_identity(gum, {"treebank": "en_gum"}, "data")
+    for model_dir in (other, gum, tmp_path / "no-run"):
+        assert run_dev_file(model_dir, tmp_path / "dev") is None

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 from hostile import load_script, one_error_line, run_compress, run_tag, save_tagger
-from huggingface_hub import HfApi
+from huggingface_hub import HfApi, constants
 
 from cont_transformer.runtime import model_folders
 from cont_transformer.tagging.tag import resolve_device
@@ -25,7 +25,10 @@ TRAIN = ["--treebank", "sample", "--max-steps", "2", "--refine-steps", "none", "
 
 @pytest.fixture
 def unreachable_hub(monkeypatch):
-    """The real Hub client, with a token, against an endpoint that refuses connections."""
+    """The real Hub client, with a token, against an endpoint that refuses connections. Its
+    offline mode is off for the test (``HF_HUB_OFFLINE=1`` would stop the client before it
+    tries): the refused connection is local, no network is needed."""
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(model_folders, "HfApi", functools.partial(HfApi, endpoint=REFUSED, token="hf_not_a_token"))
 
 
@@ -38,6 +41,17 @@ def test_push_to_hub_without_the_hub_stops_before_training(tmp_path, capsys, unr
     line = one_error_line(capsys)
     assert line.startswith("error: --push-to-hub me/x: cannot use the Hub (cannot reach http://127.0.0.1:9")
     assert not output.exists()  # nothing trained, nothing written
+
+
+def test_push_to_hub_in_offline_mode_says_so(tmp_path, capsys, unreachable_hub, monkeypatch):
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # as HF_HUB_OFFLINE=1 sets it
+    output = tmp_path / "run"
+    with pytest.raises(SystemExit):
+        run_cli(load_script("train_pos").main, [*TRAIN, "--output-dir", str(output)])
+    assert one_error_line(capsys) == (
+        "error: --push-to-hub me/x: cannot use the Hub (HF_HUB_OFFLINE is set); fix that or leave out --push-to-hub"
+    )
+    assert not output.exists()
 
 
 def test_push_to_hub_with_a_read_only_token_stops_before_training(tmp_path, capsys, monkeypatch):

@@ -264,6 +264,29 @@ def test_cifar10_fast_trains_end_to_end_and_the_pipeline_loads_it(tmp_path):
     assert "test-time augmentation" in (best / "README.md").read_text()
 
 
+def test_max_steps_scales_the_epochs_schedule_onto_a_short_run(tmp_path):
+    """--max-steps, as the tagger's: the run is that many steps, and the epochs' schedule
+    (refinements, evaluations, the triangle) is scaled onto them, so it ends at the final K."""
+    make_tiny_cifar(tmp_path / "data")
+    flags = [
+        str(RECIPES / "cifar10_fast.json"),
+        *("--dataset", str(tmp_path / "data"), "--output-dir", str(tmp_path / "run")),
+        *("--batch-size", "8", "--validation-size", "6", "--compression-report", "false"),
+        *("--epochs", "3", "--refine-epochs", "1", "2", "--num-train-epochs", "5", "--max-steps", "4"),
+    ]
+    args, _ = parse_arguments(ImageTrainingArguments, flags, preset_defaults=preset_defaults)
+    assert (args.max_steps, args.epochs, args.num_train_epochs) == (4, 3, None)  # --max-steps wins, as in transformers
+    trainer = ImageTrainer(args)
+    assert trainer.steps_per_epoch == 3  # 30 training images in batches of 8: 9 steps without --max-steps
+    plan = trainer.plan
+    assert (plan.max_steps, plan.eval_steps, plan.schedule.refine_steps) == (4, 1, (1, 3))  # epochs 1, 2 of 4/3 steps
+    metrics = trainer.run()
+    assert [(r["step"], r["num_basis"]) for r in metrics["history"]] == [(1, 1), (2, 2), (3, 2), (4, 4)]
+    with pytest.raises(ValueError, match="max_steps: must be an integer >= 1"):
+        ImageTrainingArguments(dataset=str(tmp_path / "data"), max_steps=0)
+    assert ImageTrainingArguments(dataset=str(tmp_path / "data")).max_steps is None  # --epochs passes
+
+
 def test_config_overrides_replace_the_preset_s_network_and_bad_ones_name_the_flag(tmp_path):
     make_tiny_cifar(tmp_path / "data")
     flags = [

@@ -231,13 +231,14 @@ class TrainingArguments(EncoderArguments, RunArguments):
         if self.length_buckets is None:
             self.length_buckets = COMPILE_LENGTH_BUCKETS if self.torch_compile else 0
         super().__post_init__()
-        refine_steps = self.refine_steps
-        if refine_steps and refine_steps[-1] >= self.max_steps:
+        late = [step for step in self.refine_steps if step >= self.max_steps]
+        if late:
             logger.warning(
-                "refine_steps %s reach past max_steps=%d: this run ends below num_basis=%d "
-                "(resume it with a larger --max-steps to go on)",
-                list(refine_steps),
+                "refine_steps %s: at or past max_steps=%d, so this run ends at K = %d, below num_basis=%d "
+                "(resume it with a larger --max-steps and the same --refine-steps to go on)",
+                ",".join(map(str, late)),
                 self.max_steps,
+                self.refinement_schedule.sizes(self.max_steps - 1)[0],
                 self.num_basis,
             )
 

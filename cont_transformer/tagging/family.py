@@ -19,6 +19,7 @@ from ..text.tokenization import load_tokenizer
 from ..training.accelerator import make_accelerator
 from .data import load_treebank
 from .evaluation import evaluate, reported_rows, scoring_rows
+from .sample_treebank import write_sample_treebank
 from .tag import model_column_labels, saved_tag_column
 
 
@@ -148,6 +149,15 @@ CARD = CardText(
     facts=card_facts,
 )
 
+
+def sample_dev_file(arguments, directory: Path) -> Path | None:
+    """The dev split of the generated sample treebank, for a run trained on it (``treebank``
+    ``sample``): the sample is the same at every generation."""
+    if arguments.get("treebank") != "sample" or arguments.get("train_file") or arguments.get("dev_file"):
+        return None
+    return write_sample_treebank(directory)["validation"]
+
+
 FAMILY = ModelFamily(
     "cont_transformer",
     load_preprocessor,
@@ -156,5 +166,6 @@ FAMILY = ModelFamily(
     write_record,
     card=CARD,
     head_cards={"ForMaskedLM": LANGUAGE_MODEL_CARD},
+    run_eval_file=sample_dev_file,
 )
 register_family(FAMILY)

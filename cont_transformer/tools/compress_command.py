@@ -6,17 +6,28 @@ the source and the compressed model side by side; with ``sweep`` it measures a g
 (:func:`~cont_transformer.tools.sweep.sweep`), printing each row as it is measured, then
 the table and the model ``max_accuracy_drop`` selected. Either way it names the folder
 written, and uploads it with ``push_to_hub``. Any model family of the package.
+
+Without ``eval_file``, a tagger of a training run on the generated sample treebank (its
+``run.json``: ``treebank`` ``sample``, no data files of its own) is scored on the sample's
+dev split, generated again as the run generated it (:func:`run_dev_file`, through the tagger's family), so the
+quickstart's ``compress.py runs/pos ...`` reports the accuracy; any other model without
+``eval_file`` is timed on random input, and its accuracy is ``–``.
 """
 
 from __future__ import annotations
 
+import json
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 
-from ..runtime.model_folders import push_folder_to_hub
+from ..families import get_family
+from ..runtime.model_folders import push_folder_to_hub, resolve_model_dir, run_folder_owning
+from ..runtime.safe_files import OutputFolderError
 from ..training.accelerator import inference_autocast
+from ..training.identity import read_identity
 from .compression import CompressionResult, compress
 from .sweep import SWEEP_BASES, SweepResult, SweepRow, markdown_table
 from .sweep import sweep as sweep_grid
@@ -65,6 +76,24 @@ def compression_report(result: CompressionResult) -> str:
     return "\n".join(lines)
 
 
+def run_dev_file(model_dir: str | Path, directory: str | Path) -> Path | None:
+    """The dev file of the training run that ``model_dir`` is or lies in (``runs/pos``,
+    ``runs/pos/best``), where that run made its data rather than read it (a tagger trained
+    on the generated sample treebank alone: the sample is the same at every generation, so
+    its family writes it again into ``directory``). Its ``run.json`` and ``config.json`` are
+    read as JSON. None for any other model or run."""
+    run = run_folder_owning(model_dir)
+    try:
+        identity = read_identity(run) if run is not None else None
+        config = json.loads((resolve_model_dir(model_dir) / "config.json").read_text(encoding="utf-8"))
+        family = get_family(config["model_type"])
+    except (OutputFolderError, OSError, ValueError, KeyError, TypeError):
+        return None
+    if identity is None or identity.get("files") or family.run_eval_file is None:
+        return None
+    return family.run_eval_file(identity["arguments"], Path(directory))
+
+
 def compress_command(
     model_dir: str,
     output_dir: str,
@@ -99,8 +128,6 @@ def compress_command(
     them, before anything is read.
     """
     sweep = sweep or max_accuracy_drop is not None
-    if sweep and eval_file is None:
-        raise ValueError("--sweep and --max-accuracy-drop need --eval-file (see --help)")
     if sweep and any(value is not None for value in (basis, num_basis, num_steps, state_num_basis)):
         raise ValueError(
             "--sweep takes --sweep-bases / --sweep-num-basis / --sweep-num-steps, "
@@ -108,46 +135,53 @@ def compress_command(
         )
     if push_to_hub is not None and sweep and max_accuracy_drop is None:
         raise ValueError("--push-to-hub needs a model: compress one, or --sweep with --max-accuracy-drop (see --help)")
-    if push_to_hub == "":
-        push_to_hub = hub_model_id or Path(output_dir).resolve().name
-    if num_threads:
-        torch.set_num_threads(num_threads)
-    with inference_autocast(bf16, fp16, "cuda" if torch.cuda.is_available() else "cpu"):
-        if sweep:
-            result = sweep_grid(
-                model_dir,
-                eval_file,
-                output_dir,
-                method=method,
-                bases=sweep_bases,
-                num_basis_values=sweep_num_basis,
-                num_steps_values=sweep_num_steps,
-                max_accuracy_drop=max_accuracy_drop,
-                repeats=repeats,
-                overwrite=overwrite,
-                torch_compile=torch_compile,
-                progress=lambda row: print(sweep_row_line(row), flush=True),
-            )
-            print(sweep_report(result))
-        else:
-            result = compress(
-                model_dir,
-                output_dir,
-                basis=basis,
-                num_basis=num_basis,
-                num_steps=num_steps,
-                method=method,
-                eval_file=eval_file,
-                repeats=repeats,
-                overwrite=overwrite,
-                torch_compile=torch_compile,
-                state_num_basis=state_num_basis,
-                base_model=base_model,
-            )
-            print(compression_report(result))
-        print(f"wrote {result.output_dir}")
-        if push_to_hub:
-            print(f"pushed to {push_folder_to_hub(result.output_dir, push_to_hub)}")
+    with tempfile.TemporaryDirectory(prefix="cont_transformer_sample_") as directory:
+        if eval_file is None:
+            eval_file = run_dev_file(model_dir, directory)
+            if eval_file is not None:
+                print(f"scoring on the dev split of the generated sample treebank that {model_dir} was trained on")
+        if sweep and eval_file is None:
+            raise ValueError("--sweep and --max-accuracy-drop need --eval-file (see --help)")
+        if push_to_hub == "":
+            push_to_hub = hub_model_id or Path(output_dir).resolve().name
+        if num_threads:
+            torch.set_num_threads(num_threads)
+        with inference_autocast(bf16, fp16, "cuda" if torch.cuda.is_available() else "cpu"):
+            if sweep:
+                result = sweep_grid(
+                    model_dir,
+                    eval_file,
+                    output_dir,
+                    method=method,
+                    bases=sweep_bases,
+                    num_basis_values=sweep_num_basis,
+                    num_steps_values=sweep_num_steps,
+                    max_accuracy_drop=max_accuracy_drop,
+                    repeats=repeats,
+                    overwrite=overwrite,
+                    torch_compile=torch_compile,
+                    progress=lambda row: print(sweep_row_line(row), flush=True),
+                )
+                print(sweep_report(result))
+            else:
+                result = compress(
+                    model_dir,
+                    output_dir,
+                    basis=basis,
+                    num_basis=num_basis,
+                    num_steps=num_steps,
+                    method=method,
+                    eval_file=eval_file,
+                    repeats=repeats,
+                    overwrite=overwrite,
+                    torch_compile=torch_compile,
+                    state_num_basis=state_num_basis,
+                    base_model=base_model,
+                )
+                print(compression_report(result))
+            print(f"wrote {result.output_dir}")
+            if push_to_hub:
+                print(f"pushed to {push_folder_to_hub(result.output_dir, push_to_hub)}")
 
 
-__all__ = ["compress_command", "compression_report", "sweep_report", "sweep_row_line"]
+__all__ = ["compress_command", "compression_report", "run_dev_file", "sweep_report", "sweep_row_line"]

@@ -13,7 +13,13 @@ A recipe is a JSON file of arguments (``recipes/*.json``), HfArgumentParser's JS
 convention with the command line on top: ``train_pos.py recipes/en_gum.json --max-steps
 100`` reads the file (:func:`read_recipe`: its keys are flags in either spelling, its
 values are checked and converted as the flags' values are) and then the flags, so a flag
-beats the file. A recipe's values count as given, like flags.
+beats the file. A recipe's values count as given, like flags. A ``--max-steps`` flag that
+changes the run's length scales its schedule with it (:func:`scale_schedule`): the
+warm-up, refinement and cool-down steps that no flag gives (the recipe's, the preset's or
+the defaults') keep their share of the run, as transformers' ratios do, so ``--max-steps
+100`` trains the recipe's whole schedule, refinements included, in 100 steps. A resumed
+run (``--resume-from-checkpoint``) keeps the steps its ``run.json`` recorded, so a larger
+``--max-steps`` extends it without moving a refinement it has passed.
 
 The flags a transformers user brings mean what they mean in ``Trainer``: ``--bf16`` /
 ``--fp16`` (mixed precision through Accelerate; fp16 needs a GPU), ``--num_train_epochs``
@@ -53,8 +59,8 @@ from transformers.hf_argparser import string_to_bool
 from ..checks import check_count
 from ..choices import check_basis_name, check_scheme_name
 from ..runtime.compiling import check_compile_mode
-from .identity import RESUMABLE
-from .schedules import RefinementSchedule, parse_steps
+from .identity import RESUMABLE, read_identity
+from .schedules import RefinementSchedule, parse_steps, scale_steps
 
 logger = logging.getLogger(__name__)
 
@@ -250,15 +256,17 @@ class RunArguments:
     )
     # Whether its evaluation takes batches of --per-device-eval-batch-size.
     takes_eval_batch_size: ClassVar[bool] = False
+    # Whether --max-steps may be left out (None: the trainer's own length, e.g. its epochs).
+    max_steps_optional: ClassVar[bool] = False
 
     def __post_init__(self):
         if self.num_steps is None:
             self.num_steps = self.num_basis
         self.refine_steps = parse_steps(self.refine_steps)
+        check_count("max_steps", self.max_steps, optional=self.max_steps_optional)
         for name in (
             "batch_size",
             "gradient_accumulation_steps",
-            "max_steps",
             "eval_steps",
             "save_steps",
             "save_total_limit",
@@ -289,7 +297,7 @@ class RunArguments:
                 raise ValueError(f"num_train_epochs: this trainer counts whole epochs, got {self.num_train_epochs}")
             self.epochs = int(self.num_train_epochs)
         self.refinement_schedule  # noqa: B018 (validates K and N_T against the refinements)
-        if self.num_train_epochs is None:  # else once the plan knows the steps
+        if self.num_train_epochs is None and self.max_steps is not None:  # else once the plan knows the steps
             self.resolve_warmup(self.max_steps)
 
     def _check_trainer_flags(self) -> None:
@@ -530,6 +538,65 @@ def parse_arguments(
         loser, winner = ("max_steps", "num_train_epochs") if epochs_win else ("num_train_epochs", "max_steps")
         logger.warning("--%s %s is ignored: --%s is given", _dashed(loser), given.pop(loser), _dashed(winner))
     defaults = dict(preset_defaults(given)) if preset_defaults else {}
+    field_defaults = {f.name: f.default for f in dataclasses.fields(kind) if f.init}
+    written_for = {**field_defaults, **defaults, **recipe}  # the schedule without the flags
+    if "warmup_ratio" in given:  # the warm-up follows the length already
+        written_for.pop("warmup_steps", None)
+    resumed = {**written_for, **given}
+    recorded = _recorded_schedule(written_for, resumed["output_dir"]) if resumed.get("resume_from_checkpoint") else {}
+    scaled: dict[str, Any] = {}
+    if "max_steps" in flags:
+        scaled = scale_schedule(written_for, flags["max_steps"], keep=set(flags) | set(recorded))
+        if scaled:  # debug: a refusal further on stays one line; run.json records the values
+            logger.debug(
+                "--max-steps %d: the schedule written for %d steps is scaled to it: %s",
+                flags["max_steps"],
+                written_for["max_steps"],
+                ", ".join(f"--{_dashed(name)} {value}" for name, value in scaled.items()),
+            )
+    scaled |= {name: value for name, value in recorded.items() if name not in flags}
     extra_values = {k: v for k, v in values.items() if k not in names}
     extra_values["given_fields"] = set(given)
-    return kind(**{**defaults, **given}), extra_values
+    return kind(**{**defaults, **given, **scaled}), extra_values
+
+
+# The schedule's step counts, which --max-steps scales when no flag gives them.
+SCHEDULE_STEPS = ("warmup_steps", "refine_steps", "cooldown_steps")
+
+
+def _recorded_schedule(written_for: Mapping[str, Any], output_dir: str) -> dict[str, Any]:
+    """The :data:`SCHEDULE_STEPS` that the run being resumed in ``output_dir`` recorded
+    (scaled or not when it started), for those ``written_for`` sets: a resumed run, extended
+    or not, keeps the steps it was planned with (a default the length derives, the
+    cool-down's None, follows the new length)."""
+    identity = read_identity(output_dir)
+    recorded = identity["arguments"] if identity else {}
+    schedule = {
+        name: recorded[name] for name in SCHEDULE_STEPS if name in recorded and written_for.get(name) is not None
+    }
+    if isinstance(schedule.get("refine_steps"), list):  # JSON's list of the recorded tuple
+        schedule["refine_steps"] = ",".join(map(str, schedule["refine_steps"])) or "none"
+    return schedule
+
+
+def scale_schedule(written_for: Mapping[str, Any], max_steps: int, keep: set[str] = frozenset()) -> dict[str, Any]:
+    """The :data:`SCHEDULE_STEPS` of ``written_for`` (values of a run of
+    ``written_for["max_steps"]`` steps) scaled to a run of ``max_steps``, those in ``keep``
+    and those absent or None left out: each keeps its share of the run (rounded;
+    refinements stay distinct steps >= 1). ``{}`` when the length is unchanged."""
+    length = written_for.get("max_steps")
+    if not length or length == max_steps:
+        return {}
+    ratio = max_steps / length
+    scaled: dict[str, Any] = {}
+    for name in SCHEDULE_STEPS:
+        value = written_for.get(name)
+        if name in keep or value is None:
+            continue
+        if name == "refine_steps":
+            steps = scale_steps(parse_steps(value), ratio)
+            if steps:
+                scaled[name] = ",".join(map(str, steps))
+        else:
+            scaled[name] = min(round(value * ratio), max_steps)
+    return scaled

@@ -489,6 +489,11 @@ class Trainer(RunRecords):
             after_refinement()
         self.model, self.optimizer = accelerator.prepare(unwrapped, optimizer)
         self.state.num_basis, self.state.num_steps = _sizes(unwrapped)
+        self.after_refinement()
+
+    def after_refinement(self) -> None:
+        """After each refinement, the model re-prepared: a trainer's own state shaped like
+        the model (the image trainer's Lookahead copy) follows it. Nothing by default."""
 
     def check_weights(self, learning_rate: float) -> None:
         """Stop a run whose weights are no longer finite (:mod:`.divergence`)."""

@@ -162,6 +162,15 @@ class RunPlan:
         return cls(max_steps, args.eval_steps, args.save_steps, args.refinement_schedule)
 
 
+def scale_steps(steps: Sequence[float], ratio: float) -> tuple[int, ...]:
+    """``steps`` (increasing) times ``ratio``, rounded, kept distinct and >= 1 (a schedule's
+    steps for a run ``ratio`` times as long)."""
+    scaled: list[int] = []
+    for step in steps:
+        scaled.append(max(round(step * ratio), scaled[-1] + 1 if scaled else 1))
+    return tuple(scaled)
+
+
 def parse_steps(text: str | Sequence[int] | None) -> tuple[int, ...]:
     """Refinement steps from the CLI: ``"1000,2000"`` (or ints) -> ``(1000, 2000)``;
     ``""``, ``"none"`` or None -> ``()``."""
