@@ -3,13 +3,13 @@
 Training: :mod:`.arguments` (``ImageTrainingArguments``, the presets' schedules),
 :mod:`.batching` (the splits as tensors, an epoch's batches), :mod:`.optimization` (SGD,
 learning rates), :mod:`.evaluation` (accuracy), :mod:`.trainer` (``ImageTrainer``,
-``train``); :mod:`.training` gathers their names.
+``train``).
 
 The models themselves (``OdeResNetConfig``, ``OdeResNetModel``,
 ``OdeResNetForImageClassification``, ``OdeResNetImageProcessor``) live in the models
 layer, ``cont_transformer.configuration_ode_resnet`` / ``modeling_ode_resnet`` /
 ``image_processing_ode_resnet``, so that a saved folder carries their code for
-``trust_remote_code``. They are re-exported here for compatibility.
+``trust_remote_code``; ``from image_models import OdeResNetConfig`` finds them too.
 
 Every name loads on first use (a module ``__getattr__``), so ``import image_models.augmentation``
 loads neither the training scaffold nor ``datasets``; the first use of a model's name also

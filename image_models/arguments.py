@@ -195,7 +195,7 @@ class ImageTrainingArguments(RunArguments):
     def identity(self) -> dict:
         """The run's arguments plus the network its preset and ``config_overrides`` give
         (``network``): a preset whose network changed between versions of the package
-        (``cifar10-fast`` took GELU on 2026-11-27, commit f8fd452) refuses to resume a run of
+        (``cifar10-fast``'s activation, say) refuses to resume a run of
         the old one."""
         return {**super().identity(), "network": {**PRESETS[self.preset], **self.config_overrides}}
 

@@ -1,6 +1,6 @@
 """Train an ODE-ResNet image classifier (MNIST, CIFAR) with Accelerate.
 
-The presets' default schedules (``image_models.training.PRESET_SCHEDULES``) refine last,
+The presets' default schedules (``image_models.arguments.PRESET_SCHEDULES``) refine last,
 after the learning rate decays, so the trained model compresses; for example MNIST on a
 CPU: ``python scripts/train_image.py --dataset ../shared/data/mnist --output-dir runs/mnist``.
 The paper's MNIST recipe (refinement K = 1 → 8):
@@ -13,7 +13,7 @@ the like for an ablation): ``python scripts/train_image.py recipes/cifar10_fast.
 or ``--preset cifar10-fast`` with any dataset.
 
 Multi-process CPU: ``accelerate launch --multi_gpu --num_processes 2 scripts/train_image.py ...``.
-Every field of ``image_models.training.ImageTrainingArguments`` is a flag (``--batch-size``
+Every field of ``image_models.arguments.ImageTrainingArguments`` is a flag (``--batch-size``
 or ``--batch_size``). The best epoch is chosen on ``--validation-size`` held-out training
 images; the test split is scored once at the end. Bad arguments or files: one line,
 exit 2 (``--debug`` shows the traceback).
@@ -25,7 +25,8 @@ from accelerate import PartialState
 
 from cont_transformer.tools.cli import run_cli
 from cont_transformer.training.arguments import parse_arguments
-from image_models.training import ImageTrainingArguments, preset_defaults, train
+from image_models.arguments import ImageTrainingArguments, preset_defaults
+from image_models.trainer import train
 
 
 def main(argv: list[str]) -> None:

@@ -16,17 +16,13 @@ from transformers import pipeline
 
 from cont_transformer.modeling_ode_resnet import OdeResNetForImageClassification
 from cont_transformer.training.arguments import RECIPES, parse_arguments
+from image_models.arguments import ImageTrainingArguments, preset_defaults
 from image_models.augmentation import alternating_flip, flip_parities
+from image_models.evaluation import evaluate
 from image_models.initialization import identity_init_
 from image_models.lookahead import Lookahead
 from image_models.optimization import build_sgd, is_norm
-from image_models.training import (
-    ImageTrainer,
-    ImageTrainingArguments,
-    evaluate,
-    preset_defaults,
-    train,
-)
+from image_models.trainer import ImageTrainer, train
 from image_models.tta import mean_logits, shift, views_of
 from image_models.whitening import image_patches, whiten_conv_
 

@@ -373,6 +373,6 @@ def test_the_first_use_of_a_name_registers_the_models():
     assert run_fresh(REGISTERED + code + "print(before, registered())") == "False True"
 
 
-@pytest.mark.parametrize("module", ["cont_transformer.tools.compression", "image_models.training"])
+@pytest.mark.parametrize("module", ["cont_transformer.tools.compression", "image_models.trainer"])
 def test_tools_and_applications_register_the_models(module):
     assert run_fresh(REGISTERED + f"import {module}\nprint(registered())") == "True"

@@ -15,7 +15,7 @@ from cont_transformer.runtime.model_folders import BEST_MODEL_DIR, METRICS_FILE
 from cont_transformer.tagging import arguments as tagging
 from cont_transformer.tools.cli import run_cli
 from cont_transformer.training.arguments import RECIPES, parse_arguments, read_recipe
-from image_models import training as imaging
+from image_models import arguments as imaging
 
 ROOT = Path(__file__).resolve().parents[1]
 TAGGER = (tagging.TrainingArguments, tagging.preset_defaults)

@@ -105,7 +105,7 @@ def test_a_card_with_results_and_no_known_family_files_them_under_the_architectu
 def test_the_trainers_register_their_own_families():
     code = (
         "import cont_transformer.families as f; f.entry_points = lambda group: []\n"  # as from a source checkout
-        "import image_models.training, cont_transformer.tagging.trainer\n"
+        "import image_models.trainer, cont_transformer.tagging.trainer\n"
         "print(sorted(f.FAMILIES))"
     )
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

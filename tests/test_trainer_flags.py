@@ -92,8 +92,8 @@ def test_a_recipe_takes_the_trainer_spellings(tmp_path):
 
 def test_the_other_trainers_keep_their_own_flags():
     from cont_transformer.language_modeling.arguments import PretrainingArguments
-    from image_models.training import ImageTrainingArguments
-    from image_models.training import preset_defaults as image_defaults
+    from image_models.arguments import ImageTrainingArguments
+    from image_models.arguments import preset_defaults as image_defaults
 
     # The language model's own --dataset-name / --dataset-config-name (and --dataset-config).
     model = parse_arguments(
