@@ -48,6 +48,7 @@ import torch
 from transformers import PreTrainedModel
 from transformers.dynamic_module_utils import custom_object_save
 
+from .config_record import DIGEST_KEY, config_mismatch, read_metadata, record_config, unrecorded_warning
 from .model_card import write_model_card
 from .ode_block import OdeBlock
 
@@ -148,6 +149,26 @@ def loading_problem(model: torch.nn.Module, loading_info) -> str | None:
     if unexpected:
         return f"tensor {unexpected[0]} in the weights is not one of the model's ({len(unexpected)} unexpected)"
     return None
+
+
+def check_config_record(config, checkpoint_files, source) -> None:
+    """Refuse, in one line naming ``source`` and the fields, a ``config`` that differs from
+    the one recorded in the first safetensors file of ``checkpoint_files`` when it was saved
+    (:mod:`.config_record`); a file without a record loads, with one warning."""
+    weights = [path for path in checkpoint_files or () if str(path).endswith(".safetensors")]
+    if not weights:
+        return
+    metadata = read_metadata(weights[0])
+    if metadata is None:  # a header that does not read: the load names the file
+        return
+    problem = config_mismatch(config, metadata)
+    if problem is not None:
+        raise ValueError(
+            f"{source}: {problem} (recorded in {Path(weights[0]).name}); the weights and config.json of a model "
+            "folder belong together"
+        )
+    if DIGEST_KEY not in metadata:
+        unrecorded_warning(weights[0])
 
 
 # The modules of this package whose classes a saved folder's ``auto_map`` may name (the
@@ -326,6 +347,13 @@ class ContinuousPreTrainedModel(PreTrainedModel):
         return model
 
     @classmethod
+    def _load_pretrained_model(cls, model, state_dict, checkpoint_files, load_config):
+        """transformers' reading of the weights, after :func:`check_config_record`: a config
+        that is not the one the weights were saved with is refused before they are read."""
+        check_config_record(model.config, checkpoint_files, load_config.pretrained_model_name_or_path)
+        return super()._load_pretrained_model(model, state_dict, checkpoint_files, load_config)
+
+    @classmethod
     def _finalize_model_loading(cls, model, load_config, loading_info):
         """Refuse weights that are not the model's: a tensor missing or unexpected
         (:func:`loading_problem`), coefficients whose shapes disagree with the config, or
@@ -389,6 +417,7 @@ class ContinuousPreTrainedModel(PreTrainedModel):
             }
         super().save_pretrained(save_directory, *args, **kwargs)
         if kwargs.get("is_main_process", True):
+            record_config(self.config, save_directory)  # config.json's fields, in the weights
             if pipeline is not None:  # the pipeline's file and the files it imports, flat
                 custom_object_save(pipeline[1], save_directory)
             write_model_card(self, save_directory, overwrite=regenerate_model_card)
@@ -398,6 +427,7 @@ __all__ = [
     "MAX_ABS_WEIGHT",
     "ContinuousPreTrainedModel",
     "CustomCodeError",
+    "check_config_record",
     "check_finite",
     "check_no_custom_code",
     "class_reference",

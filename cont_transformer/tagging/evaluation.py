@@ -263,7 +263,7 @@ def evaluate_saved_model(
     model, folder = load_tagger(model_dir)
     accelerator = make_accelerator()
     tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)  # checked by load_tagger
-    check_tokenizer(tokenizer, model.config, folder)
+    check_tokenizer(tokenizer, model.config, folder, model)
     config = model.config
     labels = model_column_labels(config, tag_column or saved_tag_column(folder))
     primary = next(iter(labels))

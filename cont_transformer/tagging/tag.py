@@ -182,7 +182,7 @@ class Tagger:
         model = AutoModelForTokenClassification.from_pretrained(folder, trust_remote_code=False).to(device, dtype)
         # No length limit: the tagger windows long sentences itself (older folders saved
         # the training length here, and the tokenizer would warn about it).
-        tokenizer = load_tokenizer(folder, model_max_length=VERY_LARGE_INTEGER)
+        tokenizer = load_tokenizer(folder, model, model_max_length=VERY_LARGE_INTEGER)
         return cls(model, tokenizer, column=options.pop("column", saved_tag_column(folder)), **options)
 
     def predict(
