@@ -131,6 +131,16 @@ def check_finite(model: torch.nn.Module, source: str | os.PathLike) -> None:
             )
 
 
+def check_buffers(model: torch.nn.Module, source: str | os.PathLike) -> None:
+    """Raise ``ValueError`` naming ``source`` and the buffer when a module of ``model`` that
+    checks its buffers (a ``buffer_problem()`` method: the spelling tables' character ids and
+    lengths) finds a value outside its range, as a damaged weights file gives."""
+    for name, module in model.named_modules():
+        problem = module.buffer_problem() if callable(getattr(module, "buffer_problem", None)) else None
+        if problem is not None:
+            raise ValueError(f"{source}: tensor {name}.{problem} (a damaged weights file?); refusing to load it")
+
+
 def loading_problem(model: torch.nn.Module, loading_info) -> str | None:
     """The first tensor a load leaves missing or finds unexpected, in words; None when the
     weights are the model's exactly. Tensors transformers itself leaves out (tied weights,
@@ -344,6 +354,7 @@ class ContinuousPreTrainedModel(PreTrainedModel):
             path, reason = damaged
             raise OSError(f"{path}: cannot be loaded: {reason}") from err
         check_finite(model, pretrained_model_name_or_path)
+        check_buffers(model, pretrained_model_name_or_path)
         return model
 
     @classmethod
@@ -427,6 +438,7 @@ __all__ = [
     "MAX_ABS_WEIGHT",
     "ContinuousPreTrainedModel",
     "CustomCodeError",
+    "check_buffers",
     "check_config_record",
     "check_finite",
     "check_no_custom_code",
