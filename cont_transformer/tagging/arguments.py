@@ -274,8 +274,8 @@ class TrainingArguments(EncoderArguments, RunArguments):
         check_agreement(self.silver_agreement)
         if self.lemma_min_count < 1:
             raise ValueError(f"lemma_min_count: must be >= 1, got {self.lemma_min_count}")
-        if self.word_dropout < 0:
-            raise ValueError(f"word_dropout: must be >= 0, got {self.word_dropout}")
+        if not (math.isfinite(self.word_dropout) and self.word_dropout >= 0):
+            raise ValueError(f"word_dropout: must be a finite number >= 0, got {self.word_dropout}")
         if self.warmup_steps < 0:
             raise ValueError(f"warmup_steps: must be >= 0, got {self.warmup_steps}")
         for name in ("encoder_learning_rate_scale", "spelling_learning_rate_scale"):
@@ -341,6 +341,16 @@ class TrainingArguments(EncoderArguments, RunArguments):
                 )
 
 
+def check_model_location(name: str) -> None:
+    """Refuse, naming ``model_name_or_path``, a ``name`` that is a path (absolute, from ``.``
+    or ``~``, or of more parts than a Hub id's ``owner/name``) to no folder; transformers
+    would take it for a Hub id and say how one is spelt."""
+    path = Path(name).expanduser()
+    looks_like_path = path.is_absolute() or name.startswith((".", "~")) or len(Path(name).parts) > 2
+    if looks_like_path and not path.is_dir():
+        raise FileNotFoundError(f"model_name_or_path: no such folder: {name}")
+
+
 def adopt_saved_sizes(args) -> PretrainedConfig:
     """Fine-tuning (and pretraining further) keeps the saved model's continuous choices:
     ``args`` (a tagger's or a language model's arguments) take the basis, scheme, time
@@ -349,6 +359,7 @@ def adopt_saved_sizes(args) -> PretrainedConfig:
     model's config; a folder of another model type is refused in one line."""
     from .. import auto  # noqa: F401  registers the models with the Auto classes
 
+    check_model_location(args.model_name_or_path)
     check_no_custom_code(args.model_name_or_path)
     config = AutoConfig.from_pretrained(args.model_name_or_path, trust_remote_code=False)
     if config.model_type != MODEL_TYPE:
