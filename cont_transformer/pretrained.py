@@ -181,6 +181,38 @@ def check_config_record(config, checkpoint_files, source) -> None:
         unrecorded_warning(weights[0])
 
 
+# What each task model of this package is, in words: a folder of one loaded as another is
+# named so (rather than by the first head tensor it lacks).
+MODEL_KINDS = {
+    "ContTransformerForTokenClassification": "a tagger",
+    "ContTransformerForMaskedLM": "a masked language model",
+    "OdeResNetForImageClassification": "an image classifier",
+}
+
+
+def kind_problem(architectures, wanted: str) -> str | None:
+    """``"is X, not Y"`` when ``architectures`` (a config's) names a task model of this package
+    (:data:`MODEL_KINDS`) other than the class named ``wanted``; None otherwise."""
+    found = architectures[0] if isinstance(architectures, (list, tuple)) and architectures else None
+    if found in MODEL_KINDS and wanted in MODEL_KINDS and found != wanted:
+        return f"is {MODEL_KINDS[found]}, not {MODEL_KINDS[wanted]}"
+    return None
+
+
+def check_model_kind(folder: str | os.PathLike, wanted: type) -> None:
+    """Refuse, in one line naming ``folder``, a local model folder whose ``config.json`` names
+    another task model of this package than ``wanted`` (a masked language model or an image
+    classifier given to the tagger). A folder without a readable ``config.json`` is left to
+    the load."""
+    try:
+        saved = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    problem = kind_problem(saved.get("architectures") if isinstance(saved, dict) else None, wanted.__name__)
+    if problem is not None:
+        raise ValueError(f"{folder} {problem}")
+
+
 # The modules of this package whose classes a saved folder's ``auto_map`` may name (the
 # code files ``save_pretrained`` copies), and the prefixes of those classes' names.
 OWN_CODE_MODULES = (
@@ -378,6 +410,9 @@ class ContinuousPreTrainedModel(PreTrainedModel):
         """
         source = load_config.pretrained_model_name_or_path
         problem = loading_problem(model, loading_info)
+        kind = kind_problem(getattr(model.config, "architectures", None), cls.__name__)
+        if problem is not None and kind is not None:
+            raise ValueError(f"{source} {kind}")
         if problem is not None:
             raise ValueError(f"{source}: {problem}; the weights and config.json of a model folder belong together")
         blocks = [name for name, m in model.named_modules() if isinstance(m, OdeBlock)]
@@ -441,6 +476,7 @@ __all__ = [
     "check_buffers",
     "check_config_record",
     "check_finite",
+    "check_model_kind",
     "check_no_custom_code",
     "class_reference",
     "is_own_class",

@@ -38,7 +38,8 @@ import torch
 from ..compiling import compiled
 from ..configuration_cont_transformer import AUXILIARY_COLUMNS
 from ..model_folders import METRICS_FILE, resolve_model_dir
-from ..pretrained import check_no_custom_code
+from ..modeling_cont_transformer import ContTransformerForTokenClassification
+from ..pretrained import check_model_kind, check_no_custom_code
 
 # The decoding is written once, for this tagger and for the pipeline a saved folder carries
 # (cont_transformer/pipeline_cont_transformer.py, remote code): joint decoding, lemma scripts.
@@ -178,6 +179,7 @@ class Tagger:
 
         folder = resolve_model_dir(folder)
         check_no_custom_code(folder)  # before any load: no code from the folder, no prompt
+        check_model_kind(folder, ContTransformerForTokenClassification)  # not a language or image model
         device = resolve_device(device)  # before any load: a bad --device is one line
         model = AutoModelForTokenClassification.from_pretrained(folder, trust_remote_code=False).to(device, dtype)
         # No length limit: the tagger windows long sentences itself (older folders saved
