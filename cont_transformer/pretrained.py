@@ -18,6 +18,13 @@
   first weights file of the folder that does not load that way. A model with a NaN or
   infinite value in any tensor (a diverged run), or one beyond :data:`MAX_ABS_WEIGHT` in
   magnitude, is refused by :func:`check_finite`.
+* The weights record the config they were saved with (:mod:`.config_record`, written by
+  :meth:`~ContinuousPreTrainedModel.save_pretrained`): a load whose config differs in a
+  field that changes the computation is refused, naming the fields, before the weights
+  are read (:func:`check_config_record`); weights without a record load with a warning.
+  Id buffers out of range (a damaged file) are refused by :func:`check_buffers`, and a
+  folder of another task model of the package (a language model given to the tagger) is
+  named so (:func:`check_model_kind`).
 * The load is strict: a tensor the weights lack or hold beyond the model's, or of another
   shape than the config gives, is refused in one line naming it (transformers would
   initialise it afresh, or drop it, and print a table). Tensors transformers legitimately
