@@ -276,21 +276,24 @@ def spelling_tables(
     texts = {token: token.removeprefix(prefix) for token in vocab if token not in special}
     alphabet = {c: NUM_RESERVED_CHARS + i for i, c in enumerate(sorted(set("".join(texts.values()))))}
     size = len(tokenizer)
-    tables = {
-        "piece_characters": torch.zeros(size, max_word_length, dtype=torch.int32),
-        "piece_lengths": torch.zeros(size, dtype=torch.int32),
-        "continuation": torch.zeros(size, dtype=torch.bool),
-        "whole_word": torch.zeros(size, dtype=torch.bool),
-    }
+    # Filled as lists and made tensors once: a tagger's load recomputes them (check_tokenizer).
+    characters, lengths = [[0] * max_word_length for _ in range(size)], [0] * size
+    continuation, whole_word = [False] * size, [False] * size
     for token, index in vocab.items():
         if token in special:
-            tables["whole_word"][index] = True
+            whole_word[index] = True
             continue
-        characters = clip_spelling([alphabet[c] for c in texts[token]], max_word_length)
-        tables["piece_characters"][index, : len(characters)] = torch.tensor(characters)
-        tables["piece_lengths"][index] = len(characters)
-        tables["continuation"][index] = token.startswith(prefix)
-        tables["whole_word"][index] = token in words and not tables["continuation"][index]
+        spelt = clip_spelling([alphabet[c] for c in texts[token]], max_word_length)
+        characters[index][: len(spelt)] = spelt
+        lengths[index] = len(spelt)
+        continuation[index] = token.startswith(prefix)
+        whole_word[index] = token in words and not continuation[index]
+    tables = {
+        "piece_characters": torch.tensor(characters, dtype=torch.int32).reshape(size, max_word_length),
+        "piece_lengths": torch.tensor(lengths, dtype=torch.int32),
+        "continuation": torch.tensor(continuation, dtype=torch.bool),
+        "whole_word": torch.tensor(whole_word, dtype=torch.bool),
+    }
     return tables, NUM_RESERVED_CHARS + len(alphabet)
 
 
