@@ -43,10 +43,12 @@ UNIT_TEXT = (
     "The weights, `config.json` and the tokenizer (or image processor) of this folder belong together. "
     "Loading it with this package checks what can be checked: every tensor is there and expected, of the "
     "shape the config gives, finite and below {bound:g} in magnitude, and the tokenizer matches the config's "
-    "`vocab_size` and `vocab_fingerprint`. It cannot notice an edit of `config.json` that keeps every shape "
-    "(`basis`, `time_horizon`, `scheme`, `layer_norm_eps`, `hidden_act`, the label names): such a model loads "
-    "and computes something else, silently. Change K, N_T or the basis with `scripts/compress.py`, which "
-    "writes a new, consistent folder; do not edit the config by hand."
+    "`vocab_size` and `vocab_fingerprint` (and a spelling model's character tables). The weights file records "
+    "the config fields that change what the model computes (`basis`, `time_horizon`, `scheme`, "
+    "`layer_norm_eps`, `hidden_act`, the label names, ...), so an edit of `config.json` is refused, naming the "
+    "fields. Weights, config and tokenizer edited together make another model, which no check can tell. "
+    "Change K, N_T or the basis with `scripts/compress.py`, which writes a new, consistent folder; do not "
+    "edit the config by hand."
 )
 # A tagger's card says which positions each raw output covers (issue #37: the root's
 # logits look like a tag, and attentions have fewer rows than the logits).

@@ -18,6 +18,13 @@
   first weights file of the folder that does not load that way. A model with a NaN or
   infinite value in any tensor (a diverged run), or one beyond :data:`MAX_ABS_WEIGHT` in
   magnitude, is refused by :func:`check_finite`.
+* The weights record the config they were saved with (:mod:`.config_record`, written by
+  :meth:`~ContinuousPreTrainedModel.save_pretrained`): a load whose config differs in a
+  field that changes the computation is refused, naming the fields, before the weights
+  are read (:func:`check_config_record`); weights without a record load with a warning.
+  Id buffers out of range (a damaged file) are refused by :func:`check_buffers`, and a
+  folder of another task model of the package (a language model given to the tagger) is
+  named so (:func:`check_model_kind`).
 * The load is strict: a tensor the weights lack or hold beyond the model's, or of another
   shape than the config gives, is refused in one line naming it (transformers would
   initialise it afresh, or drop it, and print a table). Tensors transformers legitimately
@@ -48,6 +55,7 @@ import torch
 from transformers import PreTrainedModel
 from transformers.dynamic_module_utils import custom_object_save
 
+from .config_record import DIGEST_KEY, config_mismatch, read_metadata, record_config, unrecorded_warning
 from .model_card import write_model_card
 from .ode_block import OdeBlock
 
@@ -130,6 +138,16 @@ def check_finite(model: torch.nn.Module, source: str | os.PathLike) -> None:
             )
 
 
+def check_buffers(model: torch.nn.Module, source: str | os.PathLike) -> None:
+    """Raise ``ValueError`` naming ``source`` and the buffer when a module of ``model`` that
+    checks its buffers (a ``buffer_problem()`` method: the spelling tables' character ids and
+    lengths) finds a value outside its range, as a damaged weights file gives."""
+    for name, module in model.named_modules():
+        problem = module.buffer_problem() if callable(getattr(module, "buffer_problem", None)) else None
+        if problem is not None:
+            raise ValueError(f"{source}: tensor {name}.{problem} (a damaged weights file?); refusing to load it")
+
+
 def loading_problem(model: torch.nn.Module, loading_info) -> str | None:
     """The first tensor a load leaves missing or finds unexpected, in words; None when the
     weights are the model's exactly. Tensors transformers itself leaves out (tied weights,
@@ -148,6 +166,58 @@ def loading_problem(model: torch.nn.Module, loading_info) -> str | None:
     if unexpected:
         return f"tensor {unexpected[0]} in the weights is not one of the model's ({len(unexpected)} unexpected)"
     return None
+
+
+def check_config_record(config, checkpoint_files, source) -> None:
+    """Refuse, in one line naming ``source`` and the fields, a ``config`` that differs from
+    the one recorded in the first safetensors file of ``checkpoint_files`` when it was saved
+    (:mod:`.config_record`); a file without a record loads, with one warning."""
+    weights = [path for path in checkpoint_files or () if str(path).endswith(".safetensors")]
+    if not weights:
+        return
+    metadata = read_metadata(weights[0])
+    if metadata is None:  # a header that does not read: the load names the file
+        return
+    problem = config_mismatch(config, metadata)
+    if problem is not None:
+        raise ValueError(
+            f"{source}: {problem} (recorded in {Path(weights[0]).name}); the weights and config.json of a model "
+            "folder belong together"
+        )
+    if DIGEST_KEY not in metadata:
+        unrecorded_warning(weights[0])
+
+
+# What each task model of this package is, in words: a folder of one loaded as another is
+# named so (rather than by the first head tensor it lacks).
+MODEL_KINDS = {
+    "ContTransformerForTokenClassification": "a tagger",
+    "ContTransformerForMaskedLM": "a masked language model",
+    "OdeResNetForImageClassification": "an image classifier",
+}
+
+
+def kind_problem(architectures, wanted: str) -> str | None:
+    """``"is X, not Y"`` when ``architectures`` (a config's) names a task model of this package
+    (:data:`MODEL_KINDS`) other than the class named ``wanted``; None otherwise."""
+    found = architectures[0] if isinstance(architectures, (list, tuple)) and architectures else None
+    if found in MODEL_KINDS and wanted in MODEL_KINDS and found != wanted:
+        return f"is {MODEL_KINDS[found]}, not {MODEL_KINDS[wanted]}"
+    return None
+
+
+def check_model_kind(folder: str | os.PathLike, wanted: type) -> None:
+    """Refuse, in one line naming ``folder``, a local model folder whose ``config.json`` names
+    another task model of this package than ``wanted`` (a masked language model or an image
+    classifier given to the tagger). A folder without a readable ``config.json`` is left to
+    the load."""
+    try:
+        saved = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    problem = kind_problem(saved.get("architectures") if isinstance(saved, dict) else None, wanted.__name__)
+    if problem is not None:
+        raise ValueError(f"{folder} {problem}")
 
 
 # The modules of this package whose classes a saved folder's ``auto_map`` may name (the
@@ -323,7 +393,15 @@ class ContinuousPreTrainedModel(PreTrainedModel):
             path, reason = damaged
             raise OSError(f"{path}: cannot be loaded: {reason}") from err
         check_finite(model, pretrained_model_name_or_path)
+        check_buffers(model, pretrained_model_name_or_path)
         return model
+
+    @classmethod
+    def _load_pretrained_model(cls, model, state_dict, checkpoint_files, load_config):
+        """transformers' reading of the weights, after :func:`check_config_record`: a config
+        that is not the one the weights were saved with is refused before they are read."""
+        check_config_record(model.config, checkpoint_files, load_config.pretrained_model_name_or_path)
+        return super()._load_pretrained_model(model, state_dict, checkpoint_files, load_config)
 
     @classmethod
     def _finalize_model_loading(cls, model, load_config, loading_info):
@@ -339,6 +417,9 @@ class ContinuousPreTrainedModel(PreTrainedModel):
         """
         source = load_config.pretrained_model_name_or_path
         problem = loading_problem(model, loading_info)
+        kind = kind_problem(getattr(model.config, "architectures", None), cls.__name__)
+        if problem is not None and kind is not None:
+            raise ValueError(f"{source} {kind}")
         if problem is not None:
             raise ValueError(f"{source}: {problem}; the weights and config.json of a model folder belong together")
         blocks = [name for name, m in model.named_modules() if isinstance(m, OdeBlock)]
@@ -389,6 +470,7 @@ class ContinuousPreTrainedModel(PreTrainedModel):
             }
         super().save_pretrained(save_directory, *args, **kwargs)
         if kwargs.get("is_main_process", True):
+            record_config(self.config, save_directory)  # config.json's fields, in the weights
             if pipeline is not None:  # the pipeline's file and the files it imports, flat
                 custom_object_save(pipeline[1], save_directory)
             write_model_card(self, save_directory, overwrite=regenerate_model_card)
@@ -398,7 +480,10 @@ __all__ = [
     "MAX_ABS_WEIGHT",
     "ContinuousPreTrainedModel",
     "CustomCodeError",
+    "check_buffers",
+    "check_config_record",
     "check_finite",
+    "check_model_kind",
     "check_no_custom_code",
     "class_reference",
     "is_own_class",

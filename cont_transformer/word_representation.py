@@ -287,6 +287,24 @@ class WordRepresentation(nn.Module):
                 f"piece_characters: character id {int(piece_characters.max())} is outside char_vocab_size={num_chars}"
             )
 
+    def buffer_problem(self) -> str | None:
+        """The first spelling buffer holding a value no saved model has (a damaged weights
+        file: a character id outside the alphabet, a length beyond ``max_word_length``), in
+        words; None when every one is in range. Loading checks it
+        (``pretrained.check_buffers``), so such a file is refused rather than failing in the
+        first forward pass."""
+        if self.kind == "word" or self.piece_characters.device.type == "meta":
+            return None
+        limits = {
+            "piece_characters": self.characters.embedding.num_embeddings,
+            "piece_lengths": self.piece_characters.shape[1] + 1,
+        }
+        for name, limit in limits.items():
+            values = getattr(self, name)
+            if values.numel() and not bool(((values >= 0) & (values < limit)).all()):
+                return f"{name} holds values outside [0, {limit})"
+        return None
+
     @torch.no_grad()
     def set_static_vectors(self, vectors: torch.Tensor) -> None:
         """Store the static word vectors ``(vocab, word_vector_size)`` (zeros where an id has none)."""

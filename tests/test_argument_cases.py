@@ -154,3 +154,45 @@ def test_image_labels_outside_the_data_sets_classes_are_refused(tmp_path, capsys
     (cifar / "batches.meta").write_bytes(pickle.dumps({b"label_names": names}))
     with pytest.raises(ValueError, match=f"^{cifar / 'data_batch_5'}: label 10 is outside the data set's classes 0..9"):
         load_image_dataset(cifar)
+
+
+@pytest.mark.parametrize(
+    ("flags", "line"),
+    [
+        (["--refine-steps", "a,b"], "error: refine_steps: comma-separated step numbers (or 'none'), got 'a,b'"),
+        (["--seed", "-1"], "error: seed: must lie in [0, 2**32) (numpy's and torch's seeds), got -1"),
+        (["--seed", str(2**32)], f"error: seed: must lie in [0, 2**32) (numpy's and torch's seeds), got {2**32}"),
+        (["--word-dropout", "nan"], "error: word_dropout: must be a finite number >= 0, got nan"),
+        (["--model-name-or-path", "/nope"], "error: model_name_or_path: no such folder: /nope"),
+        (["--model-name-or-path", "./runs/nope"], "error: model_name_or_path: no such folder: ./runs/nope"),
+    ],
+)
+def test_bad_values_are_refused_at_parse_time_naming_the_flag(tmp_path, capsys, flags, line):
+    output = tmp_path / "pos"
+    assert refused(load_script("train_pos").main, [*flags, "--output-dir", str(output)], capsys) == line
+    assert not output.exists()  # nothing read, nothing trained
+
+
+def test_a_hub_id_is_not_taken_for_a_missing_folder():
+    from cont_transformer.text.arguments import check_model_location
+
+    check_model_location("someone/tagger")  # left to transformers (no network here)
+    with pytest.raises(FileNotFoundError, match="^model_name_or_path: no such folder: someone/tagger/best$"):
+        check_model_location("someone/tagger/best")
+
+
+@pytest.mark.slow
+def test_a_lemma_only_tagger_trains_and_tags(tmp_path, capsys):
+    output = tmp_path / "lemma"
+    argv = [*TINY, "--columns", "lemma", "--max-steps", "4", "--eval-steps", "2", "--save-steps", "2"]
+    run_cli(load_script("train_pos").main, [*argv, "--output-dir", str(output)])
+    best = json.loads((output / "metrics.json").read_text())["best"]
+    # Lemmas are scored as strings (several edit scripts give one lemma), the split too.
+    assert best["accuracy"] == best["lemmas"]
+    seen, unseen, num_unseen = best["accuracy_seen"], best["accuracy_unseen"], best["num_unseen_words"]
+    words = best["num_words"]
+    assert seen * (words - num_unseen) + (unseen or 0) * num_unseen == pytest.approx(best["lemmas"] * words)
+    from cont_transformer.tagging.tag import Tagger
+
+    words = Tagger.from_pretrained(output, device="cpu")([["The", "dogs", "saw", "birds", "."]]).sentences[0].words
+    assert all(word.lemma for word in words) and all(word.upos is None and word.xpos is None for word in words)

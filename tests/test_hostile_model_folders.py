@@ -1,16 +1,22 @@
-"""Hostile model folders (issue 23): a damaged, non-finite or incomplete folder is refused
-when it loads, running no code, with one line naming the file and a non-zero exit."""
+"""Hostile model folders (issue 23): a damaged, non-finite or incomplete folder, or a model of
+another kind, is refused when it loads, running no code, with one line naming the file, tensor
+or folder and a non-zero exit."""
 
 import pickle
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 from hostile import run_compress, run_tag, save_tagger
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from transformers import AutoModelForTokenClassification
 
+from cont_transformer import OdeResNetForImageClassification
+from cont_transformer.modeling_cont_transformer import ContTransformerForMaskedLM
 from cont_transformer.tagging.tag import Tagger
+from cont_transformer.text.tokenization import build_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -91,3 +97,46 @@ def test_a_model_folder_without_its_tokenizer_is_named(saved, tmp_path, capsys, 
     message = run_tag([f"../{tmp_path.name}/model"], capsys)
     assert message.startswith(f"error: ../{tmp_path.name}/model: no tokenizer.json beside the model")
     assert "sentencepiece" not in message
+
+
+def test_a_model_folder_without_its_tokenizer_config_is_named(saved, tmp_path, capsys):
+    folder = tmp_path / "model"
+    shutil.copytree(saved, folder)
+    (folder / "tokenizer_config.json").unlink()  # without it the tokenizer has no [PAD]: a TypeError later
+    message = f"error: {folder}: no tokenizer_config.json beside the model"
+    text = tmp_path / "in.txt"
+    text.write_text("the dog saw a bird.\n")
+    assert run_tag([str(folder), "--input", str(text)], capsys).startswith(message)
+
+
+@pytest.mark.parametrize(("buffer", "value"), [("piece_characters", 2**30), ("piece_lengths", -7)])
+def test_a_spelling_buffer_out_of_range_is_named_at_load(tmp_path, capsys, tiny_tagger, buffer, value):
+    """Bit flips in an id buffer ended in an IndexError at the first forward pass."""
+    folder = save_tagger(tmp_path / "spelling", tiny_tagger, spelling=True)
+    with safe_open(folder / "model.safetensors", "pt") as file:
+        metadata = file.metadata()
+    weights = load_file(folder / "model.safetensors")
+    weights[f"cont_transformer.embeddings.{buffer}"].view(-1)[5] = value
+    save_file(weights, folder / "model.safetensors", metadata=metadata)
+    message = f"{folder}: tensor cont_transformer.embeddings.{buffer} holds values outside [0, "
+    with pytest.raises(ValueError, match=re.escape(message)):
+        AutoModelForTokenClassification.from_pretrained(folder)
+    assert run_compress([str(folder), "--output-dir", str(tmp_path / "c")], capsys).startswith(f"error: {message}")
+    text = tmp_path / "in.txt"
+    text.write_text("the dog saw a bird.\n")
+    assert run_tag([str(folder), "--input", str(text)], capsys).startswith(f"error: {message}")
+
+
+def test_a_language_model_or_an_image_model_is_no_tagger(tmp_path, capsys, tiny_tagger_config, tiny_ode_resnet_config):
+    tokenizer = build_tokenizer(["the", "dog"], mask=True)
+    config = tiny_tagger_config(vocab_size=len(tokenizer), architectures=["ContTransformerForMaskedLM"])
+    ContTransformerForMaskedLM(config).save_pretrained(tmp_path / "lm")
+    tokenizer.save_pretrained(tmp_path / "lm")
+    OdeResNetForImageClassification(tiny_ode_resnet_config()).save_pretrained(tmp_path / "image")
+    text = tmp_path / "in.txt"
+    text.write_text("the dog.\n")
+    for name, kind in (("lm", "a masked language model"), ("image", "an image classifier")):
+        folder = tmp_path / name
+        assert run_tag([str(folder), "--input", str(text)], capsys) == f"error: {folder} is {kind}, not a tagger"
+    with pytest.raises(ValueError, match=f"^{tmp_path / 'lm'} is a masked language model, not a tagger$"):
+        AutoModelForTokenClassification.from_pretrained(tmp_path / "lm")

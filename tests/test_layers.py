@@ -35,6 +35,7 @@ MODELS = [
     "modeling_ode_resnet",
     "image_processing_ode_resnet",
     "word_representation",
+    "config_record",  # the config fields a model's weights were saved with
     "pretrained",
     "model_card",
     # What a saved tagger's pipeline shares with the tagging application:

@@ -294,6 +294,10 @@ def test_checkpoint_whose_coefficients_disagree_with_its_config_fails(tmp_path, 
     config = json.loads((tmp_path / "config.json").read_text())
     config["num_basis"] = config["num_steps"] = 5
     (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"differs .* in num_basis \(5, saved with 3\), num_steps \(5, saved with 3\)"):
+        AutoModelForTokenClassification.from_pretrained(tmp_path)
+    # Weights saved without the config record: the coefficients' shapes tell.
+    save_file(load_file(tmp_path / "model.safetensors"), tmp_path / "model.safetensors", metadata={"format": "pt"})
     for ignore in (False, True):
         with pytest.raises(ValueError, match="disagrees with its config.*num_basis=5"):
             AutoModelForTokenClassification.from_pretrained(tmp_path, ignore_mismatched_sizes=ignore)

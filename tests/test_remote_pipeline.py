@@ -120,15 +120,14 @@ def test_the_folders_pipeline_gives_every_column_per_word_as_the_tagger_does(sav
 
 def test_the_folders_pipeline_looks_seen_words_up_in_the_lemma_lexicon(saved, tmp_path):
     folder = tmp_path / "lexicon"
-    folder.mkdir()
-    for path in saved.iterdir():
-        (folder / path.name).write_bytes(path.read_bytes())
-    config = json.loads((folder / "config.json").read_text())
-    assert "dog" in config["lemma_lexicon"]["xpos"]["NN"]  # the training treebank's own
-    # A made-up lemma for "dog" under every tag, which no edit script could give it.
-    tags = [config["id2label"][str(i)] for i in range(len(config["id2label"]))]
-    config["lemma_lexicon"] = {"xpos": {tag: {"dog": "LEXICON"} for tag in tags}}
-    (folder / "config.json").write_text(json.dumps(config))
+    model = AutoModelForTokenClassification.from_pretrained(saved, trust_remote_code=False)
+    assert "dog" in model.config.lemma_lexicon["xpos"]["NN"]  # the training treebank's own
+    # A made-up lemma for "dog" under every tag, which no edit script could give it (saved with
+    # the model: the weights record the config, so an edit of config.json alone is refused).
+    tags = [model.config.id2label[i] for i in range(len(model.config.id2label))]
+    model.config.lemma_lexicon = {"xpos": {tag: {"dog": "LEXICON"} for tag in tags}}
+    model.save_pretrained(folder)
+    load_tokenizer(saved).save_pretrained(folder)
     entries = pipeline(model=str(folder), trust_remote_code=True)(TEXT)
     assert [entry["lemma"] for entry in entries if entry["word"] == "dog"] == ["LEXICON"]
     assert [{column: entry[column] for column in COLUMNS} for entry in entries] == tagger_columns(folder, TEXT)

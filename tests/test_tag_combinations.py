@@ -110,3 +110,10 @@ def test_adding_combinations_to_a_saved_model(tmp_path, capsys):
     assert (sentence.upos, sentence.xpos) == (["NOUN"], ["NN"])
     assert add_main([str(tmp_path / "missing"), str(train)]) == 1
     assert "missing" in capsys.readouterr().err
+    # The weights record the config they go with: a config.json edited by hand is refused, untouched.
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "tag_combinations": None, "time_horizon": 2.0}))
+    before = (folder / "config.json").read_bytes()
+    assert add_main([str(folder), str(train)]) == 1
+    assert "time_horizon (2.0, saved with 1.0)" in capsys.readouterr().err
+    assert (folder / "config.json").read_bytes() == before

@@ -1,7 +1,8 @@
 """Tampered model folders are refused (issue 34): weights the model lacks or does not expect
 (a strict load), a tokenizer that is not the model's (its size, the vocabulary fingerprint in
-the config), weights beyond a sane magnitude; each in one line naming the tensor or file. Edits
-of config.json that keep every shape cannot be detected, and the card says so."""
+the config), weights beyond a sane magnitude, a config.json other than the one the weights were
+saved with (test_config_record.py has each field); each in one line naming the tensor, file or
+field, and the card says what is checked."""
 
 import json
 import re
@@ -10,6 +11,7 @@ import shutil
 import pytest
 import torch
 from hostile import load_script, one_error_line, run_compress, run_tag, save_tagger
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from transformers import AutoModelForMaskedLM, AutoModelForTokenClassification, AutoTokenizer
 
@@ -47,9 +49,12 @@ def copy_of(folder, tmp_path, name):
 
 
 def edit_weights(folder, edit):
+    """``edit`` the tensors of ``folder``'s weights, keeping the file's metadata (its config record)."""
+    with safe_open(folder / "model.safetensors", "pt") as file:
+        metadata = file.metadata()
     weights = load_file(folder / "model.safetensors")
     edit(weights)
-    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    save_file(weights, folder / "model.safetensors", metadata=metadata)
 
 
 def edit_json(path, edit):
@@ -90,13 +95,23 @@ def test_weights_that_are_not_the_models_are_refused_by_name(saved, tmp_path, ca
 
 
 def test_a_config_that_changes_the_tensors_is_refused_by_name(saved, tmp_path, capsys):
-    # word -> word+chars: the character CNN's tensors are not in the file.
+    # word -> word+chars: the config the weights were saved with is named first.
     folder = copy_of(saved, tmp_path, "chars")
     edit_json(folder / "config.json", lambda c: c.update(word_representation="word+chars", unk_token_id=1))
-    refused_everywhere(folder, tmp_path, capsys, f"^{folder}: tensor .*characters.* is missing", "characters")
-    # One label fewer: the classifier's shape differs from the config's.
+    pattern = f"^{folder}: config.json differs .* in unk_token_id \\(1, saved with None\\), word_representation"
+    refused_everywhere(folder, tmp_path, capsys, pattern, "word_representation ('word+chars', saved with 'word')")
+    # Without the record (a folder saved before it), the strict load names the missing tensors.
+    unrecorded = copy_of(saved, tmp_path, "chars-unrecorded")
+    save_file(load_file(unrecorded / "model.safetensors"), unrecorded / "model.safetensors", metadata={"format": "pt"})
+    edit_json(unrecorded / "config.json", lambda c: c.update(word_representation="word+chars", unk_token_id=1))
+    with pytest.raises(ValueError, match=f"^{unrecorded}: tensor .*characters.* is missing"):
+        AutoModelForTokenClassification.from_pretrained(unrecorded)
+    # One label fewer: the labels differ from the record, and the classifier's shape from the config's.
     shorter = copy_of(saved, tmp_path, "labels")
     edit_json(shorter / "config.json", lambda c: (c["id2label"].popitem(), c["label2id"].popitem()))
+    with pytest.raises(ValueError, match=f"^{shorter}: config.json differs .* in id2label, label2id "):
+        AutoModelForTokenClassification.from_pretrained(shorter)
+    save_file(load_file(shorter / "model.safetensors"), shorter / "model.safetensors", metadata={"format": "pt"})
     labels = len(json.loads((saved / "config.json").read_text())["id2label"])
     pattern = rf"^{shorter}: tensor classifier\.bias has shape \[{labels}\] in the weights, but config.json gives"
     with pytest.raises(ValueError, match=pattern):
@@ -175,10 +190,12 @@ def test_a_running_variance_may_reach_the_square_of_the_weight_limit():
         check_finite(norm, "bn")
 
 
-def test_a_config_edit_that_keeps_the_shapes_loads_and_the_card_says_so(trained, tmp_path):
+def test_a_config_edit_that_keeps_the_shapes_is_refused_and_the_card_says_so(trained, tmp_path):
     card = (trained / "README.md").read_text()
     assert f"## {UNIT_HEADING}" in card and "`time_horizon`" in card and "`layer_norm_eps`" in card
+    assert "an edit of `config.json` is refused" in card
     folder = copy_of(trained, tmp_path, "edited")
     edit_json(folder / "config.json", lambda c: c.update(time_horizon=1e6, layer_norm_eps=10.0))
-    model = AutoModelForTokenClassification.from_pretrained(folder)  # undetectable: the card's warning
-    assert model.config.time_horizon == 1e6
+    pattern = "in layer_norm_eps \\(10.0, saved with 1e-06\\), time_horizon \\(1000000.0, saved with 1.0\\)"
+    with pytest.raises(ValueError, match=pattern):
+        AutoModelForTokenClassification.from_pretrained(folder)

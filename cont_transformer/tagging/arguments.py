@@ -211,8 +211,8 @@ class TrainingArguments(EncoderArguments, RunArguments):
         check_agreement(self.silver_agreement)
         if self.lemma_min_count < 1:
             raise ValueError(f"lemma_min_count: must be >= 1, got {self.lemma_min_count}")
-        if self.word_dropout < 0:
-            raise ValueError(f"word_dropout: must be >= 0, got {self.word_dropout}")
+        if not (math.isfinite(self.word_dropout) and self.word_dropout >= 0):
+            raise ValueError(f"word_dropout: must be a finite number >= 0, got {self.word_dropout}")
         if self.warmup_steps < 0:
             raise ValueError(f"warmup_steps: must be >= 0, got {self.warmup_steps}")
         for name in ("encoder_learning_rate_scale", "spelling_learning_rate_scale"):

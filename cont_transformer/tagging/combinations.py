@@ -18,6 +18,7 @@ from pathlib import Path
 
 import datasets
 
+from ..config_record import config_mismatch, read_metadata, record_config, weights_files
 from ..configuration_cont_transformer import JOINT_COLUMNS
 from ..runtime.model_folders import resolve_model_dir
 from .columns import canonical_feats, column_values
@@ -45,8 +46,9 @@ def tag_combinations(
 
 def add_tag_combinations(model_dir: str | os.PathLike, train_file: str | os.PathLike) -> int:
     """Record in ``model_dir``'s ``config.json`` (a run folder's and its ``best/``
-    model's; each replaced atomically) the combinations of
-    ``train_file`` (CoNLL-U); returns how many. Raises ``ValueError`` when the model does
+    model's; each replaced atomically, and the config recorded in its weights with it) the
+    combinations of ``train_file`` (CoNLL-U); returns how many. A folder whose config.json
+    is not the one its weights record is refused first, untouched. Raises ``ValueError`` when the model does
     not predict UPOS, XPOS and whole FEATS."""
     from transformers import AutoConfig
 
@@ -61,14 +63,24 @@ def add_tag_combinations(model_dir: str | os.PathLike, train_file: str | os.Path
     combinations = tag_combinations(train, labels, getattr(config, "feats_mode", "whole"))
     if combinations is None:
         raise ValueError(f"{model_dir}: the model does not predict {', '.join(JOINT_COLUMNS)} with whole FEATS")
-    # A run folder may hold the model at its top besides best/: both get them.
-    for path in {Path(model_dir) / "config.json", Path(folder) / "config.json"}:
-        if path.is_file():
-            saved = json.loads(path.read_text())
-            saved["tag_combinations"] = combinations
-            temporary = path.with_name(path.name + ".tmp")
-            temporary.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n")
-            os.replace(temporary, path)
+    # A run folder may hold the model at its top besides best/: both get them, and the
+    # config recorded in their weights follows (config_record.py), once it is found to be
+    # the config.json they hold.
+    paths = [path for path in {Path(model_dir) / "config.json", Path(folder) / "config.json"} if path.is_file()]
+    for path in paths:
+        for weights in weights_files(path.parent):
+            problem = config_mismatch(
+                AutoConfig.from_pretrained(path.parent, trust_remote_code=False), read_metadata(weights)
+            )
+            if problem is not None:
+                raise ValueError(f"{path.parent}: {problem} (recorded in {weights.name}); not adding to it")
+    for path in paths:
+        saved = json.loads(path.read_text())
+        saved["tag_combinations"] = combinations
+        temporary = path.with_name(path.name + ".tmp")
+        temporary.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n")
+        os.replace(temporary, path)
+        record_config(AutoConfig.from_pretrained(path.parent, trust_remote_code=False), path.parent)
     return len(combinations)
 
 

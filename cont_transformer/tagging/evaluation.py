@@ -14,7 +14,8 @@ written as CoNLL-U. A gold value with no label (a tag unseen in train) counts as
 ``accuracy`` is the model-selection score: the mean of the predicted columns' rows
 (UPOS, XPOS, UFeats, Lemmas; AllTags is not averaged in). For a one-column model it is
 that column's accuracy. ``accuracy_seen`` / ``accuracy_unseen`` split the primary
-column's accuracy over the words seen and unseen in training.
+column's accuracy over the words seen and unseen in training (a lemma primary's, the
+Lemmas row's, from the decoded lemmas).
 
 Predictions are gathered across processes with ``gather_for_metrics``, each word placed
 by its index in the data, so every dev word and sentence counts exactly once. Long
@@ -95,6 +96,24 @@ class GoldColumns:
         column, one per word of the data in order (factored features: a row per word),
         decoded with the model's ``lemma_lexicon`` if it has one; and ``deprel``, the share
         of words whose relation is right, when the tagger learnt it and the data has it."""
+        pairs, gold, system = self._decoded(predicted, lemma_lexicon)
+        counts = tag_counts(pairs)
+        result = {ROW_NAMES[row]: counts[row] / len(pairs) if pairs else 0.0 for row in _rows(self.columns)}
+        averaged = [result[row] for row in SELECTION_ROWS if row in result]
+        for column in AUXILIARY_COLUMNS:  # learnt as a training signal: scored, never selected on
+            # ... where the data has it (a tagger with DEPREL fine-tuned on a treebank without)
+            if column in system and any(value != "_" for value in gold[column]):
+                result[column] = sum(map(str.__eq__, system[column], gold[column])) / len(pairs)
+        return {"accuracy": sum(averaged) / len(averaged), **result}
+
+    def words_right(self, predicted: dict[str, torch.Tensor], lemma_lexicon: dict | None, row: str) -> torch.Tensor:
+        """Per word of the data, whether the CoNLL 2018 ``row`` (``"Lemmas"``, ...) counts its
+        decoded prediction right: ``(num_words,)`` bool."""
+        pairs, _, _ = self._decoded(predicted, lemma_lexicon)
+        return torch.tensor([bool(tag_counts([pair])[row]) for pair in pairs], dtype=torch.bool)
+
+    def _decoded(self, predicted: dict[str, torch.Tensor], lemma_lexicon: dict | None):
+        """``(gold, system)`` word pairs of the data, and the gold and system values per column."""
         labels = parsed_labels(self.labels)
         system = {column: [] for column in self.columns}
         offset = 0
@@ -111,14 +130,7 @@ class GoldColumns:
         }
         forms = [word for words in self.words for word in words]
         pairs = [(_word(forms[i], gold, i), _word(forms[i], {**gold, **system}, i)) for i in range(len(forms))]
-        counts = tag_counts(pairs)
-        result = {ROW_NAMES[row]: counts[row] / len(pairs) if pairs else 0.0 for row in _rows(self.columns)}
-        averaged = [result[row] for row in SELECTION_ROWS if row in result]
-        for column in AUXILIARY_COLUMNS:  # learnt as a training signal: scored, never selected on
-            # ... where the data has it (a tagger with DEPREL fine-tuned on a treebank without)
-            if column in system and any(value != "_" for value in gold[column]):
-                result[column] = sum(map(str.__eq__, system[column], gold[column])) / len(pairs)
-        return {"accuracy": sum(averaged) / len(averaged), **result}
+        return pairs, gold, system
 
 
 def _rows(columns: Sequence[str]) -> list[str]:
@@ -175,6 +187,7 @@ def evaluate(model, dataloader, accelerator, gold: GoldColumns) -> dict[str, flo
     predicted: dict[str, torch.Tensor] = {}
     num_sentences = 0
     split = torch.zeros(4, dtype=torch.long)  # correct seen, seen, correct unseen, unseen
+    unseen_words = torch.zeros(num_words, dtype=torch.bool)  # a lemma primary's split, per word
     config = accelerator.unwrap_model(model).config
     combinations = combination_index(config, gold.labels, next(model.parameters()).device)
     has_split = False
@@ -200,9 +213,17 @@ def evaluate(model, dataloader, accelerator, gold: GoldColumns) -> dict[str, flo
                 predicted[column] = torch.zeros((num_words, *column_ids.shape[2:]), dtype=torch.long)
             predicted[column][index[scored].cpu()] = column_ids[scored].cpu()
         num_sentences += int(starts.sum())
-        split += _seen_unseen_counts(ids[columns.index(gold.primary)], labels, unseen.bool())
+        if gold.primary == "lemma":  # scored as strings below (several edit scripts give one lemma)
+            unseen_words[index[scored].cpu()] = unseen[scored].bool().cpu()
+        else:
+            split += _seen_unseen_counts(ids[columns.index(gold.primary)], labels, unseen.bool())
     model.train(was_training)
-    scores = gold.scores(predicted, getattr(config, "lemma_lexicon", None))
+    lexicon = getattr(config, "lemma_lexicon", None)
+    scores = gold.scores(predicted, lexicon)
+    if gold.primary == "lemma" and has_split:
+        right = gold.words_right(predicted, lexicon, "Lemmas")
+        split = torch.stack([(right & ~unseen_words).sum(), (~unseen_words).sum(), (right & unseen_words).sum()])
+        split = torch.cat([split, unseen_words.sum().reshape(1)])
     result = {**scores, "num_words": num_words, "num_sentences": num_sentences}
     correct_seen, seen, correct_unseen, num_unseen = split.tolist()
     if has_split:
@@ -255,7 +276,7 @@ def evaluate_saved_model(
     model, folder = load_tagger(model_dir)
     accelerator = make_accelerator()
     tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)  # checked by load_tagger
-    check_tokenizer(tokenizer, model.config, folder)
+    check_tokenizer(tokenizer, model.config, folder, model)
     config = model.config
     labels = model_column_labels(config, tag_column or saved_tag_column(folder))
     primary = next(iter(labels))

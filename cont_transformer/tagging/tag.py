@@ -40,7 +40,8 @@ import torch
 from ..column_decoding import combination_index, decode_columns, model_column_labels, parsed_labels, predicted_label_ids
 from ..configuration_cont_transformer import AUXILIARY_COLUMNS
 from ..lemma_scripts import vocabulary_words
-from ..pretrained import check_no_custom_code
+from ..modeling_cont_transformer import ContTransformerForTokenClassification
+from ..pretrained import check_model_kind, check_no_custom_code
 from ..runtime.compiling import compiled
 from ..runtime.model_folders import METRICS_FILE, resolve_model_dir
 from ..text.batching import IGNORE_INDEX, PaddingCollator, encode_for_evaluation
@@ -172,11 +173,12 @@ class Tagger:
 
         folder = resolve_model_dir(folder)
         check_no_custom_code(folder)  # before any load: no code from the folder, no prompt
+        check_model_kind(folder, ContTransformerForTokenClassification)  # not a language or image model
         device = resolve_device(device)  # before any load: a bad --device is one line
         model = AutoModelForTokenClassification.from_pretrained(folder, trust_remote_code=False).to(device, dtype)
         # No length limit: the tagger windows long sentences itself (older folders saved
         # the training length here, and the tokenizer would warn about it).
-        tokenizer = load_tokenizer(folder, model_max_length=VERY_LARGE_INTEGER)
+        tokenizer = load_tokenizer(folder, model, model_max_length=VERY_LARGE_INTEGER)
         return cls(model, tokenizer, column=options.pop("column", saved_tag_column(folder)), **options)
 
     def predict(

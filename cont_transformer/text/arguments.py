@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from transformers import AutoConfig, PretrainedConfig
 
@@ -98,6 +99,16 @@ def encoder_config(args, tokenizer, language: str | None, char_vocab_size: int) 
     }
 
 
+def check_model_location(name: str) -> None:
+    """Refuse, naming ``model_name_or_path``, a ``name`` that is a path (absolute, from ``.``
+    or ``~``, or of more parts than a Hub id's ``owner/name``) to no folder; transformers
+    would take it for a Hub id and say how one is spelt."""
+    path = Path(name).expanduser()
+    looks_like_path = path.is_absolute() or name.startswith((".", "~")) or len(Path(name).parts) > 2
+    if looks_like_path and not path.is_dir():
+        raise FileNotFoundError(f"model_name_or_path: no such folder: {name}")
+
+
 def adopt_saved_sizes(args) -> PretrainedConfig:
     """Fine-tuning (and pretraining further) keeps the saved model's continuous choices:
     ``args`` (a tagger's or a language model's arguments) take the basis, scheme, time
@@ -106,6 +117,7 @@ def adopt_saved_sizes(args) -> PretrainedConfig:
     model's config; a folder of another model type is refused in one line."""
     from .. import auto  # noqa: F401  registers the models with the Auto classes
 
+    check_model_location(args.model_name_or_path)
     check_no_custom_code(args.model_name_or_path)
     config = AutoConfig.from_pretrained(args.model_name_or_path, trust_remote_code=False)
     if config.model_type != MODEL_TYPE:

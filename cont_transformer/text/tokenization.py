@@ -159,6 +159,7 @@ def build_tokenizer(
 
 
 TOKENIZER_FILE = "tokenizer.json"
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 
 
 def vocabulary_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
@@ -169,11 +170,19 @@ def vocabulary_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
     return hashlib.sha256(json.dumps(entries, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-def check_tokenizer(tokenizer: PreTrainedTokenizerBase, config, folder: str | os.PathLike) -> None:
+# The spelling buffers of a model (``WordRepresentation``) that its tokenizer determines
+# (:func:`spelling_tables`); ``whole_word`` records the training words, which the tokenizer
+# alone does not tell.
+TOKENIZER_BUFFERS = ("piece_characters", "piece_lengths", "continuation")
+
+
+def check_tokenizer(tokenizer: PreTrainedTokenizerBase, config, folder: str | os.PathLike, model=None) -> None:
     """Refuse, in one line naming ``folder``'s tokenizer file, a tokenizer that is not the
     model's: its size differs from ``config``'s ``vocab_size`` (a config object or the dict
     of ``config.json``), or its vocabulary from the ``vocab_fingerprint`` the config records
-    (configs saved without one: the size only)."""
+    (configs saved without one: the size only). Given the ``model`` loaded from ``folder``,
+    its spelling buffers (:data:`TOKENIZER_BUFFERS`) must be those the tokenizer gives
+    (:func:`spelling_tables`), or the first that is not is named."""
     read = config.get if isinstance(config, dict) else lambda name: getattr(config, name, None)
     vocab_size, fingerprint = read("vocab_size"), read("vocab_fingerprint")
     path = Path(folder) / TOKENIZER_FILE
@@ -187,18 +196,37 @@ def check_tokenizer(tokenizer: PreTrainedTokenizerBase, config, folder: str | os
             f"{path}: the vocabulary is not the one the model was saved with (its fingerprint differs from "
             "config.json's vocab_fingerprint); a model folder's tokenizer is the one its model was trained with"
         )
+    embeddings = getattr(getattr(model, "base_model", None), "embeddings", None)
+    if model is None or not hasattr(embeddings, TOKENIZER_BUFFERS[0]):
+        return
+    tables, _ = spelling_tables(tokenizer, training_words(tokenizer, model), model.config.max_word_length)
+    for name in TOKENIZER_BUFFERS:
+        buffer = getattr(embeddings, name)
+        if not torch.equal(buffer.cpu(), tables[name].to(buffer.dtype)):
+            prefix = model.base_model_prefix if model.base_model is not model else ""
+            tensor = ".".join(filter(None, (prefix, "embeddings", name)))
+            raise ValueError(
+                f"{Path(folder)}: buffer {tensor} of the weights is not the spelling of {path} (it is derived from "
+                "the tokenizer); the weights and tokenizer of a model folder belong together"
+            )
 
 
-def load_tokenizer(folder: str | os.PathLike, **options) -> PreTrainedTokenizerFast:
+def load_tokenizer(folder: str | os.PathLike, model=None, **options) -> PreTrainedTokenizerFast:
     """The tokenizer saved in a tagger's folder (``AutoTokenizer`` with ``options``); an
     error naming the folder when it holds none, or one that does not load (instead of
     transformers' advice about converting slow tokenizers), and one naming the tokenizer
-    file when it is not the model's (:func:`check_tokenizer` against ``config.json``)."""
+    file when it is not the model's (:func:`check_tokenizer` against ``config.json``, and
+    the spelling buffers of ``model``, the model loaded from ``folder``, when given)."""
     folder = Path(folder)
     if not (folder / TOKENIZER_FILE).is_file():
         raise FileNotFoundError(
             f"{folder}: no {TOKENIZER_FILE} beside the model; a tagger's folder holds the "
             "tokenizer it was trained with (tokenizer.save_pretrained(folder))"
+        )
+    if not (folder / TOKENIZER_CONFIG_FILE).is_file():  # without it: no [PAD], [UNK] or [ROOT]
+        raise FileNotFoundError(
+            f"{folder}: no {TOKENIZER_CONFIG_FILE} beside the model (the tokenizer's special tokens); a "
+            "tagger's folder holds the tokenizer it was trained with (tokenizer.save_pretrained(folder))"
         )
     check_no_custom_code(folder)
     try:
@@ -210,7 +238,7 @@ def load_tokenizer(folder: str | os.PathLike, **options) -> PreTrainedTokenizerF
     except (OSError, ValueError):
         config = None  # no model beside it (or one whose config fails to load on its own)
     if isinstance(config, dict):
-        check_tokenizer(tokenizer, config, folder)
+        check_tokenizer(tokenizer, config, folder, model)
     return tokenizer
 
 
@@ -240,21 +268,24 @@ def spelling_tables(
     texts = {token: token.removeprefix(prefix) for token in vocab if token not in special}
     alphabet = {c: NUM_RESERVED_CHARS + i for i, c in enumerate(sorted(set("".join(texts.values()))))}
     size = len(tokenizer)
-    tables = {
-        "piece_characters": torch.zeros(size, max_word_length, dtype=torch.int32),
-        "piece_lengths": torch.zeros(size, dtype=torch.int32),
-        "continuation": torch.zeros(size, dtype=torch.bool),
-        "whole_word": torch.zeros(size, dtype=torch.bool),
-    }
+    # Filled as lists and made tensors once: a tagger's load recomputes them (check_tokenizer).
+    characters, lengths = [[0] * max_word_length for _ in range(size)], [0] * size
+    continuation, whole_word = [False] * size, [False] * size
     for token, index in vocab.items():
         if token in special:
-            tables["whole_word"][index] = True
+            whole_word[index] = True
             continue
-        characters = clip_spelling([alphabet[c] for c in texts[token]], max_word_length)
-        tables["piece_characters"][index, : len(characters)] = torch.tensor(characters)
-        tables["piece_lengths"][index] = len(characters)
-        tables["continuation"][index] = token.startswith(prefix)
-        tables["whole_word"][index] = token in words and not tables["continuation"][index]
+        spelt = clip_spelling([alphabet[c] for c in texts[token]], max_word_length)
+        characters[index][: len(spelt)] = spelt
+        lengths[index] = len(spelt)
+        continuation[index] = token.startswith(prefix)
+        whole_word[index] = token in words and not continuation[index]
+    tables = {
+        "piece_characters": torch.tensor(characters, dtype=torch.int32).reshape(size, max_word_length),
+        "piece_lengths": torch.tensor(lengths, dtype=torch.int32),
+        "continuation": torch.tensor(continuation, dtype=torch.bool),
+        "whole_word": torch.tensor(whole_word, dtype=torch.bool),
+    }
     return tables, NUM_RESERVED_CHARS + len(alphabet)
 
 

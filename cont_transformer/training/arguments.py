@@ -64,6 +64,8 @@ from .schedules import RefinementSchedule, parse_steps, scale_steps
 
 logger = logging.getLogger(__name__)
 
+# Seeds seed Python's, numpy's and torch's generators: numpy takes [0, 2**32).
+SEED_LIMIT = 2**32
 # --report_to: "none", "all" (every tracker installed) or Accelerate trackers, comma-separated.
 TRACKERS = ("aim", "clearml", "comet_ml", "dvclive", "mlflow", "swanlab", "tensorboard", "trackio", "wandb")
 # Trainer's and run_ner.py's flag names for fields these trainers call otherwise: alias ->
@@ -264,6 +266,8 @@ class RunArguments:
             self.num_steps = self.num_basis
         self.refine_steps = parse_steps(self.refine_steps)
         check_count("max_steps", self.max_steps, optional=self.max_steps_optional)
+        if not 0 <= self.seed < SEED_LIMIT:
+            raise ValueError(f"seed: must lie in [0, 2**32) (numpy's and torch's seeds), got {self.seed}")
         for name in (
             "batch_size",
             "gradient_accumulation_steps",

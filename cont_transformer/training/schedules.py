@@ -89,7 +89,7 @@ class RefinementSchedule:
     def __post_init__(self):
         steps = tuple(self.refine_steps)
         if any(s < 1 for s in steps) or any(b <= a for a, b in itertools.pairwise(steps)):
-            raise ValueError(f"refine_steps must be strictly increasing steps >= 1, got {list(steps)}")
+            raise ValueError(f"refine_steps: must be strictly increasing steps >= 1, got {list(steps)}")
         object.__setattr__(self, "refine_steps", steps)
         scale = refined_num_steps(1, len(steps))
         if self.num_steps % scale:
@@ -173,11 +173,15 @@ def scale_steps(steps: Sequence[float], ratio: float) -> tuple[int, ...]:
 
 def parse_steps(text: str | Sequence[int] | None) -> tuple[int, ...]:
     """Refinement steps from the CLI: ``"1000,2000"`` (or ints) -> ``(1000, 2000)``;
-    ``""``, ``"none"`` or None -> ``()``."""
+    ``""``, ``"none"`` or None -> ``()``; a ``ValueError`` naming ``refine_steps`` for text
+    that is not whole numbers."""
     if text is None:
         return ()
     if not isinstance(text, str):
         return tuple(int(s) for s in text)
     if text.strip().lower() in ("", "none"):
         return ()
-    return tuple(int(part) for part in text.split(",") if part.strip())
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise ValueError(f"refine_steps: comma-separated step numbers (or 'none'), got {text!r}") from None
