@@ -30,7 +30,6 @@ from ..model_folders import BEST_MODEL_DIR, METRICS_FILE
 from ..modeling_cont_transformer import ContTransformerForMaskedLM
 from ..tagging.batching import LengthGroupedBatchSampler, LengthGroupedEpochs, PaddingCollator
 from ..tagging.evaluation import eval_loader
-from ..tagging.family import LANGUAGE_MODEL_CARD
 from ..tagging.optimization import build_optimizer
 from ..tagging.pretrained_encoder import language_model_words, load_language_model
 from ..tagging.tokenization import (
@@ -201,7 +200,6 @@ class MaskedLmTrainer(LengthGroupedEpochs, Trainer):
     def card_facts(self, entry: dict) -> dict:
         name = ", ".join(p.name for p in self.files) or str(self.args.dataset_name)
         return {
-            "card": LANGUAGE_MODEL_CARD,
             "extra": {
                 "training text": f"{name}: {self.facts['train_words']:,} words in {self.facts['train_lines']:,} lines",
                 "vocabulary": f"{len(self.words):,} words ({100 * self.facts['vocabulary_coverage']:.1f}% of the text)",
