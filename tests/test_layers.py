@@ -118,6 +118,34 @@ def test_no_module_imports_a_higher_layer():
     assert not violations, "\n".join(violations)
 
 
+def test_no_module_of_the_package_root_forms_an_import_circle():
+    """Among the models layer's modules (what a saved folder carries), no chain of imports
+    (function-level ones included) leads back to the module it starts from."""
+    models = RANK["cont_transformer.auto"]
+    below = {module_name(path) for path in package_files() if layer_of(module_name(path)) == models}
+    graph = {
+        module: {imported for _, imported in imported_modules(ROOT / (module.replace(".", "/") + ".py"))} & below
+        for module in below
+        if module != "cont_transformer"
+    }
+
+    def circle(start: str) -> list[str] | None:
+        stack = [(start, [start])]
+        seen = set()
+        while stack:
+            module, path = stack.pop()
+            for target in sorted(graph.get(module, ())):
+                if target == start:
+                    return [*path, start]
+                if target not in seen:
+                    seen.add(target)
+                    stack.append((target, [*path, target]))
+        return None
+
+    circles = [" -> ".join(found) for module in sorted(graph) if (found := circle(module))]
+    assert not circles, "\n".join(circles)
+
+
 def test_no_tool_imports_an_application():
     """``cont_transformer/tools/`` holds only what serves every model family: an application's
     own tools (its benchmark cases, its baselines) live in the application."""
