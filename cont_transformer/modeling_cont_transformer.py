@@ -212,15 +212,19 @@ TAGGER_CARD = CardText(
         'for word in tagger("The old dog saw a bird. Tom didn\'t see it!"):\n'
         '    print(word["word"], word["upos"], word["xpos"], word["feats"], word["lemma"])\n'
         "```\n\n"
-        "One entry per word (`word`, `start`, `end` and every column the model predicts; None for\n"
-        "one it does not), decoded as the `cont-transformer` package decodes them: UPOS, XPOS and\n"
+        "One entry per word (`word`, `start`, `end`, `sentence`, `token`: the multiword token it belongs to or\n"
+        "None, every column the model predicts, None for one it does not and for an empty value, and `score`: the\n"
+        "probability of the primary column's tag), decoded as the `cont-transformer` package decodes them: UPOS, XPOS and\n"
         "FEATS jointly over the combinations seen in training, a lemma by applying the predicted\n"
         "edit script to the word (or, for a word seen in training with the predicted tag, the lemma\n"
         "seen with them). Raw text is split into sentences and words by this folder's\n"
         "`text_segmentation.py`, with the rules of the model's language (the table's \"raw text split by\"; the\n"
         "package's `Tagger` uses the same); a sentence longer than the model's\n"
         '`max_position_embeddings` is tagged in overlapping windows. `pipeline("token-classification",\n'
-        "...)` gives the primary column's tag per token piece.\n\n"
+        "...)` gives the primary column's tag per token piece. A list of texts gives one list of entries per\n"
+        'text (`batch_size=8` tags 8 at a time); words already split: `tagger(["The", "dog"],\n'
+        "is_split_into_words=True)`. The tokenizer runs no code:\n"
+        '`AutoTokenizer.from_pretrained("<this repo>", trust_remote_code=False)`.\n\n'
         'With the `cont-transformer` package installed, `cont_transformer.Tagger.from_pretrained("<this repo>")`\n'
         "tags every column without remote code (importing the package registers the Auto\n"
         "classes), splitting raw text with the same rules as the pipeline."
