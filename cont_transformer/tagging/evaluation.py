@@ -32,7 +32,6 @@ import torch
 from torch.utils.data import DataLoader
 from transformers import AutoConfig, AutoTokenizer
 
-from .. import auto  # noqa: F401  registers the models with the Auto classes
 from ..configuration_cont_transformer import AUXILIARY_COLUMNS, PREDICTED_COLUMNS
 from ..model_folders import resolve_model_dir
 from ..modeling_cont_transformer import ContTransformerForTokenClassification

@@ -59,7 +59,6 @@ from torch import nn
 from torch.utils.data import DataLoader
 from transformers import AutoConfig, AutoTokenizer
 
-from .. import auto  # noqa: F401  registers the models with the Auto classes
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..model_card import Evaluation
 from ..model_folders import BEST_MODEL_DIR, METRICS_FILE

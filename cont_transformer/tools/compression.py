@@ -38,7 +38,6 @@ from transformers import (
     PretrainedConfig,
 )
 
-from .. import auto  # noqa: F401  registers the models with the Auto classes
 from ..choices import check_count
 from ..compiling import compiled
 from ..compression import (
