@@ -121,8 +121,8 @@ class _RegisteringLoader(Loader):
         spec = module.__spec__
         try:
             self.loader.exec_module(module)
-        finally:  # the module (transformers replaces its own in sys.modules) keeps its own loader
-            for loaded in {id(module): module, id(sys.modules.get(spec.name)): sys.modules.get(spec.name)}.values():
+        finally:  # the module, and the one transformers puts in its place, keep their own loader
+            for loaded in (module, sys.modules.get(spec.name)):
                 loaded_spec = getattr(loaded, "__spec__", None)
                 if loaded_spec is not None and loaded_spec.loader is self:
                     loaded_spec.loader = self.loader

@@ -67,6 +67,7 @@ through ``text_segmentation.py``).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import torch
@@ -159,7 +160,9 @@ class ContTransformerTaggingPipeline(Pipeline):
         self.shorten = word_shortener(self.tokenizer, getattr(config, "max_word_length", 0) or 0)
         self.language = check_language(getattr(config, "language", None) or "en")
 
-    def _sanitize_parameters(self, tokens_per_batch: int | None = None, is_split_into_words: bool = False, **unknown):
+    def _sanitize_parameters(
+        self, tokens_per_batch: int | None = None, is_split_into_words: bool | None = None, **unknown
+    ):
         if unknown:
             name = next(iter(unknown))
             raise ValueError(
@@ -170,12 +173,14 @@ class ContTransformerTaggingPipeline(Pipeline):
             if isinstance(tokens_per_batch, bool) or not isinstance(tokens_per_batch, int) or tokens_per_batch < 1:
                 raise ValueError(f"tokens_per_batch must be an integer >= 1, got {tokens_per_batch!r}")
             forward["tokens_per_batch"] = tokens_per_batch
-        return {"is_split_into_words": bool(is_split_into_words)}, forward, {}
+        preprocess = {} if is_split_into_words is None else {"is_split_into_words": bool(is_split_into_words)}
+        return preprocess, forward, {}
 
     def __call__(self, inputs, **kwargs):
         """Tag a text, a list of texts, or with ``is_split_into_words=True`` a list of words
         (one sentence) or a list of such lists (module docstring)."""
-        if kwargs.get("is_split_into_words") and isinstance(inputs, (list, tuple)):
+        split = kwargs.get("is_split_into_words", self._preprocess_params.get("is_split_into_words"))
+        if split and isinstance(inputs, (list, tuple)):
             if all(isinstance(word, str) for word in inputs):  # one sentence of words
                 return super().__call__([list(inputs)], **kwargs)[0]
             inputs = [list(words) if isinstance(words, tuple) else words for words in inputs]
@@ -211,7 +216,7 @@ class ContTransformerTaggingPipeline(Pipeline):
 
         def results():
             group: list[_Document] = []
-            for item in [*inputs, None]:  # None: the end, which runs the last group
+            for item in itertools.chain(inputs, [None]):  # None: the end, which runs the last group
                 if item is not None:
                     group += self.preprocess(item, **preprocess_params)["documents"]
                 if group and (item is None or len(group) == batch_size):

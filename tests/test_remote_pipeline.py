@@ -127,6 +127,10 @@ def test_the_folders_pipeline_gives_every_column_per_word_as_the_tagger_does(sav
     # The package's class, without remote code, gives the same; token-classification is unchanged.
     local = pipeline(model=str(saved), pipeline_class=ContTransformerTaggingPipeline)
     assert local(TEXT) == entries
+    # Options given to the constructor hold for every call; a generator streams its results.
+    split = pipeline(model=str(saved), pipeline_class=ContTransformerTaggingPipeline, is_split_into_words=True)
+    assert split(["The", "old", "dog"]) == local(["The", "old", "dog"], is_split_into_words=True)
+    assert list(local((text for text in [TEXT, CARD_TEXT]), batch_size=2)) == [entries, local(CARD_TEXT)]
     pieces = pipeline("token-classification", model=str(saved), trust_remote_code=True)("The old dog")
     assert [piece["word"] for piece in pieces] == ["The", "old", "dog"] and all("entity" in p for p in pieces)
 
