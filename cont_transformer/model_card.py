@@ -43,17 +43,18 @@ _MARKER = "<!-- cont-transformer model card, sha256:{} -->\n"
 _MARKER_PATTERN = re.compile(r"<!-- cont-transformer model card, sha256:([0-9a-f]{64}) -->\n?\Z")
 # The Hub's relations of a model to its base_model (adapter, merge, quantized, finetune).
 BASE_MODEL_RELATIONS = ("adapter", "merge", "quantized", "finetune")
-# The largest magnitude a weight of a loaded model may have (pretrained.check_finite; every
-# card states it). Trained models of this package hold far smaller ones; the largest |weight| measured: 1.05 in the sample recipe's tagger
-# (60 steps, a LayerNorm gain), 2.31 in a UD English-GUM tagger fine-tuned from the
-# pretrained language model (its final LayerNorm), 6.54 in that English masked language
-# model (lm_head.decoder.bias); embeddings and coefficients stay below 1, and the image
-# models' running variances are those of normalised activations. 1e4 leaves three orders of
-# magnitude above all of them (a longer run, another treebank), while a value edited into
-# the file (3e38: finite, and UPOS falls to 6.24) is refused. A BatchNorm running variance
-# is in squared units of its activations, so it may reach the square (pretrained.py's
-# MAX_RUNNING_VARIANCE; a tiny CIFAR run with
-# the whitening stem, on 36 images, ended with 1.56e4 in a stitch's BatchNorm).
+# The largest magnitude a weight of a loaded model may have (pretrained.check_finite;
+# every card states it). Trained models of this package hold far smaller ones; the largest
+# |weight| measured: 1.05 in the sample recipe's tagger (60 steps, a LayerNorm gain), 2.31
+# in a UD English-GUM tagger fine-tuned from the pretrained language model (its final
+# LayerNorm), 6.54 in that English masked language model (lm_head.decoder.bias);
+# embeddings and coefficients stay below 1, and the image models' running variances are
+# those of normalised activations. 1e4 leaves three orders of magnitude above all of them
+# (a longer run, another treebank), while a value edited into the file (3e38: finite, and
+# UPOS falls to 6.24) is refused. A BatchNorm running variance is in squared units of its
+# activations, so it may reach the square (pretrained.py's MAX_RUNNING_VARIANCE; a tiny
+# CIFAR run with the whitening stem, on 36 images, ended with 1.56e4 in a stitch's
+# BatchNorm).
 MAX_ABS_WEIGHT = 1e4
 # Every card says what loading the folder checks and what it cannot (docs/design.md §11).
 UNIT_HEADING = "A model folder is a unit"
