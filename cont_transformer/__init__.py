@@ -1,27 +1,30 @@
 """cont-transformer: continuous-in-depth networks (Stateful ODE-Nets) on PyTorch.
 
-Every public name of the package loads on first use (a module ``__getattr__``), and the
-first use of any of them registers the models with the transformers Auto classes
-(:func:`~cont_transformer.auto.register_auto_classes`): the continuous transformer
-(``model_type="cont_transformer"``) with ``AutoConfig``, ``AutoModel``,
+Importing the package (or any of its modules) registers the models with the transformers
+Auto classes (:func:`~cont_transformer.auto.register_auto_classes`): the continuous
+transformer (``model_type="cont_transformer"``) with ``AutoConfig``, ``AutoModel``,
 ``AutoModelForTokenClassification`` and ``AutoModelForMaskedLM``, the ODE-ResNet
 (``model_type="ode_resnet"``) with ``AutoConfig``, ``AutoModel``,
 ``AutoModelForImageClassification`` and ``AutoImageProcessor``, both marked for remote
 code (a ``save_pretrained`` folder gets the model files and an ``auto_map``, so it loads
 with ``trust_remote_code=True`` where this package is not installed; see
-:mod:`cont_transformer.pretrained`).
+:mod:`cont_transformer.pretrained`). So after ``import cont_transformer``,
+``AutoModelForTokenClassification.from_pretrained(folder)`` loads a saved tagger with no
+remote code and no question.
 
-So ``import cont_transformer.basis`` (or ``integrators``, ``ode_block``, ``transform``,
-``runtime.compression``) loads neither transformers nor any application, while
-``from cont_transformer import ContTransformerConfig`` works as it always did. Code that
-imports a modeling file directly (``cont_transformer.modeling_cont_transformer``) and then
-loads or saves through the Auto classes calls ``register_auto_classes()`` first (the
-applications and tools do; docs/design.md §1).
+The registration happens when transformers is imported, or at once if it already is
+(:func:`~cont_transformer.auto.register_with_transformers`), and every public name loads on
+first use (a module ``__getattr__``): so ``import cont_transformer.basis`` (or
+``integrators``, ``ode_block``, ``transform``, ``runtime.compression``) loads neither transformers
+nor any application, while ``from cont_transformer import ContTransformerConfig`` works as
+it always did (docs/design.md §1).
 """
 
 from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
+
+from .auto import register_with_transformers
 
 if TYPE_CHECKING:  # what type checkers see; at run time the names load in __getattr__
     from .auto import register_auto_classes
@@ -40,6 +43,8 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names load in __get
     from .modeling_ode_resnet import OdeResNetForImageClassification, OdeResNetModel, OdeResNetPreTrainedModel
     from .ode_block import OdeBlock
     from .transform import change_basis, refine, set_num_steps
+
+register_with_transformers()
 
 try:
     __version__ = version("cont-transformer")
@@ -86,7 +91,6 @@ _LAZY = {
 def __getattr__(name: str):
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import_module(".auto", __name__)  # the first use of the package registers the models
     value = getattr(import_module(_LAZY[name], __name__), name)
     globals()[name] = value  # found directly from now on
     return value

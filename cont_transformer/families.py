@@ -3,8 +3,8 @@
 The tools (compression, sweeps) handle every model family the same way through a
 :class:`ModelFamily`: how to load its preprocessor (tokenizer, image processor), how to
 read an evaluation file into an :class:`EvalSet`, what random input times it, what
-record a compressed folder gets besides the model, and what its model card says
-(:class:`CardText`, read by :mod:`.model_card`). Each application defines its family
+record a compressed folder gets besides the model. (What its model card says is the model
+class's ``card_text``: :mod:`.model_card`.) Each application defines its family
 and registers it; the tools never import an application. A family not yet registered is
 found through the ``cont_transformer.model_families`` entry points (declared in the
 package metadata, name = ``model_type``), so compressing an ``ode_resnet`` folder imports
@@ -14,7 +14,7 @@ package metadata, name = ``model_type``), so compressing an ``ode_resnet`` folde
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -41,26 +41,6 @@ class EvalSet:
 
 
 @dataclass(frozen=True)
-class CardText:
-    """What a model card says about the models of a family.
-
-    Attributes:
-        title: the card's heading (the basis, K and N_T follow it).
-        pipeline_tag: the Hub task (``"token-classification"``), None for none.
-        description: one paragraph on what the model is.
-        usage: Markdown showing how to load and run it.
-        facts: ``config -> {name: value}``, the family's rows of the architecture table
-            (after basis, K, N_T, scheme and T; before the parameter counts).
-    """
-
-    title: str
-    pipeline_tag: str | None
-    description: str
-    usage: str
-    facts: Callable[[object], dict[str, object]] = lambda config: {}
-
-
-@dataclass(frozen=True)
 class ModelFamily:
     """How the tools treat the models of one ``model_type``.
 
@@ -73,9 +53,6 @@ class ModelFamily:
             input for timing when no evaluation data is given.
         write_record: ``(source_folder, folder, accuracy, description)``, files a compressed
             folder needs besides the model and preprocessor (a tagger's metrics.json).
-        card: what the family's model cards say (:class:`CardText`).
-        head_cards: what the cards of its models with another head say, by the end of the
-            architecture's name (``{"ForMaskedLM": ...}``); ``card`` for any other.
         run_eval_file: ``(arguments, directory) -> path or None``: the evaluation file a
             training run of these ``arguments`` (its ``run.json``'s) was selected on, when
             the run made it rather than read it (written into ``directory``).
@@ -86,17 +63,7 @@ class ModelFamily:
     eval_set: Callable[..., EvalSet]
     synthetic_inputs: Callable[..., tuple[dict, str]]
     write_record: Callable[[Path, Path, float | None, str], None] | None = None
-    card: CardText | None = None
-    head_cards: Mapping[str, CardText] = field(default_factory=dict)
     run_eval_file: Callable[[Mapping, Path], Path | None] | None = None
-
-    def card_for(self, config) -> CardText | None:
-        """The card text of ``config``'s model: its head's, else the family's."""
-        for architecture in getattr(config, "architectures", None) or []:
-            for head, card in self.head_cards.items():
-                if architecture.endswith(head):
-                    return card
-        return self.card
 
 
 FAMILIES: dict[str, ModelFamily] = {}

@@ -2,12 +2,20 @@
 
 ``save_pretrained`` of this package's models writes a card describing the architecture
 (basis, K, N_T, scheme, parameter counts); what it says about a kind of model (title,
-task, description, usage, its own facts) comes from the model's family
-(:class:`~.families.CardText` of :mod:`.families`). Callers that know more call
-:func:`write_model_card` again with it: training (data set, language, licence, the
-measured accuracy as :class:`Evaluation` results), compression
-(:func:`cont_transformer.tools.compression.write_compression_card`: the source model as
-``base_model``, the method, before/after figures).
+task, description, usage, its own facts) is the model class's :attr:`card_text`
+(a :class:`CardText`, defined beside the class in its modeling file), so writing a card
+needs nothing above the package root and a folder's copy of the code (remote code, where
+the package is not installed) writes the same card.
+
+What a model was trained on and how it scored (language, licence, data sets, measured
+results, further facts; :data:`CARD_FACTS`) travels in its config, as ``config.model_card``
+(:func:`record_card_facts`; JSON in ``config.json``), so every save of the model, by this
+package, by transformers' ``Trainer`` or by remote code, writes the same card.
+:func:`write_model_card` adds what a caller measured on top: training (sections such as
+the compression table), compression (:func:`cont_transformer.tools.compression.
+write_compression_card`: the source model as ``base_model``, the method, before/after
+figures). A card without a language gets the config's ``language``, the language whose rules
+split raw text (``text_segmentation.py``).
 
 Ours or the user's: a generated card ends with a marker line holding the SHA-256 of
 the text above it. A ``README.md`` without the marker, or whose text no longer matches
@@ -23,13 +31,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
-
-from .families import CardText, get_family
 
 TAGS = ["cont-transformer", "continuous-depth", "ode-net"]
 CARD_NAME = "README.md"
@@ -37,6 +43,19 @@ _MARKER = "<!-- cont-transformer model card, sha256:{} -->\n"
 _MARKER_PATTERN = re.compile(r"<!-- cont-transformer model card, sha256:([0-9a-f]{64}) -->\n?\Z")
 # The Hub's relations of a model to its base_model (adapter, merge, quantized, finetune).
 BASE_MODEL_RELATIONS = ("adapter", "merge", "quantized", "finetune")
+# The largest magnitude a weight of a loaded model may have (pretrained.check_finite;
+# every card states it). Trained models of this package hold far smaller ones; the largest
+# |weight| measured: 1.05 in the sample recipe's tagger (60 steps, a LayerNorm gain), 2.31
+# in a UD English-GUM tagger fine-tuned from the pretrained language model (its final
+# LayerNorm), 6.54 in that English masked language model (lm_head.decoder.bias);
+# embeddings and coefficients stay below 1, and the image models' running variances are
+# those of normalised activations. 1e4 leaves three orders of magnitude above all of them
+# (a longer run, another treebank), while a value edited into the file (3e38: finite, and
+# UPOS falls to 6.24) is refused. A BatchNorm running variance is in squared units of its
+# activations, so it may reach the square (pretrained.py's MAX_RUNNING_VARIANCE; a tiny
+# CIFAR run with the whitening stem, on 36 images, ended with 1.56e4 in a stitch's
+# BatchNorm).
+MAX_ABS_WEIGHT = 1e4
 # Every card says what loading the folder checks and what it cannot (docs/design.md §11).
 UNIT_HEADING = "A model folder is a unit"
 UNIT_TEXT = (
@@ -65,6 +84,26 @@ OUTPUTS_TEXT = (
 
 
 @dataclass(frozen=True)
+class CardText:
+    """What a model card says about the models of a class (its :attr:`card_text`).
+
+    Attributes:
+        title: the card's heading (the basis, K and N_T follow it).
+        pipeline_tag: the Hub task (``"token-classification"``), None for none.
+        description: one paragraph on what the model is.
+        usage: Markdown showing how to load and run it.
+        facts: ``config -> {name: value}``, the class's rows of the architecture table
+            (after basis, K, N_T, scheme and T; before the parameter counts).
+    """
+
+    title: str
+    pipeline_tag: str | None
+    description: str
+    usage: str
+    facts: Callable[[object], dict[str, object]] = lambda config: {}
+
+
+@dataclass(frozen=True)
 class Evaluation:
     """One measured result, written to the card's ``model-index``.
 
@@ -84,8 +123,7 @@ class Evaluation:
     metric_name: str = "accuracy"
 
 
-# A model whose family is not registered (remote code without this package installed)
-# gets a card without the family's text and facts.
+# A model whose class has no card text of its own (a base model) gets this one.
 GENERIC_CARD = CardText(
     title="Stateful ODE-Net",
     pipeline_tag=None,
@@ -97,14 +135,51 @@ GENERIC_CARD = CardText(
 )
 
 
-def card_text(config) -> CardText:
-    """What the card of a ``config.model_type`` model says: its family's
-    :class:`~.families.CardText` for its head, or :data:`GENERIC_CARD` when no family is known."""
-    try:
-        card = get_family(config.model_type).card_for(config)
-    except ValueError:
-        card = None
-    return card or GENERIC_CARD
+def card_text(model) -> CardText:
+    """What the card of ``model`` says: its class's ``card_text``, else :data:`GENERIC_CARD`."""
+    return getattr(model, "card_text", None) or GENERIC_CARD
+
+
+# What a model was trained on and how it scored: write_model_card's arguments that travel in
+# the config (config.model_card), so that every save writes them again.
+CARD_FACTS = ("language", "license", "datasets", "results", "model_name", "base_model", "base_model_relation", "extra")
+CONFIG_KEY = "model_card"
+
+
+def record_card_facts(config, **facts) -> None:
+    """Keep ``facts`` (keyword arguments of :func:`write_model_card` named in
+    :data:`CARD_FACTS`; None leaves a fact as it is) in ``config.model_card``, which
+    ``config.json`` carries, so that every later card of the model states them.
+
+    Raises ``ValueError`` naming an argument that is not one of them."""
+    unknown = sorted(set(facts) - set(CARD_FACTS))
+    if unknown:
+        raise ValueError(f"{unknown[0]}: not a fact a model card keeps (choose among {', '.join(CARD_FACTS)})")
+    kept = dict(getattr(config, CONFIG_KEY, None) or {})
+    for name, value in facts.items():
+        if value is None:
+            continue
+        if name == "results":
+            value = [asdict(result) for result in value]
+        elif name == "extra":
+            value = {
+                str(key): item if isinstance(item, (int, float, str, bool)) else str(item)
+                for key, item in value.items()
+            }
+        elif name == "datasets" and not isinstance(value, str):
+            value = list(value)
+        kept[name] = value
+    setattr(config, CONFIG_KEY, kept)
+
+
+def recorded_card_facts(config) -> dict[str, object]:
+    """The facts :func:`record_card_facts` kept in ``config``, as arguments of
+    :func:`write_model_card`; a field it does not know (a folder written by hand) is left out."""
+    kept = getattr(config, CONFIG_KEY, None)
+    facts = {name: value for name, value in (kept if isinstance(kept, dict) else {}).items() if name in CARD_FACTS}
+    if "results" in facts:
+        facts["results"] = [Evaluation(**result) for result in facts["results"]]
+    return facts
 
 
 # The Hub's task of a model-index entry, from the architecture's name, when no family says it.
@@ -183,9 +258,13 @@ def write_model_card(
     """Write ``folder/README.md`` describing ``model``; return its path, or None when
     the folder holds a card the user wrote (or edited) and ``overwrite`` is False.
 
+    The facts of :data:`CARD_FACTS` not given here are those the config keeps
+    (:func:`record_card_facts`); those given are stated on this card only (record them to
+    keep them). ``language`` defaults to the config's.
+
     Args:
-        model: a model of this package (a registered family's ``model_type``), with the continuous choices in its ``config`` and a
-            ``num_parameters_split()`` method.
+        model: a model of this package, with the continuous choices in its ``config``, a
+            ``num_parameters_split()`` method and its class's ``card_text``.
         folder: the ``save_pretrained`` folder.
         extra: further facts listed after the architecture in the card's table, e.g.
             ``{"training steps": 7000}``.
@@ -202,8 +281,7 @@ def write_model_card(
         sections: further Markdown sections, ``{heading: body}``, after the table.
         metadata: further YAML fields (e.g. ``{"compression": {...}}``).
         overwrite: replace a card the user wrote.
-        card: the card's title, description and usage, instead of the model family's
-            (a family's models with another task, e.g. its masked language model).
+        card: the card's title, description and usage, instead of the model class's.
     """
     path = Path(folder) / CARD_NAME
     if path.is_file() and not overwrite and not is_generated_card(path):
@@ -211,7 +289,25 @@ def write_model_card(
     if base_model_relation is not None and base_model_relation not in BASE_MODEL_RELATIONS:
         raise ValueError(f"base_model_relation: choose one of {BASE_MODEL_RELATIONS}, got {base_model_relation!r}")
     config = model.config
-    kind = card or card_text(config)
+    given = {
+        "language": language,
+        "license": license,
+        "datasets": datasets,
+        "results": list(results) or None,
+        "model_name": model_name,
+        "base_model": base_model,
+        "base_model_relation": base_model_relation,
+        "extra": extra,
+    }
+    recorded = recorded_card_facts(config)
+    facts = {**recorded, **{name: value for name, value in given.items() if value is not None}}
+    if extra is not None:  # further facts add to those kept
+        facts["extra"] = {**(recorded.get("extra") or {}), **extra}
+    language, license, datasets = facts.get("language"), facts.get("license"), facts.get("datasets")
+    results, model_name, extra = facts.get("results") or [], facts.get("model_name"), facts.get("extra")
+    base_model, base_model_relation = facts.get("base_model"), facts.get("base_model_relation")
+    language = language or getattr(config, "language", None)
+    kind = card or card_text(model)
     card_data = ModelCardData(
         library_name="transformers",
         pipeline_tag=kind.pipeline_tag,
@@ -238,8 +334,8 @@ def write_model_card(
         **({"base_model_relation": base_model_relation} if base_model_relation else {}),
         **(metadata or {}),
     )
-    facts = {**_architecture_facts(model, kind), **(extra or {})}
-    table = "\n".join(["| | |", "|---|---|", *(_row(k, v) for k, v in facts.items())])
+    rows = {**_architecture_facts(model, kind), **(extra or {})}
+    table = "\n".join(["| | |", "|---|---|", *(_row(k, v) for k, v in rows.items())])
     body = [
         f"# {kind.title} ({config.basis}, K = {config.num_basis}, N_T = {config.num_steps})",
         kind.description,
@@ -253,18 +349,12 @@ def write_model_card(
     body += [f"## {heading}\n\n{text.strip()}" for heading, text in (sections or {}).items()]
     if type(model).__name__.endswith("ForTokenClassification"):
         body.append(f"## {OUTPUTS_HEADING}\n\n{OUTPUTS_TEXT}")
-    body.append(f"## {UNIT_HEADING}\n\n{_unit_text()}")
+    body.append(f"## {UNIT_HEADING}\n\n{UNIT_TEXT.format(bound=MAX_ABS_WEIGHT)}")
     body.append(f"## Usage\n\n{kind.usage}")
     content = f"---\n{card_data.to_yaml()}\n---\n\n" + "\n\n".join(body) + "\n\n"
     ModelCard(content, ignore_metadata_errors=False)  # refuses metadata the Hub would reject
     path.write_text(content + _MARKER.format(_digest(content)), encoding="utf-8")
     return path
-
-
-def _unit_text() -> str:
-    from .pretrained import MAX_ABS_WEIGHT  # imported here: pretrained imports this module
-
-    return UNIT_TEXT.format(bound=MAX_ABS_WEIGHT)
 
 
 def _data_cell(result: Evaluation) -> str:

@@ -2,28 +2,50 @@
 
 A tagger's ``save_pretrained`` folder names this pipeline in ``config.json``
 (``custom_pipelines``, task :data:`TASK`) and holds a copy of this file and of the files it
-imports (``word_tagging.py`` and the configuration), so where this package is not
-installed::
+imports (``column_decoding.py``, ``lemma_scripts.py``, ``word_encoding.py``,
+``sentence_windows.py``, ``token_batches.py``, ``text_segmentation.py`` and the
+configuration), so where this package is not installed::
 
     from transformers import pipeline
 
     tagger = pipeline(model="USER/gum", trust_remote_code=True)  # the task comes from the folder
     tagger("The old dog saw a bird. Tom didn't see it!")
-    # [{'word': 'The', 'start': 0, 'end': 3, 'upos': 'DET', 'xpos': 'DT', 'feats': 'Definite=Def|PronType=Art',
-    #   'lemma': 'the'}, {'word': 'old', ...}, ...]
+    # [{'word': 'The', 'start': 0, 'end': 3, 'sentence': 0, 'token': None, 'upos': 'DET', 'xpos': 'DT',
+    #   'feats': 'Definite=Def|PronType=Art', 'lemma': 'the', 'score': 0.98}, {'word': 'old', ...}, ...]
 
-One entry per word of the text, in order, with ``word``, ``start``, ``end`` (character
-offsets in the text) and every column the model predicts (``upos``, ``xpos``, ``feats``,
-``lemma``; None for a column it does not predict), decoded as the package's ``Tagger``
-decodes them (``word_tagging.py``, written once for both): UPOS, XPOS and FEATS jointly
-over the triples seen in training, a lemma by applying the predicted edit script to the
-word (one of the likeliest that makes a word of the tokenizer's vocabulary, where the
-likeliest does not) or, for a form seen in training with the predicted tag, from
-``config.lemma_lexicon``.
+One entry per word of the text, in order, with
+
+* ``word``, ``start``, ``end``: the word and its character offsets in the text (None for
+  words given already split, which have no text);
+* ``sentence``: the index of its sentence in the input (0 for words given already split);
+* ``token``: the multiword token the word belongs to, ``{"text", "start", "end", "id"}``
+  (``id`` as CoNLL-U writes its range, ``"9-10"`` for ``did`` and ``n't`` of ``didn't`` as the
+  9th and 10th words of the sentence), or None when the word is its own token;
+* every column the model predicts (``upos``, ``xpos``, ``feats``, ``lemma``), None for a
+  column it does not predict and for an empty value (CoNLL-U's ``_``), as the package's
+  ``Tagger`` gives them;
+* ``score``: the probability the model gives the primary column's chosen tag (``xpos`` for a
+  model trained on XPOS), as transformers' ``token-classification`` gives ``score``.
+
+The columns are decoded as the package's ``Tagger`` decodes them (``column_decoding.py``
+and ``lemma_scripts.py``, written once for both): UPOS, XPOS and FEATS jointly over the triples seen in training, a
+lemma by applying the predicted edit script to the word (one of the likeliest that makes a
+word of the tokenizer's vocabulary, where the likeliest does not) or, for a form seen in
+training with the predicted tag, from ``config.lemma_lexicon``.
+
+Inputs, as transformers' pipelines take them: a text, or a list of texts (one list of
+entries per text, in order); ``batch_size`` texts go through the model together (their
+sentences' rows batched by ``tokens_per_batch``, default 2,048 tokens per forward pass, the
+``Tagger``'s ``batch_size``), and the entries do not depend on it. Words already split, as
+transformers' ``token-classification`` takes them: ``is_split_into_words=True`` with a list
+of words (one sentence, one list of entries) or a list of such lists (one list of entries
+each). An argument the pipeline does not take (``aggregation_strategy``, a typo) is refused
+in one line naming it (``ValueError``).
+
 ``pipeline(model=..., trust_remote_code=True)`` finds the task in the folder (a folder
 names one custom task, so transformers takes it); ``pipeline("pos-tagging", model=...,
 trust_remote_code=True)`` says it. ``pipeline("token-classification", ...)`` is transformers'
-own pipeline as before: the primary column's tag per token piece. With this package
+own pipeline: the primary column's tag per token piece. With this package
 installed, ``pipeline(model=folder, pipeline_class=ContTransformerTaggingPipeline)`` runs the
 package's code instead of the folder's copies.
 
@@ -36,10 +58,8 @@ names none), so the pipeline and the ``Tagger`` give the same words and sentence
 split, abbreviations such as ``Mr.`` and ``U.S.`` whole). Each sentence is encoded as the
 ``Tagger`` encodes it: a word by its first token, a sentence longer than the model's
 ``max_position_embeddings`` in overlapping windows, each word tagged in the window where it
-has most context (``word_tagging.evaluation_windows``), so no word is dropped; rows are
-sorted by length and batched by a token budget (``tokens_per_batch``, default 2,048, the
-``Tagger``'s ``batch_size``). Given the same words, the pipeline's columns equal the
-``Tagger``'s (``tests/test_remote_pipeline.py``).
+has most context (``sentence_windows.evaluation_windows``), so no word is dropped. Given the
+same words, the pipeline's columns equal the ``Tagger``'s (``tests/test_remote_pipeline.py``).
 
 Remote code copies a file and every module it imports as ``from .module import name``,
 flat: this module imports only torch, transformers and its siblings (``tokenizers``
@@ -48,7 +68,8 @@ through ``text_segmentation.py``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, field
 
 import torch
 from transformers import Pipeline
@@ -65,12 +86,20 @@ from .word_encoding import encode_words, word_shortener
 TASK = "pos-tagging"
 # The tokens of one forward pass, padding included (the Tagger's default batch_size).
 TOKENS_PER_BATCH = 2048
+# The arguments the pipeline takes, besides transformers' own (batch_size, num_workers).
+ARGUMENTS = ("is_split_into_words", "tokens_per_batch")
 
 
 def split_sentences(text: str, language: str = "en") -> list[list[tuple[int, int]]]:
     """The sentences of raw ``text``, each a list of its words' ``(start, end)``, as
     ``text_segmentation.split_text`` splits them (the ``Tagger``'s segmenter)."""
     return [sentence.spans for sentence in split_text(text, language)]
+
+
+def _empty(value: str | None, word: str) -> str | None:
+    """A column's value as the ``Tagger`` gives it: None for CoNLL-U's empty ``_`` (a ``_``
+    of the word ``_`` stays)."""
+    return None if value is None or (value == "_" and word != "_") else value
 
 
 @dataclass
@@ -81,22 +110,27 @@ class _Row:
     sentence: int
     input_ids: list[int]
     first: list[int]
+    predicted: dict[str, list] = field(default_factory=dict)  # column -> label ids of its words
+    scores: list[float] = field(default_factory=list)  # the primary column's chosen tag's probability
 
 
 @dataclass
 class _Document:
-    """A text, its sentences (words and spans) and its rows (kept out of transformers' way:
-    the pipeline moves dicts and lists of tensors between devices, not this)."""
+    """One input: its text (None for words given already split), its sentences (words, spans,
+    multiword tokens) and its rows (kept out of transformers' way: the pipeline moves dicts
+    and lists of tensors between devices, not this)."""
 
-    spans: list[list[tuple[int, int]]]
+    text: str | None
     words: list[list[str]]
+    spans: list[list[tuple[int, int]]] | None
+    multiword: list[dict[int, int]]
     rows: list[_Row]
-    predicted: list[dict[str, list]] | None = None  # per row, column -> label ids of its words
 
 
 class ContTransformerTaggingPipeline(Pipeline):
-    """Raw text in, one entry per word out, with every column the tagger predicts (module
-    docstring). Call options: ``tokens_per_batch`` (tokens per forward pass)."""
+    """Raw text (or words) in, one entry per word out, with every column the tagger predicts
+    (module docstring). Options: ``tokens_per_batch`` (tokens per forward pass),
+    ``is_split_into_words`` (the input is words, not text), and transformers' ``batch_size``."""
 
     _load_processor = False
     _load_image_processor = False
@@ -120,20 +154,71 @@ class ContTransformerTaggingPipeline(Pipeline):
         self.shorten = word_shortener(self.tokenizer, getattr(config, "max_word_length", 0) or 0)
         self.language = check_language(getattr(config, "language", None) or "en")
 
-    def _sanitize_parameters(self, tokens_per_batch: int | None = None, **kwargs):
+    def _sanitize_parameters(
+        self, tokens_per_batch: int | None = None, is_split_into_words: bool | None = None, **unknown
+    ):
+        if unknown:
+            name = next(iter(unknown))
+            raise ValueError(
+                f"{name}: not an argument of the {TASK} pipeline (it takes {', '.join(ARGUMENTS)}, batch_size)"
+            )
         forward = {}
         if tokens_per_batch is not None:
-            if tokens_per_batch < 1:
-                raise ValueError(f"tokens_per_batch must be >= 1, got {tokens_per_batch}")
+            if isinstance(tokens_per_batch, bool) or not isinstance(tokens_per_batch, int) or tokens_per_batch < 1:
+                raise ValueError(f"tokens_per_batch must be an integer >= 1, got {tokens_per_batch!r}")
             forward["tokens_per_batch"] = tokens_per_batch
-        return {}, forward, {}
+        preprocess = {} if is_split_into_words is None else {"is_split_into_words": bool(is_split_into_words)}
+        return preprocess, forward, {}
 
-    def preprocess(self, inputs: str) -> dict[str, _Document]:
+    def __call__(self, inputs, **kwargs):
+        """Tag a text, a list of texts, or with ``is_split_into_words=True`` a list of words
+        (one sentence) or a list of such lists (module docstring)."""
+        split = kwargs.get("is_split_into_words", self._preprocess_params.get("is_split_into_words"))
+        if split and isinstance(inputs, (list, tuple)):
+            if all(isinstance(word, str) for word in inputs):  # one sentence of words
+                return super().__call__([list(inputs)], **kwargs)[0]
+            inputs = [list(words) if isinstance(words, tuple) else words for words in inputs]
+        return super().__call__(inputs, **kwargs)
+
+    def preprocess(self, inputs, is_split_into_words: bool = False) -> dict[str, list[_Document]]:
+        if is_split_into_words:
+            if not isinstance(inputs, list) or not all(isinstance(word, str) for word in inputs):
+                raise TypeError(
+                    f"is_split_into_words: the {TASK} pipeline then takes a list of words (strings), "
+                    f"or a list of such lists, not {type(inputs).__name__}"
+                )
+            words = [list(inputs)] if inputs else []
+            return {"documents": [_Document(None, words, None, [{} for _ in words], self.rows(words))]}
         if not isinstance(inputs, str):
-            raise TypeError(f"the {TASK} pipeline takes raw text (a string, or a list of them), not {type(inputs)}")
-        spans = split_sentences(inputs, self.language)
-        words = [[inputs[start:end] for start, end in sentence] for sentence in spans]
-        return {"document": _Document(spans, words, self.rows(words))}
+            raise TypeError(
+                f"the {TASK} pipeline takes raw text (a string, or a list of them), not {type(inputs).__name__}; "
+                "for words already split, pass is_split_into_words=True"
+            )
+        sentences = list(split_text(inputs, self.language))
+        words = [sentence.words(inputs) for sentence in sentences]
+        spans = [sentence.spans for sentence in sentences]
+        multiword = [sentence.multiword for sentence in sentences]
+        return {"documents": [_Document(inputs, words, spans, multiword, self.rows(words))]}
+
+    def get_iterator(
+        self, inputs, num_workers: int, batch_size: int, preprocess_params, forward_params, postprocess_params
+    ):
+        """The results of ``inputs``, in order: ``batch_size`` inputs at a time through
+        :meth:`forward` together (their rows batched by tokens), one result each."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+
+        def results():
+            group: list[_Document] = []
+            for item in itertools.chain(inputs, [None]):  # None: the end, which runs the last group
+                if item is not None:
+                    group += self.preprocess(item, **preprocess_params)["documents"]
+                if group and (item is None or len(group) == batch_size):
+                    for document in self.forward({"documents": group}, **forward_params)["documents"]:
+                        yield self.postprocess({"documents": [document]}, **postprocess_params)
+                    group = []
+
+        return results()
 
     def rows(self, sentences: list[list[str]]) -> list[_Row]:
         """The rows of ``sentences`` (lists of words), as the package's evaluation and
@@ -166,10 +251,9 @@ class ContTransformerTaggingPipeline(Pipeline):
                 rows.append(row)
         return rows
 
-    def _forward(self, model_inputs: dict[str, _Document], tokens_per_batch: int = TOKENS_PER_BATCH) -> dict:
-        document = model_inputs["document"]
-        rows = document.rows
-        predicted: list[dict[str, list]] = [{} for _ in rows]
+    def _forward(self, model_inputs: dict[str, list[_Document]], tokens_per_batch: int = TOKENS_PER_BATCH) -> dict:
+        documents = model_inputs["documents"]
+        rows = [row for document in documents for row in document.rows]
         pad = self.tokenizer.pad_token_id or 0
         was_training = self.model.training
         self.model.eval()
@@ -188,31 +272,55 @@ class ContTransformerTaggingPipeline(Pipeline):
                 columns = predicted_label_ids(
                     output, self.columns, self.column, self.column_labels, self.feats_mode, self.combinations
                 )
+                # The probability of the primary column's chosen tag (joint decoding may choose
+                # another tag than its argmax).
+                chosen_tag = columns[self.column]
+                scores = torch.softmax(output.logits.float(), -1).gather(-1, chosen_tag.unsqueeze(-1)).squeeze(-1)
+                scores = scores.cpu()
                 for column, ids in columns.items():
                     ids = ids.cpu()
                     for k, i in enumerate(chosen):
-                        predicted[i][column] = ids[k, rows[i].first].tolist()
+                        rows[i].predicted[column] = ids[k, rows[i].first].tolist()
+                for k, i in enumerate(chosen):
+                    rows[i].scores = scores[k, rows[i].first].tolist()
         finally:
             self.model.train(was_training)
-        document.predicted = predicted
-        return {"document": document}
+        return {"documents": documents}
 
     def postprocess(self, model_outputs: dict) -> list[dict]:
-        document = model_outputs["document"]
+        (document,) = model_outputs["documents"]
         ids: list[dict[str, list]] = [{column: [] for column in self.columns} for _ in document.words]
-        for row, row_ids in zip(document.rows, document.predicted):
+        scores: list[list[float]] = [[] for _ in document.words]
+        for row in document.rows:
             for column in self.columns:
-                ids[row.sentence][column].extend(row_ids[column])
+                ids[row.sentence][column].extend(row.predicted[column])
+            scores[row.sentence].extend(row.scores)
         entries = []
-        for words, spans, sentence_ids in zip(document.words, document.spans, ids):
+        for index, (words, sentence_ids) in enumerate(zip(document.words, ids)):
             values = decode_columns(
                 words, sentence_ids, self.column_labels, self.feats_mode, self.lemma_lexicon, self.vocabulary
             )
+            spans = document.spans[index] if document.spans is not None else [(None, None)] * len(words)
+            tokens = self.multiword_tokens(document, index)
             for k, (word, (start, end)) in enumerate(zip(words, spans)):
-                entry = {"word": word, "start": start, "end": end}
-                entry.update({column: values[column][k] if column in values else None for column in OUTPUT_COLUMNS})
+                entry = {"word": word, "start": start, "end": end, "sentence": index, "token": tokens[k]}
+                for column in OUTPUT_COLUMNS:
+                    entry[column] = _empty(values[column][k], word) if column in values else None
+                entry["score"] = scores[index][k]
                 entries.append(entry)
         return entries
+
+    @staticmethod
+    def multiword_tokens(document: _Document, index: int) -> list[dict | None]:
+        """For each word of sentence ``index``, the multiword token it belongs to, or None."""
+        tokens: list[dict | None] = [None] * len(document.words[index])
+        spans = document.spans[index] if document.spans is not None else None
+        for first, end in sorted(document.multiword[index].items()):
+            start, stop = spans[first][0], spans[end - 1][1]
+            token = {"text": document.text[start:stop], "start": start, "end": stop, "id": f"{first + 1}-{end}"}
+            for k in range(first, end):
+                tokens[k] = token
+        return tokens
 
 
 __all__ = ["TASK", "ContTransformerTaggingPipeline", "split_sentences"]

@@ -56,7 +56,7 @@ from transformers import PreTrainedModel
 from transformers.dynamic_module_utils import custom_object_save
 
 from .config_record import DIGEST_KEY, config_mismatch, read_metadata, record_config, unrecorded_warning
-from .model_card import write_model_card
+from .model_card import MAX_ABS_WEIGHT, write_model_card
 from .ode_block import OdeBlock
 
 
@@ -104,17 +104,7 @@ def unreadable_weights(folder: str | os.PathLike) -> tuple[Path, str] | None:
     return None
 
 
-# The largest magnitude a weight of a loaded model may have. Trained models of this package
-# hold far smaller ones; the largest |weight| measured: 1.05 in the sample recipe's tagger
-# (60 steps, a LayerNorm gain), 2.31 in a UD English-GUM tagger fine-tuned from the
-# pretrained language model (its final LayerNorm), 6.54 in that English masked language
-# model (lm_head.decoder.bias); embeddings and coefficients stay below 1, and the image
-# models' running variances are those of normalised activations. 1e4 leaves three orders of
-# magnitude above all of them (a longer run, another treebank), while a value edited into
-# the file (3e38: finite, and UPOS falls to 6.24) is refused. A BatchNorm running variance
-# is in squared units of its activations, so it may reach the square (a tiny CIFAR run with
-# the whitening stem, on 36 images, ended with 1.56e4 in a stitch's BatchNorm).
-MAX_ABS_WEIGHT = 1e4
+# A BatchNorm running variance is in squared units of its activations (MAX_ABS_WEIGHT: model_card.py).
 MAX_RUNNING_VARIANCE = MAX_ABS_WEIGHT**2
 
 
@@ -362,9 +352,13 @@ class ContinuousPreTrainedModel(PreTrainedModel):
 
     supports_gradient_checkpointing = True
     image_processor_class: type | None = None
-    # (task, pipeline class) that a saved folder names in config.json's custom_pipelines and
-    # carries the code of, for remote code; set by auto.register_auto_classes (the tagger's).
-    custom_pipeline: tuple[str, type] | None = None
+    card_text = None  # what its model card says (a model_card.CardText; None: the generic card)
+
+    def saved_pipeline(self) -> tuple[str, type] | None:
+        """(task, pipeline class) that a saved folder names in ``config.json``'s
+        ``custom_pipelines`` and carries the code of, for remote code; None for none (a
+        subclass with a pipeline of its own says so: the tagger's)."""
+        return None
 
     def num_parameters_split(self) -> dict[str, int]:
         """Parameter counts: ``embedding`` (word and learned position embeddings),
@@ -450,13 +444,16 @@ class ContinuousPreTrainedModel(PreTrainedModel):
         """``PreTrainedModel.save_pretrained``, with the whole ``auto_map``, the model's
         pipeline and a model card.
 
-        A model with a :attr:`custom_pipeline` (the tagger: ``pipeline_cont_transformer.py``)
+        A model with a :meth:`saved_pipeline` (the tagger: ``pipeline_cont_transformer.py``)
         names it in ``config.json``'s ``custom_pipelines`` and the folder gets its code, so
         ``pipeline(model=folder, trust_remote_code=True)`` runs it. ``README.md`` states the
-        basis, K, N_T, scheme and parameter counts; a card the user wrote (or edited) is
-        kept unless ``regenerate_model_card``.
+        basis, K, N_T, scheme and parameter counts, and the facts the config keeps
+        (``config.model_card``: language, licence, data, results); a card the user wrote (or
+        edited) is kept unless ``regenerate_model_card``. Every save writes the same folder:
+        this package's, transformers' ``Trainer.save_model``, and remote code's copy of this
+        file, where the package is not installed.
         """
-        pipeline = self.custom_pipeline if self._auto_class is not None else None
+        pipeline = self.saved_pipeline() if self._auto_class is not None else None
         if self._auto_class is not None:  # registered for remote code (importing the package does it)
             auto_map = dict(getattr(self.config, "auto_map", None) or {})
             auto_map["AutoModel"] = class_reference(type(self.base_model))

@@ -1,5 +1,6 @@
-"""ODE-ResNet image classifiers as a model family for the tools and their model cards: see
-``cont_transformer/families.py``."""
+"""ODE-ResNet image classifiers as a model family for the tools: see
+``cont_transformer/families.py`` (their model card's text is the model class's,
+``cont_transformer/modeling_ode_resnet.py``)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,8 @@ from pathlib import Path
 import torch
 from transformers import AutoImageProcessor
 
-from cont_transformer import auto  # noqa: F401  registers the models with the Auto classes
-from cont_transformer.families import CardText, EvalSet, ModelFamily, register_family
+from cont_transformer.families import EvalSet, ModelFamily, register_family
 from cont_transformer.pretrained import check_no_custom_code
-from cont_transformer.runtime.compression import statistics_num_basis
 
 from .data import load_image_dataset, to_tensors
 from .evaluation import evaluate
@@ -47,36 +46,5 @@ def synthetic_inputs(config, count: int, size: int) -> tuple[dict, str]:
     return {"pixel_values": pixels}, f"random input ({count} images {size}x{size})"
 
 
-def card_facts(config) -> dict[str, object]:
-    """An image classifier's rows of its model card's architecture table."""
-    return {
-        "K of the running statistics": statistics_num_basis(config),
-        "stages (channels / strides)": f"{list(config.stage_channels)} / {list(config.stage_strides)}",
-        "input channels": config.num_channels,
-        "classes (labels)": config.num_labels,
-    }
-
-
-# What an image classifier's model card says (cont_transformer.model_card).
-CARD = CardText(
-    title="Stateful ODE-ResNet",
-    pipeline_tag="image-classification",
-    description=(
-        "An image classifier whose residual stages are ODE blocks: the convolution weights and\n"
-        "the BatchNorm running statistics are functions of depth-time, θ(t) = Σ_k φ_k(t) θ̂_k,\n"
-        "integrated with a Runge–Kutta scheme (Stateful ODE-Nets, Queiruga et al., NeurIPS\n"
-        "2021). Compression (change of basis, fewer steps) needs no retraining and no data."
-    ),
-    usage=(
-        "```python\n"
-        "from transformers import pipeline\n\n"
-        'classifier = pipeline("image-classification", model="<this repo>", trust_remote_code=True)\n'
-        "```\n\n"
-        "With the `cont-transformer` package installed, `import cont_transformer` registers the\n"
-        "Auto classes and the image processor (no remote code needed)."
-    ),
-    facts=card_facts,
-)
-
-FAMILY = ModelFamily("ode_resnet", load_preprocessor, eval_set, synthetic_inputs, card=CARD)
+FAMILY = ModelFamily("ode_resnet", load_preprocessor, eval_set, synthetic_inputs)
 register_family(FAMILY)

@@ -191,6 +191,11 @@ def test_compressed_card_records_its_lineage_and_measured_accuracy(tagger, data,
     assert (evaluation.dataset_split, evaluation.metric_type) == ("dev", "accuracy")
     assert evaluation.metric_value == result.compressed.accuracy
     assert data_.model_name == "out"
+    # A plain re-save states the compressed model's facts (kept in its config), not the source's.
+    load_model(tmp_path / "out").model.save_pretrained(tmp_path / "resaved")
+    again = ModelCard.load(tmp_path / "resaved" / "README.md").data
+    assert (again.base_model, again.language, again.model_name) == ("me/gum-tagger", "en", "out")
+    assert [r.metric_value for r in again.eval_results] == [result.compressed.accuracy]
 
 
 def test_compress_then_reload_gives_the_reported_accuracy(tagger, data, tmp_path):

@@ -7,9 +7,10 @@ processes: importing the core, the models, the harnesses, the training scaffold 
 tool loads no application (``cont_transformer.tagging``, ``image_models``); importing the
 core alone loads no transformers either, nor any module of the package above it (every
 name of ``cont_transformer/__init__.py`` loads lazily); ``image_models.augmentation``
-loads neither the training scaffold nor ``datasets``; and the first use of a name of the
-package, or importing a tool or an application that loads models through the Auto
-classes, registers both model kinds with them (``cont_transformer.auto``).
+loads neither the training scaffold nor ``datasets``; and importing the package or any of
+its modules registers both model kinds with the Auto classes (``cont_transformer.auto``):
+at once when that import loads transformers, and when transformers is imported after the
+core otherwise.
 """
 
 import ast
@@ -279,9 +280,11 @@ CORE = [
     "cont_transformer.transform",
     "cont_transformer.runtime.compression",
 ]
-# What importing the core may load of the package: the core, and the package's lazy __init__.
+# What importing the core may load of the package: the core, the package's lazy __init__ and
+# the registration's watch for transformers (``auto``, which imports nothing of either).
 CORE_LOADS = {
     "cont_transformer",
+    "cont_transformer.auto",
     "cont_transformer.runtime",
     "cont_transformer.checks",
     "cont_transformer.choices",
@@ -369,11 +372,34 @@ def registered():
 """
 
 
-def test_the_first_use_of_a_name_registers_the_models():
-    code = "import cont_transformer\nbefore = registered()\ncont_transformer.ContTransformerConfig\n"
-    assert run_fresh(REGISTERED + code + "print(before, registered())") == "False True"
+@pytest.mark.parametrize(
+    "imports",
+    [
+        "import cont_transformer",
+        "import cont_transformer.configuration_cont_transformer",
+        "import cont_transformer.configuration_ode_resnet",
+        "import cont_transformer.tools.compression",
+        "import image_models.training",
+        "import cont_transformer.basis\nimport transformers",  # the core first, transformers after it
+        "import transformers\nimport cont_transformer.basis",  # transformers first
+    ],
+)
+def test_importing_the_package_or_any_module_of_it_registers_the_models(imports):
+    assert run_fresh(f"{imports}\n{REGISTERED}\nprint(registered())") == "True"
 
 
 @pytest.mark.parametrize("module", ["cont_transformer.tools.compression", "image_models.trainer"])
 def test_tools_and_applications_register_the_models(module):
     assert run_fresh(REGISTERED + f"import {module}\nprint(registered())") == "True"
+
+
+WATCHING = "watching = lambda: any(type(f).__module__ == 'cont_transformer.auto' for f in sys.meta_path)\n"
+
+
+def test_importing_the_core_alone_registers_nothing_and_imports_no_transformers():
+    code = (
+        f"import sys\nimport cont_transformer.basis\n{WATCHING}before = ('transformers' in sys.modules, watching())\n"
+        "import transformers\nprint(*before, watching())"
+    )
+    # The watch for transformers waits on sys.meta_path, and leaves once it has registered.
+    assert run_fresh(code) == "False True False"

@@ -5,7 +5,11 @@ entry per word with UPOS, XPOS, FEATS and the lemma, decoded as the package's ``
 decodes them, with the package and without it.
 
 One tagger is trained for 60 steps on the sample treebank (every column, the seen tag
-combinations) and saved again with ``save_pretrained``.
+combinations) and saved again with ``save_pretrained``. The pipeline follows transformers'
+conventions (batches of texts, words already split with ``is_split_into_words``, unknown
+arguments refused, a ``score``), and a folder fine-tuned with transformers' ``Trainer``
+where the package is not installed keeps its pipeline and its card: both checked in one
+fresh interpreter that cannot import the package.
 """
 
 import json
@@ -18,6 +22,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from huggingface_hub import ModelCard
 from transformers import AutoModelForTokenClassification, pipeline
 
 from cont_transformer.pipeline_cont_transformer import TASK, ContTransformerTaggingPipeline, split_sentences
@@ -28,7 +33,7 @@ from cont_transformer.tools.compression import compress
 
 REPO = Path(__file__).resolve().parents[1]
 COLUMNS = ("upos", "xpos", "feats", "lemma")
-KEYS = ["word", "start", "end", *COLUMNS]
+KEYS = ["word", "start", "end", "sentence", "token", *COLUMNS, "score"]
 CODE_FILES = (
     "pipeline_cont_transformer.py",
     "text_segmentation.py",
@@ -84,10 +89,15 @@ def tagger_columns(folder: Path, text: str) -> list[dict]:
     tagger = Tagger.from_pretrained(folder, device="cpu")
     words = [[text[start:end] for start, end in sentence] for sentence in split_sentences(text, tagger.language)]
     return [
-        {column: columns[column][k] for column in COLUMNS}
-        for columns in tagger.predict_columns(words)
-        for k in range(len(next(iter(columns.values()))))
+        {column: empty(columns[column][k], sentence[k]) for column in COLUMNS}
+        for sentence, columns in zip(words, tagger.predict_columns(words))
+        for k in range(len(sentence))
     ]
+
+
+def empty(value, word):
+    """A value as ``Tagger``'s ``Document`` keeps it: None for CoNLL-U's ``_``."""
+    return None if value == "_" and word != "_" else value
 
 
 def test_every_save_path_writes_the_pipeline_and_its_code(run, saved, tmp_path):
@@ -104,16 +114,27 @@ def test_the_folders_pipeline_gives_every_column_per_word_as_the_tagger_does(sav
     entries = tagger(TEXT)
     assert all(list(entry) == KEYS for entry in entries)
     assert all(TEXT[entry["start"] : entry["end"]] == entry["word"] for entry in entries)
-    assert all(entry[column] is not None for entry in entries for column in COLUMNS)
+    assert all(entry[column] is not None for entry in entries for column in ("upos", "xpos", "lemma"))
+    assert "_" not in {entry["feats"] for entry in entries} and None in {entry["feats"] for entry in entries}
+    # The sentence of each word, the multiword token it belongs to, the chosen tag's probability.
+    assert [entry["sentence"] for entry in entries if entry["word"] in ("Tom", "Mr.", "Why")] == [1, 2, 3]
+    did, nt = (entry for entry in entries if entry["word"] in ("did", "n't"))
+    assert did["token"] == nt["token"] == {"text": "didn't", "start": 28, "end": 34, "id": "2-3"}
+    assert all(entry["token"] is None for entry in entries if entry["word"] not in ("did", "n't", "Smith", "'s"))
+    assert all(0 < entry["score"] <= 1 for entry in entries)
     assert [{column: entry[column] for column in COLUMNS} for entry in entries] == tagger_columns(saved, TEXT)
     # The columns vary, lemma scripts are applied, UPOS / XPOS / FEATS are decoded jointly.
     assert len({entry["xpos"] for entry in entries}) > 2
     assert any(entry["lemma"].lower() != entry["word"].lower() for entry in entries)
     seen = {tuple(triple) for triple in json.loads((saved / "config.json").read_text())["tag_combinations"]}
-    assert all((entry["upos"], entry["xpos"], entry["feats"]) in seen for entry in entries)
+    assert all((entry["upos"], entry["xpos"], entry["feats"] or "_") in seen for entry in entries)
     # The package's class, without remote code, gives the same; token-classification is unchanged.
     local = pipeline(model=str(saved), pipeline_class=ContTransformerTaggingPipeline)
     assert local(TEXT) == entries
+    # Options given to the constructor hold for every call; a generator streams its results.
+    split = pipeline(model=str(saved), pipeline_class=ContTransformerTaggingPipeline, is_split_into_words=True)
+    assert split(["The", "old", "dog"]) == local(["The", "old", "dog"], is_split_into_words=True)
+    assert list(local((text for text in [TEXT, CARD_TEXT]), batch_size=2)) == [entries, local(CARD_TEXT)]
     pieces = pipeline("token-classification", model=str(saved), trust_remote_code=True)("The old dog")
     assert [piece["word"] for piece in pieces] == ["The", "old", "dog"] and all("entity" in p for p in pieces)
 
@@ -221,6 +242,139 @@ def test_the_card_snippet_runs_where_the_package_is_not_installed(saved, tmp_pat
     assert loaded == "LOADED []"  # nothing of the package was imported
     rows = [line.split(" ") for line in printed]
     assert [row[0] for row in rows] == CARD_WORDS  # one line per word
-    assert all(len(row) == 5 and "None" not in row for row in rows)  # every column
-    expected = [[c[column] for column in COLUMNS] for c in tagger_columns(saved, CARD_TEXT)]
+    assert all(len(row) == 5 and "None" not in (row[1], row[2], row[4]) for row in rows)  # every column
+    expected = [[str(c[column]) for column in COLUMNS] for c in tagger_columns(saved, CARD_TEXT)]
     assert [row[1:] for row in rows] == expected
+
+
+# Where the package is not installed: the pipeline as transformers' pipelines behave, the
+# tokenizer without a question, and a fine-tuning with transformers' Trainer whose folder
+# keeps its pipeline and card. One process; sys.argv[3:]: the saved folder, an output folder.
+REMOTE_CHECKS = textwrap.dedent(
+    """
+    import json, os, sys
+    from transformers import (AutoModelForTokenClassification, AutoTokenizer, DataCollatorForTokenClassification,
+                              Trainer, TrainingArguments, pipeline)
+    folder, out = sys.argv[3], sys.argv[4]
+    result = {}
+    tagger = pipeline(model=folder, trust_remote_code=True)
+    texts = json.loads(sys.argv[5])
+    result["single"] = [tagger(text) for text in texts]
+    result["batched"] = tagger(texts, batch_size=2)
+    result["refused"] = []
+    for arguments in ({"aggregation_strategy": "simple"}, {"tokens_per_bach": 8}):
+        try:
+            tagger(texts[0], **arguments)
+        except ValueError as err:
+            result["refused"].append(str(err))
+    try:
+        pipeline(model=folder, trust_remote_code=True, aggregation_strategy="simple")
+    except ValueError as err:
+        result["refused"].append(str(err))
+    words = [entry["word"] for entry in result["single"][0]]
+    result["words"] = tagger(words, is_split_into_words=True)
+    result["word_lists"] = tagger([words, ["Tom", "ran", "."]], is_split_into_words=True)
+    # The tokenizer runs no code; transformers reads config.json first, whose auto_map names
+    # the config's code: trust_remote_code=False loads it without asking (input() exits).
+    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+    model = AutoModelForTokenClassification.from_pretrained(folder, trust_remote_code=True)
+    column = getattr(model.config, "primary_column", None) or "xpos"
+    rows = []
+    for text in texts:
+        entries = tagger(text)
+        encoding = tokenizer([e["word"] for e in entries], is_split_into_words=True)
+        ids = encoding.word_ids()
+        labels = [-100 if w is None or ids[i - 1] == w else model.config.label2id[entries[w][column]]
+                  for i, w in enumerate(ids)]
+        rows.append({"input_ids": encoding["input_ids"], "labels": labels})
+    arguments = TrainingArguments(os.path.join(out, "checkpoints"), max_steps=10, per_device_train_batch_size=2,
+                                  learning_rate=1e-4, report_to=[], save_strategy="no", use_cpu=True,
+                                  logging_strategy="no", disable_tqdm=True)
+    trainer = Trainer(model=model, args=arguments, train_dataset=rows * 4, processing_class=tokenizer,
+                      data_collator=DataCollatorForTokenClassification(tokenizer))
+    trainer.train()
+    trainer.save_model(os.path.join(out, "tuned"))
+    result["files"] = sorted(os.listdir(os.path.join(out, "tuned")))
+    result["tuned"] = pipeline(model=os.path.join(out, "tuned"), trust_remote_code=True)(texts[-1])
+    print("RESULT", json.dumps(result))
+    """
+)
+BATCH_TEXTS = ["One dog.", "Two cats ran.", TEXT]
+
+
+@pytest.fixture(scope="module")
+def without_package(saved, tmp_path_factory) -> dict:
+    """What :data:`REMOTE_CHECKS` found, in a fresh interpreter that cannot import the package."""
+    work = tmp_path_factory.mktemp("without_package")
+    paths = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    paths = [path for path in paths if not Path(path).resolve().is_relative_to(REPO)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(work / "hf_home"), "OMP_NUM_THREADS": "1"}
+    env.pop("PYTHONPATH", None)
+    arguments = [json.dumps(paths), REMOTE_CHECKS, str(saved), str(work), json.dumps(BATCH_TEXTS)]
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", WITHOUT_PACKAGE, *arguments],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    if result.stdout.startswith("CANNOT_BUILD"):
+        pytest.skip(f"no interpreter without the package: {result.stdout.strip()}")
+    *_, found, loaded = result.stdout.strip().splitlines()
+    assert loaded == "LOADED []"  # nothing of the package was imported
+    return {**json.loads(found.removeprefix("RESULT ")), "out": work}
+
+
+def columns_of(entries: list[dict]) -> list[list]:
+    return [[entry["word"], *(entry[column] for column in COLUMNS)] for entry in entries]
+
+
+@pytest.mark.slow
+def test_without_the_package_a_list_of_texts_in_batches_gives_one_result_per_text(without_package):
+    single, batched = without_package["single"], without_package["batched"]
+    assert [columns_of(entries) for entries in batched] == [columns_of(entries) for entries in single]
+    assert [len(entries) for entries in batched] == [3, 4, len(single[2])]
+    scores = [e["score"] for entries in batched for e in entries]
+    assert scores == pytest.approx([e["score"] for entries in single for e in entries], abs=1e-5)
+
+
+@pytest.mark.slow
+def test_without_the_package_unknown_arguments_are_refused_by_name(without_package):
+    refused = without_package["refused"]
+    assert [message.split(":")[0] for message in refused] == [
+        "aggregation_strategy",
+        "tokens_per_bach",
+        "aggregation_strategy",
+    ]
+    assert all("\n" not in message and "pos-tagging pipeline" in message for message in refused)
+
+
+@pytest.mark.slow
+def test_without_the_package_words_already_split_are_tagged_as_one_sentence_each(without_package):
+    text_entries, words, word_lists = (
+        without_package["single"][0],
+        without_package["words"],
+        without_package["word_lists"],
+    )
+    assert columns_of(words) == columns_of(text_entries)  # the same words, with no text to split
+    assert all((e["start"], e["end"], e["sentence"], e["token"]) == (None, None, 0, None) for e in words)
+    assert len(word_lists) == 2 and columns_of(word_lists[0]) == columns_of(words)
+    assert [e["word"] for e in word_lists[1]] == ["Tom", "ran", "."]
+
+
+@pytest.mark.slow
+def test_without_the_package_a_trainer_fine_tuned_folder_keeps_its_pipeline_and_card(saved, without_package):
+    tuned = without_package["out"] / "tuned"
+    assert {*CODE_FILES, "README.md", "tokenizer.json"} <= set(without_package["files"])
+    assert_carries_pipeline(tuned)
+    entries = without_package["tuned"]
+    assert [e["word"] for e in entries] == [e["word"] for e in without_package["single"][2]]
+    assert all(list(entry) == KEYS for entry in entries)
+    # The card is the one the package writes: the same text (the same facts and architecture).
+    card, source = (tuned / "README.md").read_text(), (saved / "README.md").read_text()
+    assert card == source
+    data = ModelCard.load(tuned / "README.md", ignore_metadata_errors=False).data
+    assert data.language == "en" and data.eval_results and "`text_segmentation.py`" in card

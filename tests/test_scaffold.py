@@ -94,8 +94,11 @@ class ToyTrainer(Trainer):
         with torch.no_grad():
             return {"accuracy": -((model(self.x) - self.y) ** 2).mean().item()}
 
-    def write_card(self, model, folder, entry, sections=None):
+    def record_card(self, model, entry):
         pass  # no model card for a toy
+
+    def write_final_card(self):
+        pass
 
     def load_best(self):
         model = ToyModel(self.state.best["num_basis"], self.state.best["num_steps"])

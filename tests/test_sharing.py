@@ -25,7 +25,7 @@ from cont_transformer import (
     set_num_steps,
     write_model_card,
 )
-from cont_transformer.model_card import Evaluation, is_generated_card
+from cont_transformer.model_card import Evaluation, is_generated_card, record_card_facts
 
 # The tiny tagger (conftest.py) at K = 4, with the tokenizer's [PAD] and [ROOT] ids.
 TAGGER = {"num_basis": 4, "pad_token_id": 0, "bos_token_id": 2}
@@ -84,12 +84,10 @@ def test_card_metadata_parses_and_its_results_are_what_was_passed(tmp_path, tiny
         write_model_card(model, tmp_path, base_model="me/source", base_model_relation="distilled")
 
 
-def test_a_card_with_results_and_no_known_family_files_them_under_the_architectures_task(
-    tmp_path, monkeypatch, tiny_tagger
-):
+def test_a_card_needs_no_model_family(tmp_path, monkeypatch, tiny_tagger):
     # A run from a source checkout (no entry points) or remote code without the package
-    # knows no family: its results must still make a model-index the Hub parses (an entry
-    # without a task type is refused, which once stopped a CIFAR run at its first save).
+    # knows no family: the card's text is the model class's, and its results make a
+    # model-index the Hub parses (an entry without a task type is refused).
     from cont_transformer import families
 
     monkeypatch.setattr(families, "FAMILIES", {})
@@ -98,7 +96,56 @@ def test_a_card_with_results_and_no_known_family_files_them_under_the_architectu
         path = write_model_card(model, tmp_path, results=[Evaluation("data", "validation", 0.5)], overwrite=True)
         data = ModelCard.load(path, ignore_metadata_errors=False).data
         assert [(r.task_type, r.metric_value) for r in data.eval_results] == [(task, 0.5)]
-        assert data.pipeline_tag is None  # what the family would say is not guessed
+        assert data.pipeline_tag == task
+
+
+def test_the_facts_a_config_keeps_make_every_save_write_the_same_card(tmp_path, tiny_tagger):
+    model = tiny_tagger(**TAGGER)
+    results = [Evaluation("UD English-GUM", "dev", 0.93, "universal_dependencies", "en_gum", "UPOS accuracy")]
+    record_card_facts(
+        model.config,
+        language="en",
+        license="cc-by-sa-4.0",
+        datasets="universal_dependencies",
+        results=results,
+        model_name="gum",
+        extra={"training data": "UD English-GUM, 100 sentences"},
+    )
+    model.save_pretrained(tmp_path / "first")
+    reloaded = type(model).from_pretrained(tmp_path / "first")
+    reloaded.save_pretrained(tmp_path / "again")  # a plain re-save, knowing nothing of the facts
+    first, again = ((tmp_path / name / "README.md").read_text() for name in ("first", "again"))
+    assert first == again
+    data = ModelCard.load(tmp_path / "again" / "README.md", ignore_metadata_errors=False).data
+    assert (data.language, data.license, data.datasets) == ("en", "cc-by-sa-4.0", ["universal_dependencies"])
+    assert [(r.metric_name, r.metric_value, r.dataset_split) for r in data.eval_results] == [
+        ("UPOS accuracy", 0.93, "dev")
+    ]
+    assert "| training data | UD English-GUM, 100 sentences |" in again
+    assert "`text_segmentation.py`, the rules for language `en`" in again  # what splits raw text
+    with pytest.raises(ValueError, match="^tags: not a fact"):
+        record_card_facts(model.config, tags=["x"])
+
+
+def test_saving_a_tagger_needs_nothing_above_the_package_root(tmp_path, tiny_tagger):
+    model = tiny_tagger(**TAGGER)
+    model.config.language = "en"
+    model.save_pretrained(tmp_path / "source")
+    code = (
+        "import json, sys\n"
+        "from transformers import AutoModelForTokenClassification\n"
+        "import cont_transformer\n"
+        f"model = AutoModelForTokenClassification.from_pretrained({str(tmp_path / 'source')!r})\n"
+        f"model.save_pretrained({str(tmp_path / 'saved')!r})\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('cont_transformer'))))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    loaded = json.loads(result.stdout.splitlines()[-1])
+    above = ("tagging", "language_modeling", "training", "tools", "families")
+    assert not [name for name in loaded if name.split(".")[1:2] and name.split(".")[1] in above]
+    card = (tmp_path / "saved" / "README.md").read_text()
+    assert card.startswith("---\nlanguage: en\n") and "pipeline_tag: token-classification" in card
 
 
 @pytest.mark.slow

@@ -31,7 +31,7 @@ from ..runtime.model_folders import BEST_MODEL_DIR, LANGUAGE_MODEL_RUN, METRICS_
 from ..text.arguments import encoder_config
 from ..text.batching import LengthGroupedBatchSampler, LengthGroupedEpochs, PaddingCollator, eval_loader
 from ..text.optimization import build_optimizer
-from ..text.pretrained_encoder import LANGUAGE_MODEL_CARD, language_model_words, load_language_model
+from ..text.pretrained_encoder import language_model_words, load_language_model
 from ..text.reading import load_text, split_words, text_files, vocabulary, word_counts
 from ..text.tokenization import (
     build_tokenizer,
@@ -200,7 +200,6 @@ class MaskedLmTrainer(LengthGroupedEpochs, Trainer):
     def card_facts(self, entry: dict) -> dict:
         name = ", ".join(p.name for p in self.files) or str(self.args.dataset_name)
         return {
-            "card": LANGUAGE_MODEL_CARD,
             "extra": {
                 "training text": f"{name}: {self.facts['train_words']:,} words in {self.facts['train_lines']:,} lines",
                 "vocabulary": f"{len(self.words):,} words ({100 * self.facts['vocabulary_coverage']:.1f}% of the text)",

@@ -52,7 +52,6 @@ def add_tag_combinations(model_dir: str | os.PathLike, train_file: str | os.Path
     not predict UPOS, XPOS and whole FEATS."""
     from transformers import AutoConfig
 
-    from .. import auto  # noqa: F401  registers the models with the Auto classes
     from ..pretrained import check_no_custom_code
 
     folder = resolve_model_dir(model_dir)

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 import torch
 from transformers import AutoConfig, AutoTokenizer
 
-from .. import auto  # noqa: F401  registers the models with the Auto classes
 from ..configuration_cont_transformer import AUXILIARY_COLUMNS, PREDICTED_COLUMNS
 from ..lemma_scripts import vocabulary_words
 from ..modeling_cont_transformer import ContTransformerForTokenClassification

@@ -1,5 +1,5 @@
-"""The tagger as a model family for the tools (compression, sweeps) and its model card: see
-``families.py``."""
+"""The tagger as a model family for the tools (compression, sweeps): see ``families.py``. Its
+model card's text is the model classes' (``modeling_cont_transformer.py``)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,10 @@ from pathlib import Path
 
 import torch
 
-from ..configuration_cont_transformer import AUXILIARY_COLUMNS
-from ..families import CardText, EvalSet, ModelFamily, forward_batches, register_family
+from ..families import EvalSet, ModelFamily, forward_batches, register_family
 from ..runtime.model_folders import METRICS_FILE
 from ..runtime.safe_files import write_json
 from ..text.batching import PaddingCollator
-from ..text.pretrained_encoder import LANGUAGE_MODEL_CARD
 from ..text.tokenization import load_tokenizer
 from ..training.accelerator import make_accelerator
 from .data import load_treebank
@@ -86,70 +84,6 @@ def write_record(source: Path, folder: Path, accuracy: float | None, description
     write_json(folder / METRICS_FILE, record)
 
 
-AUXILIARY_NOTE = ", learnt as a training signal, not output"
-
-
-def card_facts(config) -> dict[str, object]:
-    """A tagger's rows of its model card's architecture table."""
-    return {
-        "word representation": representation(config),
-        "hidden size / heads / MLP": (
-            f"{config.hidden_size} / {config.num_attention_heads} / {config.intermediate_size}"
-        ),
-        "tags (labels)": len(getattr(config, "id2label", None) or {}),
-        **{
-            f"{column} head (labels){AUXILIARY_NOTE if column in AUXILIARY_COLUMNS else ''}": len(labels)
-            for column, labels in (getattr(config, "column_labels", None) or {}).items()
-        },
-    }
-
-
-def representation(config) -> str:
-    """The word representation in words (configs without the field are word-only)."""
-    kind = getattr(config, "word_representation", "word")
-    if kind == "word":
-        return "word embeddings (unknown words: [UNK])"
-    cnn = (
-        f"character CNN over the spelling ({config.char_hidden_size} filters of width "
-        f"{config.char_kernel_size}, first/last {config.max_word_length} characters)"
-    )
-    return {"word+chars": f"word embeddings + {cnn}", "chars": cnn}.get(kind, kind)
-
-
-# What a tagger's model card says (cont_transformer.model_card).
-CARD = CardText(
-    title="Continuous-in-depth transformer",
-    pipeline_tag="token-classification",
-    description=(
-        "A part-of-speech tagger whose encoder is one ODE block: the weights are\n"
-        "functions of depth-time, θ(t) = Σ_k φ_k(t) θ̂_k, integrated with a Runge–Kutta scheme\n"
-        "(Stateful ODE-Nets, Queiruga et al., NeurIPS 2021). Compression (change of basis,\n"
-        "fewer steps) acts on the non-embedding parameters; the input representation (the\n"
-        "embedding parameters) is left as it is."
-    ),
-    usage=(
-        "```python\n"
-        "from transformers import pipeline\n\n"
-        'tagger = pipeline(model="<this repo>", trust_remote_code=True)  # the pipeline comes with the model\n'
-        'for word in tagger("The old dog saw a bird. Tom didn\'t see it!"):\n'
-        '    print(word["word"], word["upos"], word["xpos"], word["feats"], word["lemma"])\n'
-        "```\n\n"
-        "One entry per word (`word`, `start`, `end` and every column the model predicts; None for\n"
-        "one it does not), decoded as the `cont-transformer` package decodes them: UPOS, XPOS and\n"
-        "FEATS jointly over the combinations seen in training, a lemma by applying the predicted\n"
-        "edit script to the word (or, for a word seen in training with the predicted tag, the lemma\n"
-        "seen with them). The text is split into words by the model's tokenizer and into\n"
-        "sentences after `.`, `!`, `?` and at blank lines; a sentence longer than the model's\n"
-        '`max_position_embeddings` is tagged in overlapping windows. `pipeline("token-classification",\n'
-        "...)` gives the primary column's tag per token piece.\n\n"
-        'With the `cont-transformer` package installed, `cont_transformer.Tagger.from_pretrained("<this repo>")`\n'
-        "tags every column without remote code (the package registers the Auto classes on first\n"
-        "use of any of its names), splitting raw text with the same rules as the pipeline."
-    ),
-    facts=card_facts,
-)
-
-
 def sample_dev_file(arguments, directory: Path) -> Path | None:
     """The dev split of the generated sample treebank, for a run trained on it (``treebank``
     ``sample``): the sample is the same at every generation."""
@@ -164,8 +98,6 @@ FAMILY = ModelFamily(
     eval_set,
     synthetic_inputs,
     write_record,
-    card=CARD,
-    head_cards={"ForMaskedLM": LANGUAGE_MODEL_CARD},
     run_eval_file=sample_dev_file,
 )
 register_family(FAMILY)

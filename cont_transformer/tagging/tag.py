@@ -169,8 +169,6 @@ class Tagger:
         from transformers import AutoModelForTokenClassification
         from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
-        from .. import auto  # noqa: F401  registers the models with the Auto classes
-
         folder = resolve_model_dir(folder)
         check_no_custom_code(folder)  # before any load: no code from the folder, no prompt
         check_model_kind(folder, ContTransformerForTokenClassification)  # not a language or image model

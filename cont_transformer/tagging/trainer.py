@@ -56,7 +56,6 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from .. import auto  # noqa: F401  registers the models with the Auto classes
 from ..model_card import Evaluation
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..runtime.model_folders import BEST_MODEL_DIR, METRICS_FILE, PREDICTIONS_DIR, SETTINGS_FILE, TAGGER_RUN

@@ -115,8 +115,6 @@ def adopt_saved_sizes(args) -> PretrainedConfig:
     horizon, K and N_T of the model in ``args.model_name_or_path``, grown by the refinements
     ``args.refine_steps`` asks for, and a language model's encoder sizes. Returns the saved
     model's config; a folder of another model type is refused in one line."""
-    from .. import auto  # noqa: F401  registers the models with the Auto classes
-
     check_model_location(args.model_name_or_path)
     check_no_custom_code(args.model_name_or_path)
     config = AutoConfig.from_pretrained(args.model_name_or_path, trust_remote_code=False)

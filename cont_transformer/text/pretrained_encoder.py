@@ -17,7 +17,6 @@ import os
 import torch
 
 from ..configuration_cont_transformer import ContTransformerConfig
-from ..families import CardText
 from ..modeling_cont_transformer import ContTransformerForMaskedLM, ContTransformerForTokenClassification
 from ..pretrained import check_no_custom_code
 from ..word_encoding import continuation_prefix
@@ -130,23 +129,3 @@ def freeze_rows(weight: torch.nn.Parameter, rows) -> None:
     keep = torch.ones(weight.shape[0], 1, dtype=weight.dtype, device=weight.device)
     keep[torch.as_tensor(list(rows), dtype=torch.long, device=weight.device)] = 0
     weight.register_hook(lambda grad: grad * keep.to(grad.device, grad.dtype))
-
-
-# What a masked language model's card says (scripts/pretrain.py, and compress.py of one).
-LANGUAGE_MODEL_CARD = CardText(
-    title="Continuous-in-depth transformer, masked language model",
-    pipeline_tag="fill-mask",
-    description=(
-        "The encoder of a continuous-in-depth tagger, pretrained on unlabelled text to fill in\n"
-        "masked words: its weights are functions of depth-time, θ(t) = Σ_k φ_k(t) θ̂_k, integrated\n"
-        "with a Runge–Kutta scheme (Stateful ODE-Nets, Queiruga et al., NeurIPS 2021). Fine-tune it\n"
-        "into a tagger with `scripts/train_pos.py --model-name-or-path <this folder>`."
-    ),
-    usage=(
-        "```python\n"
-        "from transformers import pipeline\n\n"
-        'fill = pipeline("fill-mask", model="<this repo>", trust_remote_code=True)\n'
-        'fill("The dog [MASK] at the cat .")\n'
-        "```"
-    ),
-)

@@ -38,10 +38,9 @@ from transformers import (
     PretrainedConfig,
 )
 
-from .. import auto  # noqa: F401  registers the models with the Auto classes
 from ..checks import check_count
 from ..families import EvalSet, ModelFamily, forward_batches, get_family
-from ..model_card import CARD_NAME, Evaluation, write_model_card
+from ..model_card import CARD_NAME, Evaluation, record_card_facts, write_model_card
 from ..pretrained import check_no_custom_code
 from ..runtime.compiling import compiled
 from ..runtime.compression import (
@@ -367,6 +366,23 @@ def write_compression_card(
         "speedup": round(result.speedup, 4),
         "eval_data": result.eval_description,
     }
+    path = write_model_card(
+        model,
+        folder,
+        **compressed_card_facts(result, base_model),
+        tags=["compressed"],
+        sections={SECTION_HEADING: section},
+        metadata={"compression": compression},
+        overwrite=True,
+    )
+    return path
+
+
+def compressed_card_facts(result: CompressionResult, base_model: str | None = None) -> dict[str, object]:
+    """The card facts of a compressed model (:func:`~cont_transformer.model_card.record_card_facts`):
+    the data its source was trained on (:func:`_training_data`), and its own results, name and
+    relation to the source, which replace the source's."""
+    after = result.compressed
     named = {k: v for k, v in (after.scores or {}).items() if k != "accuracy"}
     results = (
         [
@@ -377,20 +393,13 @@ def write_compression_card(
         if after.accuracy is not None
         else []
     )
-    path = write_model_card(
-        model,
-        folder,
+    return {
         **_training_data(result.source_dir),
-        results=results,
-        model_name=result.output_dir.name,
-        base_model=base_model,
-        base_model_relation="quantized" if base_model else None,
-        tags=["compressed"],
-        sections={SECTION_HEADING: section},
-        metadata={"compression": compression},
-        overwrite=True,
-    )
-    return path
+        "results": results,
+        "model_name": result.output_dir.name,
+        "base_model": base_model,
+        "base_model_relation": "quantized" if base_model else None,
+    }
 
 
 def _training_data(source_dir: Path) -> dict[str, object]:
@@ -413,7 +422,9 @@ def save_compressed(
     """Write ``model`` with ``save_pretrained``, the source's tokenizer or image processor,
     the family's record (a tagger's metrics.json: tag column and accuracy) and the
     compression model card (``base_model``: the source's Hub id, see
-    :func:`write_compression_card`) into ``folder``."""
+    :func:`write_compression_card`) into ``folder``. The config keeps the compressed model's
+    card facts (:func:`compressed_card_facts`), so a later save states them, not the source's."""
+    record_card_facts(model.config, **compressed_card_facts(result, base_model))
     model.save_pretrained(folder)
     if source.preprocessor is not None:
         source.preprocessor.save_pretrained(folder)

@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from torch import nn
 
-from ..model_card import write_model_card
+from ..model_card import record_card_facts, write_model_card
 from ..runtime.compression import SECTION_HEADING, compression_section, score_variants
 from ..runtime.model_folders import BEST_MODEL_DIR, METRICS_FILE
 from ..runtime.safe_files import write_json
@@ -46,12 +45,14 @@ class RunRecords:
         return metrics
 
     # --- after training ------------------------------------------------------------
-    def write_card(self, model: nn.Module, folder: Path, entry: dict, sections: dict | None = None) -> None:
-        """The model card of ``folder``: the architecture, :meth:`card_facts` and ``sections``."""
+    def record_card(self, model: nn.Module, entry: dict) -> None:
+        """Keep :meth:`card_facts` of the best model scored as ``entry`` in its config
+        (:func:`~cont_transformer.model_card.record_card_facts`), before it is saved: its
+        ``save_pretrained`` writes them into the card, and so does every later save."""
         arguments = {"model_name": self.output_dir.resolve().name, **self.card_facts(entry)}
         if self.accelerator.mixed_precision != "no":
             arguments["extra"] = {**arguments.get("extra", {}), "mixed precision": self.accelerator.mixed_precision}
-        write_model_card(model, folder, overwrite=True, sections=sections, **arguments)
+        record_card_facts(model.config, **arguments)
 
     def write_final_card(self) -> None:
         """The best model's card again, with what was measured after training (the
@@ -60,7 +61,8 @@ class RunRecords:
         if "compression" in self.extra_metrics:
             rows = self.extra_metrics["compression"]
             sections[SECTION_HEADING] = compression_section(rows, self.reported_metrics(), scored_on="the dev data")
-        self.write_card(self.load_best(), self.output_dir / BEST_MODEL_DIR, self.state.best, sections)
+        facts = {"model_name": self.output_dir.resolve().name, **self.card_facts(self.state.best)}
+        write_model_card(self.load_best(), self.output_dir / BEST_MODEL_DIR, overwrite=True, sections=sections, **facts)
 
     def compression_report(self) -> list[dict]:
         """Score the best model compressed without retraining

@@ -556,8 +556,8 @@ class Trainer(RunRecords):
         if accelerator.is_main_process:
             with staged_directory(self.output_dir / BEST_MODEL_DIR, MODEL_FOLDER) as staging:
                 model = accelerator.unwrap_model(self.model)
+                self.record_card(model, entry)  # the card's facts, which save_pretrained writes
                 self.save_model(model, staging, entry)
-                self.write_card(model, staging, entry)
         accelerator.wait_for_everyone()
 
     def save_checkpoint(self) -> None:
