@@ -379,7 +379,7 @@ def registered():
         "import cont_transformer.configuration_cont_transformer",
         "import cont_transformer.configuration_ode_resnet",
         "import cont_transformer.tools.compression",
-        "import image_models.training",
+        "import image_models.trainer",
         "import cont_transformer.basis\nimport transformers",  # the core first, transformers after it
         "import transformers\nimport cont_transformer.basis",  # transformers first
     ],
