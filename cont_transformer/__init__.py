@@ -1,7 +1,7 @@
 """cont-transformer: continuous-in-depth networks (Stateful ODE-Nets) on PyTorch.
 
 Importing the package (or any of its modules) registers the models with the transformers
-Auto classes (:func:`~cont_transformer.auto.register_auto_classes`): the continuous
+Auto classes (:func:`~cont_transformer.runtime.auto.register_auto_classes`): the continuous
 transformer (``model_type="cont_transformer"``) with ``AutoConfig``, ``AutoModel``,
 ``AutoModelForTokenClassification`` and ``AutoModelForMaskedLM``, the ODE-ResNet
 (``model_type="ode_resnet"``) with ``AutoConfig``, ``AutoModel``,
@@ -13,7 +13,7 @@ with ``trust_remote_code=True`` where this package is not installed; see
 remote code and no question.
 
 The registration happens when transformers is imported, or at once if it already is
-(:func:`~cont_transformer.auto.register_with_transformers`), and every public name loads on
+(:func:`~cont_transformer.runtime.auto.register_with_transformers`), and every public name loads on
 first use (a module ``__getattr__``): so ``import cont_transformer.basis`` (or
 ``integrators``, ``ode_block``, ``transform``, ``runtime.compression``) loads neither transformers
 nor any application, while ``from cont_transformer import ContTransformerConfig`` works as
@@ -24,10 +24,9 @@ from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
-from .auto import register_with_transformers
+from .runtime.auto import register_with_transformers
 
 if TYPE_CHECKING:  # what type checkers see; at run time the names load in __getattr__
-    from .auto import register_auto_classes
     from .basis import BASES, fit_points, get_basis, interpolation_matrix, projection_matrix
     from .configuration_cont_transformer import ContTransformerConfig
     from .configuration_ode_resnet import PRESETS, OdeResNetConfig
@@ -42,6 +41,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names load in __get
     )
     from .modeling_ode_resnet import OdeResNetForImageClassification, OdeResNetModel, OdeResNetPreTrainedModel
     from .ode_block import OdeBlock
+    from .runtime.auto import register_auto_classes
     from .transform import change_basis, refine, set_num_steps
 
 register_with_transformers()
@@ -79,7 +79,7 @@ _LAZY = {
     "OdeResNetForImageClassification": ".modeling_ode_resnet",
     "OdeResNetModel": ".modeling_ode_resnet",
     "OdeResNetPreTrainedModel": ".modeling_ode_resnet",
-    "register_auto_classes": ".auto",
+    "register_auto_classes": ".runtime.auto",
     # The tagging application's entry points.
     "Document": ".tagging.document",
     "Tagger": ".tagging.tag",

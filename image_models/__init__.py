@@ -13,7 +13,7 @@ layer, ``cont_transformer.configuration_ode_resnet`` / ``modeling_ode_resnet`` /
 
 Every name loads on first use (a module ``__getattr__``), so ``import image_models.augmentation``
 loads neither the training scaffold nor ``datasets``; the first use of a model's name also
-registers the models with the Auto classes (:mod:`cont_transformer.auto`). The family
+registers the models with the Auto classes (:mod:`cont_transformer.runtime.auto`). The family
 (:mod:`.family`: model cards, tools) registers itself where it is needed: the trainer
 imports it, and the tools find it through the ``cont_transformer.model_families`` entry
 point.
@@ -62,7 +62,7 @@ def __getattr__(name: str):
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     if name in _MODELS:
-        import_module("cont_transformer.auto")  # registers the models with the Auto classes
+        import_module("cont_transformer.runtime.auto")  # registers the models with the Auto classes
     value = getattr(import_module(_LAZY[name]), name)
     globals()[name] = value  # found directly from now on
     return value

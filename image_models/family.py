@@ -10,8 +10,8 @@ from pathlib import Path
 import torch
 from transformers import AutoImageProcessor
 
-from cont_transformer.families import EvalSet, ModelFamily, register_family
 from cont_transformer.pretrained import check_no_custom_code
+from cont_transformer.runtime.families import EvalSet, ModelFamily, register_family
 
 from .data import load_image_dataset, to_tensors
 from .evaluation import evaluate

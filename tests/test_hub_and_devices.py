@@ -163,7 +163,7 @@ def _python(code: str, *args: str, stdin: str = "") -> subprocess.CompletedProce
 
 IMPORT = (
     "import importlib\n"
-    "for name in ('cont_transformer.tagging.tag', 'cont_transformer.tagging.trainer', 'cont_transformer.auto'):\n"
+    "for name in ('cont_transformer.tagging.tag', 'cont_transformer.tagging.trainer', 'cont_transformer.runtime.auto'):\n"
     "    importlib.import_module(name)\n"
     "loaded = sorted(n for n, m in sys.modules.items() if m is not None and n.split('.')[0] in ('PIL', 'matplotlib'))\n"
     "print(loaded, file=sys.stderr)\n"

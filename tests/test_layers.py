@@ -8,7 +8,7 @@ tool loads no application (``cont_transformer.tagging``, ``image_models``); impo
 core alone loads no transformers either, nor any module of the package above it (every
 name of ``cont_transformer/__init__.py`` loads lazily); ``image_models.augmentation``
 loads neither the training scaffold nor ``datasets``; and importing the package or any of
-its modules registers both model kinds with the Auto classes (``cont_transformer.auto``):
+its modules registers both model kinds with the Auto classes (``cont_transformer.runtime.auto``):
 at once when that import loads transformers, and when transformers is imported after the
 core otherwise.
 """
@@ -28,8 +28,6 @@ APPLICATIONS = ("cont_transformer.tagging", "cont_transformer.language_modeling"
 
 # Lowest first. A module's layer is that of the longest prefix of its dotted name listed here.
 MODELS = [
-    "",  # the package's __init__: the public API, every name lazy
-    "auto",  # the registration with the Auto classes
     "configuration_cont_transformer",
     "configuration_ode_resnet",
     "modeling_cont_transformer",
@@ -50,7 +48,6 @@ MODELS = [
 ]
 LAYERS = [
     ("core", ["checks", "basis", "integrators", "ode_block", "transform", "choices"]),
-    ("model families", ["families"]),
     ("models", MODELS),
     ("runtime", ["runtime"]),
     ("training scaffold", ["training"]),
@@ -58,6 +55,8 @@ LAYERS = [
     ("applications", ["tagging", "language_modeling", "image_models"]),
     ("tools", ["tools"]),
     ("benchmarks", ["benchmarks"]),
+    # The package's __init__: the public face, every name lazy, and the Auto classes' registration.
+    ("package face", [""]),
 ]
 RANK = {
     ("image_models" if name == "image_models" else f"cont_transformer.{name}".rstrip(".")): rank
@@ -284,7 +283,7 @@ CORE = [
 # the registration's watch for transformers (``auto``, which imports nothing of either).
 CORE_LOADS = {
     "cont_transformer",
-    "cont_transformer.auto",
+    "cont_transformer.runtime.auto",
     "cont_transformer.runtime",
     "cont_transformer.checks",
     "cont_transformer.choices",
@@ -393,7 +392,7 @@ def test_tools_and_applications_register_the_models(module):
     assert run_fresh(REGISTERED + f"import {module}\nprint(registered())") == "True"
 
 
-WATCHING = "watching = lambda: any(type(f).__module__ == 'cont_transformer.auto' for f in sys.meta_path)\n"
+WATCHING = "watching = lambda: any(type(f).__module__ == 'cont_transformer.runtime.auto' for f in sys.meta_path)\n"
 
 
 def test_importing_the_core_alone_registers_nothing_and_imports_no_transformers():

@@ -151,7 +151,7 @@ def test_saving_a_tagger_needs_nothing_above_the_package_root(tmp_path, tiny_tag
 @pytest.mark.slow
 def test_the_trainers_register_their_own_families():
     code = (
-        "import cont_transformer.families as f; f.entry_points = lambda group: []\n"  # as from a source checkout
+        "import cont_transformer.runtime.families as f; f.entry_points = lambda group: []\n"  # as from a source checkout
         "import image_models.trainer, cont_transformer.tagging.trainer\n"
         "print(sorted(f.FAMILIES))"
     )

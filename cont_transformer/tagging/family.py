@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from ..families import EvalSet, ModelFamily, forward_batches, register_family
+from ..runtime.families import EvalSet, ModelFamily, forward_batches, register_family
 from ..runtime.model_folders import METRICS_FILE
 from ..runtime.safe_files import write_json
 from ..text.batching import PaddingCollator

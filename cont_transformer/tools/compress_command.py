@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from ..families import get_family
+from ..runtime.families import get_family
 from ..runtime.model_folders import push_folder_to_hub, resolve_model_dir, run_folder_owning
 from ..runtime.safe_files import OutputFolderError
 from ..training.accelerator import inference_autocast

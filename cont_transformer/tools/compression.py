@@ -6,7 +6,7 @@ with fewer functions (``num_basis``; ``projection`` or ``interpolation``), and a
 one by integrating with fewer steps (``num_steps``).
 
 :func:`compress` does it end to end for a ``save_pretrained`` folder of any model family
-of this package (:mod:`cont_transformer.families`: a ``cont_transformer`` tagger, an
+of this package (:mod:`cont_transformer.runtime.families`: a ``cont_transformer`` tagger, an
 ``ode_resnet`` image classifier, ...) or a training run's ``best/``: load, transform,
 measure accuracy and inference time before and after in the same run, and write a
 complete folder (weights, config, tokenizer or image processor, model card) atomically.
@@ -39,7 +39,6 @@ from transformers import (
 )
 
 from ..checks import check_count
-from ..families import EvalSet, ModelFamily, forward_batches, get_family
 from ..model_card import CARD_NAME, Evaluation, record_card_facts, write_model_card
 from ..pretrained import check_no_custom_code
 from ..runtime.compiling import compiled
@@ -51,6 +50,7 @@ from ..runtime.compression import (
     statistics_num_basis,
     transformed_copy,
 )
+from ..runtime.families import EvalSet, ModelFamily, forward_batches, get_family
 from ..runtime.measuring import Workload, time_interleaved
 from ..runtime.model_folders import COMPRESSED_MODEL, check_replaceable, resolve_model_dir, run_folder_owning
 from ..runtime.safe_files import (

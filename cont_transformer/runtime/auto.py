@@ -33,7 +33,7 @@ from __future__ import annotations
 import sys
 from importlib.abc import Loader, MetaPathFinder
 
-_PACKAGE = __package__
+_PACKAGE = __name__.partition(".")[0]  # the whole package, not only runtime/
 _registered = False
 
 
@@ -53,17 +53,17 @@ def register_auto_classes() -> None:
     from transformers.pipelines import PIPELINE_REGISTRY
     from transformers.utils import is_vision_available
 
-    from .configuration_cont_transformer import ContTransformerConfig
-    from .configuration_ode_resnet import OdeResNetConfig
-    from .image_processing_ode_resnet import OdeResNetImageProcessor
-    from .modeling_cont_transformer import (
+    from ..configuration_cont_transformer import ContTransformerConfig
+    from ..configuration_ode_resnet import OdeResNetConfig
+    from ..image_processing_ode_resnet import OdeResNetImageProcessor
+    from ..modeling_cont_transformer import (
         ContTransformerForMaskedLM,
         ContTransformerForTokenClassification,
         ContTransformerModel,
     )
-    from .modeling_ode_resnet import OdeResNetForImageClassification, OdeResNetModel
-    from .pipeline_cont_transformer import TASK as PIPELINE_TASK
-    from .pipeline_cont_transformer import ContTransformerTaggingPipeline
+    from ..modeling_ode_resnet import OdeResNetForImageClassification, OdeResNetModel
+    from ..pipeline_cont_transformer import TASK as PIPELINE_TASK
+    from ..pipeline_cont_transformer import ContTransformerTaggingPipeline
 
     AutoConfig.register(ContTransformerConfig.model_type, ContTransformerConfig, exist_ok=True)
     AutoModel.register(ContTransformerConfig, ContTransformerModel, exist_ok=True)
