@@ -1,5 +1,5 @@
 """ODE-ResNet image classifiers as a model family for the tools: see
-``cont_transformer/families.py`` (their model card's text is the model class's,
+``cont_transformer/runtime/families.py`` (their model card's text is the model class's,
 ``cont_transformer/modeling_ode_resnet.py``)."""
 
 from __future__ import annotations
