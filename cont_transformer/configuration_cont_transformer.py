@@ -158,7 +158,9 @@ class ContTransformerConfig(PreTrainedConfig):
             ``column`` (``"xpos"``, else ``"upos"``) seen in training, the lemma seen most
             often with it; a word whose form and predicted tag are in it gets that lemma
             rather than its predicted edit script's (``column_decoding.decode_columns``).
-            None: the scripts alone.
+            None: the scripts alone. Saved beside ``config.json`` in a file of its own
+            (``lemma_lexicon.json``, :data:`~.modeling_cont_transformer.LEMMA_LEXICON_FILE`),
+            not in it: it is the training treebank's data, not the encoder's configuration.
         tie_word_embeddings: the masked-LM head's decoder shares the word embedding
             matrix (``ContTransformerForMaskedLM``; the tagger has no such head).
         vocab_fingerprint: SHA-256 of the vocabulary of the tokenizer saved beside the model

@@ -130,6 +130,7 @@ def test_the_german_card_credits_its_dev_score_to_the_dev_treebank(tmp_path):
     trainer.args = SimpleNamespace(treebank="de_lit", tag_column="xpos")
     trainer.files, trainer.facts, trainer.num_sentences = files, treebank_facts(files["train"]), (1922, 799)
     trainer.labels = {"xpos": ["NN", "VVFIN"]}
+    trainer.start = SimpleNamespace(word_vectors=None)  # a new tagger without static vectors
     facts = trainer.card_facts({"accuracy": 0.85, "xpos": 0.85, "step": 500})
     (result,) = facts["results"]
     assert (result.dataset_name, result.dataset_config, result.split) == ("UD German-GSD", "de_gsd", "dev")

@@ -116,3 +116,53 @@ def test_a_config_refuses_a_lexicon_keyed_by_a_column_it_cannot_use(lexicon):
             column_labels={"lemma": ["keep|-0+|-0+"]},
             lemma_lexicon=lexicon,
         )
+
+
+def test_the_lexicon_is_saved_in_a_file_of_its_own_and_read_back(tmp_path):
+    """A tagger's config.json holds no lemma table: the lexicon is ``lemma_lexicon.json``
+    beside it, read back into ``config.lemma_lexicon``; a folder whose config.json holds the
+    lexicon loads it from there, and a lexicon the model cannot use is refused naming the file."""
+    import json
+
+    from cont_transformer import ContTransformerForTokenClassification
+    from cont_transformer.modeling_cont_transformer import LEMMA_LEXICON_FILE
+
+    lexicon = {"xpos": {"NNS": {"leaves": "leaf"}}}
+    config = ContTransformerConfig(
+        vocab_size=9,
+        hidden_size=8,
+        intermediate_size=8,
+        num_basis=2,
+        num_steps=2,
+        char_vocab_size=8,
+        id2label={0: "NNS", 1: "VBZ"},
+        primary_column="xpos",
+        column_labels={"lemma": ["keep|-0+|-0+"]},
+        lemma_lexicon=lexicon,
+    )
+    model = ContTransformerForTokenClassification(config)
+    model.save_pretrained(tmp_path / "new")
+    assert not json.loads((tmp_path / "new" / "config.json").read_text()).get("lemma_lexicon")
+    assert json.loads((tmp_path / "new" / LEMMA_LEXICON_FILE).read_text()) == lexicon
+    assert model.config.lemma_lexicon == lexicon  # the model saved keeps its own
+    assert ContTransformerForTokenClassification.from_pretrained(tmp_path / "new").config.lemma_lexicon == lexicon
+
+    # A folder saved with the lexicon inside config.json (and no record of its config in the
+    # weights, as such folders were written) keeps reading it there.
+    from safetensors.torch import load_file, save_file
+
+    weights = tmp_path / "new" / "model.safetensors"
+    save_file(load_file(weights), weights, metadata={"format": "pt"})
+    (tmp_path / "new" / LEMMA_LEXICON_FILE).rename(tmp_path / "lexicon.json")
+    inside = json.loads((tmp_path / "new" / "config.json").read_text())
+    (tmp_path / "new" / "config.json").write_text(json.dumps({**inside, "lemma_lexicon": lexicon}))
+    loaded = ContTransformerForTokenClassification.from_pretrained(tmp_path / "new")
+    assert loaded.config.lemma_lexicon == lexicon
+
+    # A saved model without a lexicon leaves no stale file behind; a foreign one is refused by name.
+    model.config.lemma_lexicon = None
+    model.save_pretrained(tmp_path / "new")
+    assert not (tmp_path / "new" / LEMMA_LEXICON_FILE).exists()
+    (tmp_path / "new" / LEMMA_LEXICON_FILE).write_text(json.dumps({"upos": {"DET": {"a": "a"}}}))
+    with pytest.raises(ValueError, match=LEMMA_LEXICON_FILE):
+        ContTransformerForTokenClassification.from_pretrained(tmp_path / "new")

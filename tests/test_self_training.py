@@ -116,7 +116,7 @@ def test_a_student_trains_on_the_treebank_and_the_silver_sentences(sample_run_60
     assert TEXT_ONLY_WORD in vocabulary
     assert metrics["best"]["num_unseen_words"] == before["best"]["num_unseen_words"]
     # The lemma lexicon is the treebank's: no silver word, whose lemma is the teacher's guess.
-    lexicon = json.loads((student / "best" / "config.json").read_text())["lemma_lexicon"]["xpos"]
+    lexicon = json.loads((student / "best" / "lemma_lexicon.json").read_text())["xpos"]
     assert "dog" in lexicon["NN"] and not any(TEXT_ONLY_WORD in forms for forms in lexicon.values())
     assert (
         f"25 sentences of unlabelled text tagged by the vote of {sample_run_60}, {second}"

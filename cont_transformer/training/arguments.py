@@ -550,6 +550,7 @@ def parse_arguments(
     recorded = _recorded_schedule(written_for, resumed["output_dir"]) if resumed.get("resume_from_checkpoint") else {}
     scaled: dict[str, Any] = {}
     if "max_steps" in flags:
+        check_count("max_steps", flags["max_steps"])  # the length the schedule is scaled to
         scaled = scale_schedule(written_for, flags["max_steps"], keep=set(flags) | set(recorded))
         if scaled:  # debug: a refusal further on stays one line; run.json records the values
             logger.debug(
