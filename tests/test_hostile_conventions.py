@@ -25,7 +25,7 @@ def test_the_package_is_typed():
 def test_the_pipeline_reads_raw_text_as_ud_words_one_entry_per_word(tmp_path, tiny_tagger):
     from transformers import pipeline
 
-    from cont_transformer.tagging.pipeline import WordTaggingPipeline
+    from cont_transformer.pipeline_cont_transformer import ContTransformerTaggingPipeline
 
     folder = save_tagger(tmp_path / "tagger", tiny_tagger, spelling=True)
     model = AutoModelForTokenClassification.from_pretrained(folder)
@@ -39,12 +39,11 @@ def test_the_pipeline_reads_raw_text_as_ud_words_one_entry_per_word(tmp_path, ti
     assert tokens[:4] == ["The", "dog", "b", "##a"] and tokens.count(".") == 1 and "n't" in tokens
     grouped = pipeline("token-classification", model=str(folder), aggregation_strategy="first")
     assert len(grouped(text)) == 1  # transformers' entity grouping merges equal neighbours
-    tagger = pipeline(
-        "token-classification", model=str(folder), aggregation_strategy="first", pipeline_class=WordTaggingPipeline
-    )
+    # The tagger's own pipeline: one entry per UD word, never grouped, every column.
+    tagger = pipeline(model=str(folder), pipeline_class=ContTransformerTaggingPipeline)
     entries = tagger(text)
     assert [entry["word"] for entry in entries] == words
-    assert {entry["entity_group"] for entry in entries} == {"."}
+    assert {entry[model.config.primary_column or "xpos"] for entry in entries} == {"."}
     assert [text[e["start"] : e["end"]] for e in entries] == words
     # Already-split words pass whole (treebank words are not cut again).
     tokenizer = AutoTokenizer.from_pretrained(folder)
