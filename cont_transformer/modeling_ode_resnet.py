@@ -26,9 +26,9 @@ from transformers.modeling_outputs import (
 )
 from transformers.utils import can_return_tuple
 
+from .card_texts import IMAGE_CLASSIFIER_CARD
 from .configuration_ode_resnet import OdeResNetConfig
 from .image_processing_ode_resnet import OdeResNetImageProcessor
-from .model_card import CardText
 from .ode_block import Coefficients, OdeBlock
 from .pretrained import ContinuousPreTrainedModel
 
@@ -184,38 +184,6 @@ class Stage(nn.Module):
         """(batch, C_in, H, W) → (batch, C, H', W'), or with ``return_trajectory`` the ODE
         block's states at its step boundaries (N_T + 1 tensors, the stitch output first)."""
         return self.ode(self.stitch(x), return_trajectory=return_trajectory)
-
-
-def image_classifier_card_facts(config) -> dict[str, object]:
-    """An image classifier's rows of its model card's architecture table."""
-    return {
-        "K of the running statistics": config.num_basis if config.state_num_basis is None else config.state_num_basis,
-        "stages (channels / strides)": f"{list(config.stage_channels)} / {list(config.stage_strides)}",
-        "input channels": config.num_channels,
-        "classes (labels)": config.num_labels,
-    }
-
-
-# What an image classifier's model card says (model_card.py).
-IMAGE_CLASSIFIER_CARD = CardText(
-    title="Stateful ODE-ResNet",
-    pipeline_tag="image-classification",
-    description=(
-        "An image classifier whose residual stages are ODE blocks: the convolution weights and\n"
-        "the BatchNorm running statistics are functions of depth-time, θ(t) = Σ_k φ_k(t) θ̂_k,\n"
-        "integrated with a Runge–Kutta scheme (Stateful ODE-Nets, Queiruga et al., NeurIPS\n"
-        "2021). Compression (change of basis, fewer steps) needs no retraining and no data."
-    ),
-    usage=(
-        "```python\n"
-        "from transformers import pipeline\n\n"
-        'classifier = pipeline("image-classification", model="<this repo>", trust_remote_code=True)\n'
-        "```\n\n"
-        "With the `cont-transformer` package installed, `import cont_transformer` registers the\n"
-        "Auto classes and the image processor (no remote code needed)."
-    ),
-    facts=image_classifier_card_facts,
-)
 
 
 class OdeResNetPreTrainedModel(ContinuousPreTrainedModel):

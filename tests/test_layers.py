@@ -34,6 +34,8 @@ MODELS = [
     "modeling_ode_resnet",
     "image_processing_ode_resnet",
     "word_representation",
+    "transformer_rate",  # the rate the continuous transformer's ODE block integrates
+    "card_texts",  # what the model cards say
     "config_record",  # the config fields a model's weights were saved with
     "pretrained",
     "model_card",

@@ -88,7 +88,7 @@ def test_a_card_needs_no_model_family(tmp_path, monkeypatch, tiny_tagger):
     # A run from a source checkout (no entry points) or remote code without the package
     # knows no family: the card's text is the model class's, and its results make a
     # model-index the Hub parses (an entry without a task type is refused).
-    from cont_transformer import families
+    from cont_transformer.runtime import families
 
     monkeypatch.setattr(families, "FAMILIES", {})
     monkeypatch.setattr(families, "entry_points", lambda group: [])

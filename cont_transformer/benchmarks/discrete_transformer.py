@@ -2,7 +2,7 @@
 
 :class:`PreLayerNormTagger` stacks ``num_layers`` pre-LayerNorm encoder layers
 ``x ← x + a + MLP(LayerNorm(x + a))``, ``a = SelfAttention(LayerNorm(x))``: the rate of
-:class:`~cont_transformer.modeling_cont_transformer.ContTransformerRate` taken as
+:class:`~cont_transformer.transformer_rate.ContTransformerRate` taken as
 residual layers. With Euler, ``piecewise_constant`` and K = N_T = T = ``num_layers``
 the continuous model computes exactly this network, which makes it the baseline the
 benchmark (:mod:`.transformer`) measures that model against. Every layer owns its
@@ -15,7 +15,8 @@ import torch
 from torch import nn
 
 from ..configuration_cont_transformer import ContTransformerConfig
-from ..modeling_cont_transformer import ContTransformerRate, sinusoidal_positions
+from ..modeling_cont_transformer import sinusoidal_positions
+from ..transformer_rate import ContTransformerRate
 
 
 class EncoderLayer(nn.Module):
