@@ -405,5 +405,5 @@ def test_script_stdin_to_stdout(model_dir):
     )
     assert result.returncode == 0, result.stderr.decode()
     rows = [line.split("\t")[0] for line in result.stdout.decode().splitlines()]
-    assert rows == ["I", "do", "n't", "know", ".", "", "He", "left", ".", ""]
+    assert rows == ["word", "I", "do", "n't", "know", ".", "", "He", "left", ".", ""]  # a header line first
     assert "words/s" in result.stderr.decode()

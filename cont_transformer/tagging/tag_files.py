@@ -35,8 +35,8 @@ Streaming. The input is read as it arrives, cut into pieces that are segmented o
 own (a paragraph of raw text, a line of ``lines`` / ``tokens``, a sentence block of
 CoNLL-U), and tagged in batches of at most :data:`CHUNK_SENTENCES` sentences (each sorted
 by length inside :meth:`Tagger.predict`); each batch is written and flushed as soon as it
-is tagged. Where a pipe or terminal pauses (nothing more to read yet), what has arrived
-is tagged and written at once: raw text is then cut at that line end as at a paragraph
+is tagged. Where a pipe or terminal pauses (nothing to read for :data:`PAUSE_SECONDS`,
+so ``cat file |`` does not pause), what has arrived is tagged and written at once: raw text is then cut at that line end as at a paragraph
 end (the next sentence is not marked as a new paragraph, and whitespace arriving after
 the pause is not recorded in MISC); files never pause, so their output does not depend
 on timing. A paragraph longer than :data:`PIECE_CHARACTERS` is cut at a line end too.
@@ -85,6 +85,7 @@ EXTENSIONS = {"conllu": ".conllu", "tsv": ".tsv", "json": ".jsonl"}  # --output-
 CHUNK_SENTENCES = 4096  # at most this many sentences tagged together (sorted by length)
 PIECE_CHARACTERS = 1 << 20  # raw text: a paragraph longer than this is cut at a line end
 _READ_BYTES = 1 << 16
+PAUSE_SECONDS = 0.1  # a pipe with nothing to read for this long has paused: tag what has come
 _STAGING_SUFFIX = re.compile(r"\.[0-9a-f]{32}\.tmp")
 _LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
 
@@ -140,7 +141,8 @@ class TaggingStats:
 def _stream_lines(stream: BinaryIO, name: str) -> Iterator[str | None]:
     """The lines of ``stream`` decoded (each with its ``\\n``; the last may lack one; a
     leading byte-order mark dropped), as they arrive; None where a pipe or terminal has
-    no more ready yet (its writer is slow or waiting): the caller tags what it has.
+    had nothing more to read for :data:`PAUSE_SECONDS` (its writer is slow or waiting):
+    the caller tags what it has.
     ``ValueError("name:line: not valid UTF-8")`` at the first bad line."""
     number = 0
 
@@ -161,7 +163,7 @@ def _stream_lines(stream: BinaryIO, name: str) -> Iterator[str | None]:
     waits = not stat.S_ISREG(os.fstat(fd).st_mode)  # a pipe, FIFO, terminal or socket
     partial: list[bytes] = []
     while True:
-        if waits and not select.select([fd], [], [], 0)[0]:
+        if waits and not select.select([fd], [], [], PAUSE_SECONDS)[0]:
             yield None
         data = os.read(fd, _READ_BYTES)
         if not data:
