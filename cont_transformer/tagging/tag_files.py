@@ -519,12 +519,14 @@ def tag_file(
         if formatter.header:
             write(stream, formatter.header)
         batch: list[_Unit] = []
+        sentences = 0  # in the batch
         while True:
             with stats.timing("tokenizer"):
                 unit = next(units, StopIteration)
             if unit is not None and unit is not StopIteration:
                 batch.append(unit)
-                if sum(len(u.words) for u in batch) < CHUNK_SENTENCES:
+                sentences += len(unit.words)
+                if sentences < CHUNK_SENTENCES:
                     continue
             if batch:
                 words = [sentence for u in batch for sentence in u.words]
@@ -535,7 +537,7 @@ def tag_file(
                     stream.flush()
                 stats.sentences += len(words)
                 stats.words += sum(map(len, words))
-                batch = []
+                batch, sentences = [], 0
             if unit is StopIteration:
                 break
     return stats
