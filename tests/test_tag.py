@@ -1,6 +1,7 @@
 """Tagging real text: splitting and tokenizing, tag() and Tagger, tag_file and scripts/tag.py,
 CoNLL-U re-tagging, scoring by character offsets, any sentence length."""
 
+import csv
 import importlib.util
 import json
 import os
@@ -271,9 +272,15 @@ def test_json_and_tsv_outputs(tmp_path, tagger):
     assert [r["words"] for r in records][1] == ["I", "do", "n't", "know", "!"]
     assert records[1]["text"] == "I don't know!" and records[1]["spans"][1] == [22, 24]
     assert len(records[1]["xpos"]) == 5
+    assert records[1]["tokens"][1] == {"id": [2, 3], "text": "don't"} and len(records[1]["tokens"]) == 4
     tag_file(tagger, source, tmp_path / "out.tsv", output_format="tsv")
-    blocks = (tmp_path / "out.tsv").read_text().split("\n\n")
-    assert blocks[0].split("\n")[0] == f"The\t{records[0]['xpos'][0]}" and len(blocks) == 3
+    header, *lines = (tmp_path / "out.tsv").read_text().split("\n")
+    assert header == "word\txpos" and lines[0] == f"The\t{records[0]['xpos'][0]}"
+    assert "\n".join(lines).split("\n\n")[1].split("\n")[1] == f"do\t{records[1]['xpos'][1]}"
+    with (tmp_path / "out.tsv").open(newline="") as stream:  # the header names the columns
+        rows = list(csv.DictReader(stream, delimiter="\t", quoting=csv.QUOTE_NONE))
+    assert [row["word"] for row in rows] == records[0]["words"] + records[1]["words"]
+    assert [row["xpos"] for row in rows] == records[0]["xpos"] + records[1]["xpos"]
 
 
 # Scoring --------------------------------------------------------------------------------
@@ -398,5 +405,5 @@ def test_script_stdin_to_stdout(model_dir):
     )
     assert result.returncode == 0, result.stderr.decode()
     rows = [line.split("\t")[0] for line in result.stdout.decode().splitlines()]
-    assert rows == ["I", "do", "n't", "know", ".", "", "He", "left", ".", ""]
+    assert rows == ["word", "I", "do", "n't", "know", ".", "", "He", "left", ".", ""]  # a header line first
     assert "words/s" in result.stderr.decode()

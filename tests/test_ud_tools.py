@@ -9,7 +9,7 @@ import io
 import pytest
 
 from cont_transformer.tagging.conllu_document import ConlluDocument
-from cont_transformer.tagging.metrics.conll18.conll18 import ROWS, counts
+from cont_transformer.tagging.metrics.conll18.ud_eval import ROWS, counts
 from cont_transformer.tagging.tag import Tagger
 from cont_transformer.tagging.tag_files import tag_file
 

@@ -46,12 +46,14 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import conllu
-import datasets
 
 from .sample_treebank import write_sample_treebank
+
+if TYPE_CHECKING:
+    import datasets
 
 logger = logging.getLogger(__name__)
 
@@ -290,6 +292,8 @@ def treebank_files(
 
 
 def _hub_sentences(name: str) -> dict[str, list[dict[str, list[str]]]]:
+    import datasets  # only for training and Hub data: tagging never loads it
+
     try:
         loaded = datasets.load_dataset(name)
     except Exception as err:
@@ -320,6 +324,8 @@ def _to_dataset_dict(
     splits: dict[str, list[dict[str, list[str]]]],
     label_names: Mapping[str, Sequence[str]] | None,
 ) -> datasets.DatasetDict:
+    import datasets  # only for training and Hub data: tagging never loads it
+
     names = {}
     for column in TAG_COLUMNS:
         if label_names is not None and column in label_names:
@@ -430,6 +436,8 @@ def _read_splits(files: dict[str, list[Path]]) -> dict[str, list[dict[str, list[
 def build_vocab(dataset: datasets.Dataset | datasets.DatasetDict, min_freq: int = 1) -> list[str]:
     """Word forms of `dataset` (its train split for a `DatasetDict`) seen at least
     `min_freq` times, most frequent first, ties in alphabetical order."""
+    import datasets  # only for training and Hub data: tagging never loads it
+
     if isinstance(dataset, datasets.DatasetDict):
         dataset = dataset["train"]
     counts = Counter(token for tokens in dataset["tokens"] for token in tokens)

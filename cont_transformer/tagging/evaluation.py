@@ -6,7 +6,7 @@ Rows (keys of the result, fractions): ``upos``, ``xpos``, ``ufeats`` (universal
 features only, order-insensitive), ``lemmas`` (gold ``_`` counts as right) for the
 columns predicted, and ``alltags`` (UPOS, XPOS and UFeats all right) when all three
 are. They are the official script's aligned accuracies, computed with its comparison
-(:func:`.metrics.conll18.conll18.tag_counts`) on the decoded predictions (a predicted
+(:func:`.metrics.conll18.ud_eval.tag_counts`) on the decoded predictions (a predicted
 lemma is its edit script applied to the form; factored features are assembled into a
 FEATS string), so they equal :func:`.metrics.load_conll18` on the same predictions
 written as CoNLL-U. A gold value with no label (a tag unseen in train) counts as an error.
@@ -43,7 +43,7 @@ from ..text.tokenization import check_tokenizer, training_words
 from ..training.accelerator import end_distributed, make_accelerator
 from .columns import column_values, decode_columns, encode_column, label_field
 from .data import SPLIT_ALIASES, load_treebank
-from .metrics.conll18.conll18 import Word, tag_counts
+from .metrics.conll18.ud_eval import Word, tag_counts
 from .tag import (
     combination_index,
     model_column_labels,

@@ -1,9 +1,10 @@
 """Score a system CoNLL-U against gold the way the CoNLL 2018 UD shared task does.
 
 The algorithm (character-offset alignment of tokens, multiword tokens, the longest
-common subsequence inside mismatched regions) is written once, in the local `evaluate`
-metric module :mod:`.metrics.conll18` (self-contained, so ``evaluate.load`` can copy
-it; its docstring describes the algorithm); this module applies it to
+common subsequence inside mismatched regions) is written once, in
+:mod:`.metrics.conll18.ud_eval` (standard library only, so scoring loads neither
+`evaluate` nor `datasets`; the local `evaluate` metric module :mod:`.metrics.conll18`
+wraps it; its docstring describes the algorithm); this module applies it to
 :class:`ConlluDocument` s and names the rows by the package's column names:
 
 * ``tokens``, ``sentences``, ``words``: F1 of spans / aligned words;
@@ -24,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .conllu_document import ConlluDocument
-from .metrics.conll18.conll18 import counts, scores
+from .metrics.conll18.ud_eval import counts, scores
 
 TAG_COLUMNS = ("upos", "xpos")
 UNITS = ("tokens", "sentences", "words")

@@ -30,7 +30,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
 
 import torch
@@ -86,12 +89,41 @@ def saved_tag_column(folder: str | os.PathLike) -> str:
     return json.loads(metrics.read_text()).get("tag_column", "xpos") if metrics.is_file() else "xpos"
 
 
+# What no word may hold: a tab or a line break would cut a CoNLL-U or TSV line.
+_LINE_BREAK_OR_TAB = re.compile("[\t\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def word_problem(word: object) -> str | None:
+    """Why ``word`` cannot be a word (None if it can): not a string, empty or blank, or
+    holding a tab or a line break (a CoNLL-U or TSV line could not hold it)."""
+    if not isinstance(word, str) or not word.strip():
+        return f"empty or non-string word {word!r}"
+    if _LINE_BREAK_OR_TAB.search(word):
+        return f"word {word!r} holds a tab or a line break"
+    return None
+
+
 def check_words(sentences: Sequence[Sequence[str]]) -> None:
-    """Raise ``ValueError`` naming the first word that is not a non-blank string."""
+    """Raise ``ValueError`` naming the first word that cannot be one (:func:`word_problem`)."""
     for number, words in enumerate(sentences):
         for position, word in enumerate(words):
-            if not isinstance(word, str) or not word.strip():
-                raise ValueError(f"sentence {number + 1}, word {position + 1}: empty or non-string word {word!r}")
+            if (problem := word_problem(word)) is not None:
+                raise ValueError(f"sentence {number + 1}, word {position + 1}: {problem}")
+
+
+@contextmanager
+def _no_progress_bars() -> Iterator[None]:
+    """transformers' progress bars off inside the block (its "Loading weights" bar), as
+    they were after it: the caller's own choice for its own loads is kept."""
+    from transformers.utils import logging as transformers_logging
+
+    shown = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            transformers_logging.enable_progress_bar()
 
 
 class Tagger:
@@ -165,7 +197,8 @@ class Tagger:
         """Load a ``save_pretrained`` folder (model, tokenizer, ``metrics.json``; or a training
         run's folder, its ``best/`` model) onto
         ``device`` (default: CUDA when available), in ``dtype`` (default as saved;
-        ``torch.bfloat16`` is faster on CPUs with bfloat16 instructions)."""
+        ``torch.bfloat16`` is faster on CPUs with bfloat16 instructions). Prints nothing:
+        transformers' progress bar is off while loading (warnings stay)."""
         from transformers import AutoModelForTokenClassification
         from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
@@ -173,7 +206,9 @@ class Tagger:
         check_no_custom_code(folder)  # before any load: no code from the folder, no prompt
         check_model_kind(folder, ContTransformerForTokenClassification)  # not a language or image model
         device = resolve_device(device)  # before any load: a bad --device is one line
-        model = AutoModelForTokenClassification.from_pretrained(folder, trust_remote_code=False).to(device, dtype)
+        with _no_progress_bars():
+            model = AutoModelForTokenClassification.from_pretrained(folder, trust_remote_code=False)
+        model = model.to(device, dtype)
         # No length limit: the tagger windows long sentences itself (older folders saved
         # the training length here, and the tokenizer would warn about it).
         tokenizer = load_tokenizer(folder, model, model_max_length=VERY_LARGE_INTEGER)
@@ -241,16 +276,27 @@ class Tagger:
             for words, sentence_ids in zip(sentences, ids)
         ]
 
-    def __call__(self, inputs: str | Sequence[str] | Sequence[Sequence[str]] | Document) -> Document:
-        """Tag raw text, sentences, tokenized sentences or a document; see :func:`tag`."""
+    def __call__(
+        self, inputs: str | Sequence[str] | Sequence[Sequence[str]] | Document | Sequence[Document]
+    ) -> Document | list[Document]:
+        """Tag raw text, sentences, tokenized sentences or a document into one
+        :class:`Document`; a list of documents into a list of them (stanza's rule, by
+        :meth:`pipe`). See :func:`tag`."""
+        if isinstance(inputs, (str, Document)):
+            return self._tagged([self.untagged(inputs)])[0]
+        inputs = list(inputs)
+        if inputs and all(isinstance(item, Document) for item in inputs):
+            return list(self.pipe(inputs))
+        return self._tagged([self.untagged(inputs)])[0]
+
+    def untagged(self, inputs: str | Sequence[str] | Sequence[Sequence[str]] | Document) -> Document:
+        """The :class:`Document` that tagging ``inputs`` fills (segmented and checked, no
+        columns yet; a ``Document`` itself); see :func:`tag` for what each input means."""
         if isinstance(inputs, Document):
-            words = [[word.text for word in sentence.words] for sentence in inputs.sentences]
-            check_words(words)
-            return inputs.fill(self.predict_columns(words), self.column)
+            check_words([[word.text for word in sentence.words] for sentence in inputs.sentences])
+            return inputs
         if isinstance(inputs, str):
-            segments = list(split_text(inputs, self.language))
-            columns = self.predict_columns([segment.words(inputs) for segment in segments])
-            return Document.from_text(inputs, segments, columns, self.column)
+            return Document.from_text(inputs, list(split_text(inputs, self.language)))
         inputs = list(inputs)
         if all(isinstance(item, str) for item in inputs):
             # One text of the sentences, one per line (as scripts/tag.py --input-format lines reads them).
@@ -258,34 +304,79 @@ class Tagger:
             for item in inputs[:-1]:
                 offsets.append(offsets[-1] + len(item) + 1)
             segments = list(tokenize_sentences(inputs, self.language, offsets))
-            columns = self.predict_columns([segment.words(text) for segment in segments])
-            return Document.from_text(text, segments, columns, self.column, paragraphs=False)
+            return Document.from_text(text, segments, paragraphs=False)
         if all(isinstance(item, (list, tuple)) for item in inputs):
             words = [list(item) for item in inputs]
             check_words(words)
-            return Document.from_words(words, self.predict_columns(words), self.column)
+            return Document.from_words(words)
         raise TypeError(
-            "tag() takes a string, a list of strings (sentences) or a list of lists of strings (words), not a mix"
+            "tag() takes a string, a Document, a list of strings (the sentences of one text), a list of "
+            "lists of strings (its words) or a list of Documents, not a mix; for several texts use Tagger.pipe"
         )
+
+    def _tagged(self, documents: list[Document]) -> list[Document]:
+        """``documents`` (from :meth:`untagged`) with their sentences tagged together."""
+        words = [[word.text for word in sentence.words] for document in documents for sentence in document.sentences]
+        columns = iter(self.predict_columns(words))
+        for document in documents:
+            document.fill(list(islice(columns, len(document.sentences))), self.column)
+        return documents
+
+    def pipe(
+        self, inputs: Iterable[str | Sequence[str] | Sequence[Sequence[str]] | Document], batch_size: int = 1024
+    ) -> Iterator[Document]:
+        """Tag many texts: one :class:`Document` per item of ``inputs`` (each what
+        :meth:`__call__` takes for one document: a string, a list of sentence strings, a
+        list of word lists, a ``Document``), in input order, lazily.
+
+        Sentences are tagged across documents: items are read until they hold
+        ``batch_size`` sentences (or the input ends), tagged together (sorted by length
+        into forward passes of :attr:`batch_size` tokens), then yielded. So it reads
+        ahead at most ``batch_size`` sentences and one item, and works on an endless
+        iterator. spaCy's ``nlp.pipe(texts, batch_size=...)``, stanza's
+        ``bulk_process`` (which returns a list: :meth:`bulk_process`)."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1 sentence, got {batch_size}")
+        pending: list[Document] = []
+        sentences = 0
+        for item in inputs:
+            pending.append(self.untagged(item))
+            sentences += len(pending[-1].sentences)
+            if sentences >= batch_size:
+                yield from self._tagged(pending)
+                pending, sentences = [], 0
+        yield from self._tagged(pending)
+
+    def bulk_process(
+        self, inputs: Iterable[str | Sequence[str] | Sequence[Sequence[str]] | Document], batch_size: int = 1024
+    ) -> list[Document]:
+        """stanza's name: :meth:`pipe` as a list."""
+        return list(self.pipe(inputs, batch_size))
 
 
 def tag(
-    inputs: str | Sequence[str] | Sequence[Sequence[str]] | Document,
+    inputs: str | Sequence[str] | Sequence[Sequence[str]] | Document | Sequence[Document],
     model,
     tokenizer,
     *,
     language: str | None = None,
     batch_size: int = 2048,
-) -> Document:
+) -> Document | list[Document]:
     """Tag text; returns a :class:`~cont_transformer.tagging.document.Document` of its sentences, in input order.
 
     Args:
         inputs: raw text (a string: split into sentences and UD words, multiword tokens
             such as ``didn't`` = ``did`` ``n't``, character offsets into it), a list of
-            strings (one sentence each, tokenized; offsets into them joined by newlines,
-            ``doc.text``), a list of lists of words (already tokenized, no offsets; an empty
-            word is an error), or a ``Document`` (e.g. ``Document.read_conllu(path)``: its
-            words tagged as they are, in place).
+            strings (the sentences of one text, one sentence each, tokenized, as
+            ``scripts/tag.py --input-format lines`` reads lines; offsets into them joined
+            by newlines, ``doc.text``), a list of lists of words (already tokenized, no
+            offsets; a word that is empty or blank or holds a tab or a line break is a
+            ``ValueError``), a ``Document`` (e.g. ``Document.read_conllu(path)``: its words
+            tagged as they are, in place), or a list of ``Document`` s (a list of them
+            back, tagged together: stanza's rule). A list is one document, as in stanza
+            (which reads each string as a paragraph and splits it into sentences; join
+            them with blank lines for that reading); several texts go through
+            :meth:`Tagger.pipe`, one document each.
         model: a token classifier (e.g. ``ContTransformerForTokenClassification``).
         tokenizer: its tokenizer.
         language: ``"en"`` or ``"de"`` for tokenizing; default the model's, else English.

@@ -15,67 +15,96 @@ Outputs (``output_format``):
   (:func:`~.conllu_document.format_text_sentence`: ``# newdoc`` / ``# newpar`` for raw
   text, ``# sent_id``, ``# text``, the predicted columns, whitespace in MISC so the input
   can be rebuilt; :meth:`.Document.to_conllu` writes the same);
-* ``tsv``: ``word<TAB>value...`` lines, a value per predicted column in CoNLL-U order
-  (LEMMA, UPOS, XPOS, FEATS; ``word<TAB>tag`` for a model of one column), a blank line
-  after each sentence;
+* ``tsv``: a header line naming the columns (``word``, then each predicted column in
+  CoNLL-U order: ``lemma``, ``upos``, ``xpos``, ``feats``; ``word<TAB>xpos`` for a model
+  of one column), then ``word<TAB>value...`` lines, a blank line after each sentence, the
+  empty value ``_`` as in CoNLL-U. A plain header, not a ``#`` comment: ``csv.DictReader``
+  and ``pandas.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False)``
+  read it as the column names (both skip the blank lines; a word ``"`` needs
+  ``QUOTE_NONE``; a ``#`` comment would need ``comment="#"``, which would also cut the
+  word ``#``), and ``cut -f2`` still picks a column;
 * ``json``: JSON Lines, one object per sentence: ``sent_id``, ``text`` (raw inputs),
-  ``words``, each predicted column's values under its name (``lemma``, ``upos``,
-  ``xpos``, ``feats``), and ``spans`` (character offsets of the words in the input, raw
-  inputs only).
+  ``words``, ``tokens`` (what the text shows: ``{"id": [2, 3], "text": "didn't"}`` for a
+  multiword token over words 2 and 3, ``{"id": [1], "text": "I"}`` for a word of its own,
+  numbered as CoNLL-U does), each predicted column's values under its name (``lemma``,
+  ``upos``, ``xpos``, ``feats``; an empty value is ``null``, as None in a
+  :class:`~.document.Document`), and ``spans`` (character offsets of the words in the
+  input, raw inputs only).
 
-Sentences are tagged in chunks (each sorted by length inside :meth:`Tagger.predict`),
-so long inputs stream. The output is written to a staging file beside ``output`` and
-renamed into place at the end: after an error, ``output`` is as it was. The staging file
-is locked while written, so the next run into the same output deletes one a killed run
-left (:func:`~cont_transformer.runtime.safe_files.remove_stale`). An output that is the
+Streaming. The input is read as it arrives, cut into pieces that are segmented on their
+own (a paragraph of raw text, a line of ``lines`` / ``tokens``, a sentence block of
+CoNLL-U), and tagged in batches of at most :data:`CHUNK_SENTENCES` sentences (each sorted
+by length inside :meth:`Tagger.predict`); each batch is written and flushed as soon as it
+is tagged. Where a pipe or terminal pauses (nothing to read for :data:`PAUSE_SECONDS`,
+so ``cat file |`` does not pause), what has arrived is tagged and written at once: raw text is then cut at that line end as at a paragraph
+end (the next sentence is not marked as a new paragraph, and whitespace arriving after
+the pause is not recorded in MISC); files never pause, so their output does not depend
+on timing. A paragraph longer than :data:`PIECE_CHARACTERS` is cut at a line end too.
+Memory stays flat however long the input.
+
+Output. A regular file is written to a staging file beside ``output`` and renamed into
+place at the end: after an error, ``output`` is as it was. The staging file is locked
+while written, so the next run into the same output deletes one a killed run left
+(:func:`~cont_transformer.runtime.safe_files.remove_stale`). An output that is not a regular
+file (stdout, ``-``, a FIFO, a character or block device, a socket, or a link to one:
+:func:`is_stream`) is written directly, never staged or replaced. An output that is the
 input file is refused unless ``in_place``.
 """
 
 from __future__ import annotations
 
 import glob
+import io
 import json
 import os
 import re
+import select
+import stat
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import islice
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from tqdm.auto import tqdm
 
 from ..runtime.safe_files import hold_lock, remove_stale
-from .conllu_document import ConlluDocument, format_sentence, format_text_sentence
-from .data import decode_utf8
-from .segmentation import (
-    Sentence,
-    load_segmenter,
-    split_text,
-    tokenize_sentences,
-    whitespace_sentences,
-)
-from .tag import Tagger
+from .conllu_document import ConlluDocument, format_text_sentence
+from .document import _value
+from .segmentation import Sentence, load_segmenter, split_text, tokenize_sentences, whitespace_sentences
+
+if TYPE_CHECKING:
+    from .tag import Tagger
 
 INPUT_FORMATS = ("text", "lines", "tokens", "conllu")
 OUTPUT_FORMATS = ("conllu", "tsv", "json")
-CHUNK_SENTENCES = 4096  # sentences sorted and tagged together
+EXTENSIONS = {"conllu": ".conllu", "tsv": ".tsv", "json": ".jsonl"}  # --output-dir: an input's stem + this
+CHUNK_SENTENCES = 4096  # at most this many sentences tagged together (sorted by length)
+PIECE_CHARACTERS = 1 << 20  # raw text: a paragraph longer than this is cut at a line end
+_READ_BYTES = 1 << 16
+PAUSE_SECONDS = 0.1  # a pipe with nothing to read for this long has paused: tag what has come
 _STAGING_SUFFIX = re.compile(r"\.[0-9a-f]{32}\.tmp")
+_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
 
 
 STAGES = ("setup", "tokenizer", "model", "output")
+
+
+def _count(number: int, noun: str) -> str:
+    """``1 sentence``, ``2 sentences``, ``0 sentences``."""
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
 @dataclass
 class TaggingStats:
     """What :func:`tag_file` did and where the time went.
 
-    ``wall`` and ``cpu`` map each stage (``setup``: reading the input and loading the
-    text tokenizer; ``tokenizer``; ``model``; ``output``: formatting and writing) to
+    ``wall`` and ``cpu`` map each stage (``setup``: loading the text tokenizer;
+    ``tokenizer``: reading the input and splitting it into sentences and words; ``model``;
+    ``output``: formatting and writing) to
     seconds of wall-clock and of this process's CPU time (on a busy machine the CPU
     time says what the work costs).
     """
@@ -103,70 +132,283 @@ class TaggingStats:
     def summary(self) -> str:
         split = ", ".join(f"{stage} {self.wall[stage]:.2f} s" for stage in STAGES[1:])
         return (
-            f"tagged {self.words:,} words in {self.sentences:,} sentences: "
+            f"tagged {_count(self.words, 'word')} in {_count(self.sentences, 'sentence')}: "
             f"{self.words_per_second():,.0f} words/s ({split}; setup {self.wall['setup']:.2f} s; "
             f"{self.words_per_second('cpu'):,.0f} words per CPU second)"
         )
 
 
-def _lines(text: str) -> tuple[list[str], list[int]]:
-    """The lines of ``text`` and where each starts."""
-    lines = text.split("\n")
-    offsets, offset = [], 0
+def _stream_lines(stream: BinaryIO, name: str) -> Iterator[str | None]:
+    """The lines of ``stream`` decoded (each with its ``\\n``; the last may lack one; a
+    leading byte-order mark dropped), as they arrive; None where a pipe or terminal has
+    had nothing more to read for :data:`PAUSE_SECONDS` (its writer is slow or waiting):
+    the caller tags what it has.
+    ``ValueError("name:line: not valid UTF-8")`` at the first bad line."""
+    number = 0
+
+    def decoded(line: bytes) -> str:
+        nonlocal number
+        number += 1
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"{name}:{number}: not valid UTF-8") from None
+        return text[1:] if number == 1 and text.startswith("\ufeff") else text
+
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, io.UnsupportedOperation):  # an in-memory stream
+        yield from map(decoded, stream)
+        return
+    waits = not stat.S_ISREG(os.fstat(fd).st_mode)  # a pipe, FIFO, terminal or socket
+    partial: list[bytes] = []
+    while True:
+        if waits and not select.select([fd], [], [], PAUSE_SECONDS)[0]:
+            yield None
+        data = os.read(fd, _READ_BYTES)
+        if not data:
+            break
+        pieces = data.split(b"\n")
+        for piece in pieces[:-1]:
+            partial.append(piece)
+            yield decoded(b"".join(partial) + b"\n")
+            partial = []
+        if pieces[-1]:
+            partial.append(pieces[-1])
+    if partial:
+        yield decoded(b"".join(partial))
+
+
+def _input_lines(input: str | os.PathLike | None, text: str | None, name: str) -> Iterator[str | None]:
+    """The lines of ``text``, else of the file ``input`` (stdin when None or ``-``), as
+    :func:`_stream_lines` gives them."""
+    if text is not None:
+        yield from (match.group() for match in _LINE.finditer(text))
+    elif input is None or str(input) == "-":
+        yield from _stream_lines(sys.stdin.buffer, name)
+    else:
+        with open(input, "rb") as stream:
+            yield from _stream_lines(stream, name)
+
+
+@dataclass
+class _Piece:
+    """A stretch of raw input tagged on its own: ``text`` from its first visible character
+    (the input's start for the first piece) through the whitespace before the next
+    piece's; ``offset``: where it starts in the input; ``continues``: it continues the
+    paragraph of the piece before (cut at a pause or at :data:`PIECE_CHARACTERS`)."""
+
+    text: str
+    offset: int
+    continues: bool
+
+
+def _pieces(lines: Iterable[str | None], input_format: str) -> Iterator[_Piece | None]:
+    """The input cut into pieces (None passed on at a pause): each paragraph of raw text
+    (blank lines part it) or each line of ``lines`` / ``tokens``; raw text is also cut at
+    a line end where the input pauses or a paragraph passes :data:`PIECE_CHARACTERS`."""
+    pending: list[str] = []
+    size = offset = 0
+    visible = False  # pending holds a visible character
+    after_blank = True  # a blank line (or the input's start) since the last visible line
+    continues = False
+
+    def cut() -> _Piece:
+        nonlocal pending, size, offset, visible
+        piece = _Piece("".join(pending), offset, continues)
+        offset += size
+        pending, size, visible = [], 0, False
+        return piece
+
     for line in lines:
-        offsets.append(offset)
-        offset += len(line) + 1
-    return lines, offsets
+        if line is None:
+            if visible:
+                yield cut()
+            yield None
+            continue
+        if not line.strip():
+            pending.append(line)
+            size += len(line)
+            after_blank = True
+            continue
+        joins = input_format == "text" and visible and not after_blank and size < PIECE_CHARACTERS
+        if visible and not joins:
+            lead = line[: len(line) - len(line.lstrip())]  # the whitespace up to the next visible character
+            pending.append(lead)
+            size += len(lead)
+            yield cut()
+            line = line[len(lead) :]
+        if not visible:
+            continues = input_format == "text" and offset > 0 and not after_blank
+        pending.append(line)
+        size += len(line)
+        visible, after_blank = True, False
+    if visible:
+        yield cut()
 
 
-def _raw_sentences(text: str, input_format: str, language: str) -> Iterator[Sentence]:
-    if input_format == "text":
-        return split_text(text, language)
-    lines, offsets = _lines(text)
-    if input_format == "lines":
-        return tokenize_sentences(lines, language, offsets)
-    return whitespace_sentences(lines, offsets)
+@dataclass
+class _Unit:
+    """What is tagged and written together: a sentence of raw input (``sentence`` and its
+    ``piece``), or a CoNLL-U block (``conllu``: a sentence with the lines around it)."""
+
+    words: list[list[str]]
+    sentence: Sentence | None = None
+    piece: _Piece | None = None
+    conllu: ConlluDocument | None = None
+
+
+def _raw_units(pieces: Iterable[_Piece | None], input_format: str, language: str) -> Iterator[_Unit | None]:
+    for piece in pieces:
+        if piece is None:
+            yield None
+            continue
+        if input_format == "text":
+            sentences = list(split_text(piece.text, language))
+            if sentences and piece.continues:
+                sentences[0].paragraph_start = False
+        elif input_format == "lines":
+            sentences = list(tokenize_sentences([piece.text], language))
+        else:
+            sentences = list(whitespace_sentences([piece.text]))
+        for sentence in sentences:
+            if sentence.spans:
+                yield _Unit([sentence.words(piece.text)], sentence, piece)
+
+
+def _conllu_blocks(lines: Iterable[str | None]) -> Iterator[tuple[str, int] | None]:
+    """``(text, first line number - 1)`` of each sentence block with the blank lines
+    before it, as read (the last one may be blank lines alone); None at a pause."""
+    pending: list[str] = []
+    start = 0
+    in_block = False
+    for line in lines:
+        if line is None:
+            yield None
+            continue
+        pending.append(line)
+        if line.strip():
+            in_block = True
+        elif in_block:
+            yield "".join(pending), start
+            start += len(pending)
+            pending, in_block = [], False
+    if pending:
+        yield "".join(pending), start
+
+
+def _conllu_units(lines: Iterable[str | None], name: str) -> Iterator[_Unit | None]:
+    """A validated :class:`ConlluDocument` per block; errors name the line in the file."""
+    for block in _conllu_blocks(lines):
+        if block is None:
+            yield None
+            continue
+        text, before = block
+        try:
+            document = ConlluDocument(text, name)
+        except ValueError as err:
+            prefix = f"{Path(name)}:"
+            message = str(err)
+            number, colon, rest = message[len(prefix) :].partition(":")
+            if not (message.startswith(prefix) and colon and number.isdigit()):
+                raise
+            raise ValueError(f"{prefix}{int(number) + before}:{rest}") from None
+        for sentence in document.sentences:
+            for index in sentence:
+                if not document.lines[index].split("\t", 2)[1].strip():
+                    raise ValueError(f"{name}:{index + 1 + before}: blank word (FORM is whitespace)")
+        yield _Unit(document.words(), conllu=document)
+
+
+def _tokens(unit: _Unit) -> list[dict]:
+    """The surface tokens of a unit's sentence: ``{"id": [first] or [first, last], "text"}``
+    (word numbers as CoNLL-U's, from 1; a multiword token's text is what the input shows)."""
+    if unit.conllu is not None:
+        tokens, last = [], 0
+        for index in unit.conllu.blocks[0] if unit.conllu.blocks else ():
+            fields = unit.conllu.lines[index].rstrip("\r").split("\t")
+            first, dash, end = fields[0].partition("-")
+            if dash:
+                tokens.append({"id": [int(first), int(end)], "text": fields[1]})
+                last = int(end)
+            elif first.isdigit() and int(first) > last:
+                tokens.append({"id": [int(first)], "text": fields[1]})
+        return tokens
+    spans, tokens, index = unit.sentence.spans, [], 0
+    while index < len(spans):
+        end = unit.sentence.multiword.get(index, index + 1)
+        ids = [index + 1] if end == index + 1 else [index + 1, end]
+        tokens.append({"id": ids, "text": unit.piece.text[spans[index][0] : spans[end - 1][1]]})
+        index = end
+    return tokens
 
 
 class _Formatter:
-    """Formats tagged sentences for one output format."""
+    """Formats tagged units for one output format."""
 
-    def __init__(self, output_format: str, text: str | None, raw_format: str | None):
-        self.format, self.text, self.raw_format = output_format, text, raw_format
+    def __init__(self, output_format: str, raw_format: str | None, columns: tuple[str, ...]):
+        self.format, self.raw_format = output_format, raw_format
         self.count = 0
+        self.header = "\t".join(("word", *columns)) + "\n" if output_format == "tsv" else ""
 
-    def __call__(self, words: list[str], columns: dict[str, list[str]], sentence: Sentence | None) -> str:
+    def __call__(self, unit: _Unit, columns: list[dict[str, list[str]]]) -> str:
+        if unit.conllu is not None and self.format == "conllu":
+            names = columns[0] if columns else {}
+            return unit.conllu.retagged({name: [c[name] for c in columns] for name in names})
+        return "".join(self._sentence(unit, words, values) for words, values in zip(unit.words, columns))
+
+    def _sentence(self, unit: _Unit, words: list[str], columns: dict[str, list[str]]) -> str:
         self.count += 1
         sent_id = str(self.count)
+        sentence, piece = unit.sentence, unit.piece
         if self.format == "conllu":
-            if sentence is None:
-                return format_sentence(sent_id, words, columns)
             paragraph_start = sentence.paragraph_start if self.raw_format == "text" else None
             first = self.count == 1
             return format_text_sentence(
-                sent_id, self.text, sentence.spans, columns, sentence.multiword, first, paragraph_start
+                sent_id, piece.text, sentence.spans, columns, sentence.multiword, first, paragraph_start
             )
         if self.format == "tsv":
             lines = zip(words, *columns.values())
             return "".join("\t".join(values) + "\n" for values in lines) + "\n"
-        record = {"sent_id": sent_id}
+        record: dict = {"sent_id": sent_id}
         if sentence is not None:
-            record["text"] = self.text[sentence.spans[0][0] : sentence.spans[-1][1]]
-        record.update({"words": words, **columns})
+            record["text"] = piece.text[sentence.spans[0][0] : sentence.spans[-1][1]]
+        record["words"] = words
+        record["tokens"] = _tokens(unit)
+        for column, values in columns.items():
+            record[column] = [_value(value, word) for value, word in zip(values, words)]
         if sentence is not None:
-            record["spans"] = sentence.spans
+            record["spans"] = [[piece.offset + start, piece.offset + end] for start, end in sentence.spans]
         return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def is_stream(path: str | os.PathLike | None) -> bool:
+    """Whether ``path`` is written as a stream, never staged or replaced: stdout (None or
+    ``-``), or an existing file that is not a regular file or a folder (a FIFO, a
+    character or block device, a socket, or a link to one)."""
+    if path is None or str(path) == "-":
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 @contextmanager
 def _output_stream(output: str | os.PathLike | None) -> Iterator[BinaryIO]:
-    """A binary stream to ``output`` (stdout when None or ``-``), staged beside it and
-    renamed into place on success; removed on error."""
+    """A binary stream to ``output``: stdout when None or ``-``; a FIFO, device or socket
+    written directly (:func:`is_stream`); a file staged beside it and renamed into place on
+    success (removed on error)."""
     if output is None or str(output) == "-":
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
         return
     output = Path(output)
+    if is_stream(output):
+        with output.open("wb", buffering=0) as stream:
+            yield stream
+        return
     if output.is_dir():
         raise ValueError(f"output: {output} is a folder")
     if not output.parent.is_dir():
@@ -199,24 +441,14 @@ def _check_in_place(input: str | os.PathLike | None, output: str | os.PathLike |
         )
 
 
-def _read(input: str | os.PathLike | None) -> tuple[str, str]:
-    """``(text, name)`` of the input file (stdin when None or ``-``)."""
+def _check_input(input: str | os.PathLike | None) -> None:
     if input is None or str(input) == "-":
-        return decode_utf8(sys.stdin.buffer.read(), "<stdin>"), "<stdin>"
+        return
     path = Path(input)
     if path.is_dir():
         raise IsADirectoryError(f"input: {path} is a directory, not a file")
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"input: {path}: no such file")
-    return decode_utf8(path.read_bytes(), path), str(path)
-
-
-def _check_forms(document: ConlluDocument) -> None:
-    """A word line's FORM must have a visible character for the tokenizer to see it."""
-    for sentence in document.sentences:
-        for index in sentence:
-            if not document.lines[index].split("\t", 2)[1].strip():
-                raise ValueError(f"{document.name}:{index + 1}: blank word (FORM is whitespace)")
 
 
 def tag_file(
@@ -229,8 +461,14 @@ def tag_file(
     progress: bool | None = None,
     text: str | None = None,
     in_place: bool = False,
+    also: Callable[[str], object] | None = None,
 ) -> TaggingStats:
-    """Tag ``input`` (a file, or stdin) into ``output`` (a file, or stdout).
+    """Tag ``input`` (a file, or stdin) into ``output`` (a file, or stdout), streaming.
+
+    The input is read as it arrives and written a batch at a time (at most
+    :data:`CHUNK_SENTENCES` sentences, fewer where a pipe pauses), each batch flushed:
+    memory stays flat however long the input, and a pipe's sentences come out while
+    it is still open.
 
     Args:
         tagger: the model, tokenizer, columns and language (:class:`Tagger`).
@@ -239,60 +477,67 @@ def tag_file(
         progress: show a progress bar on stderr; None shows one when stderr is a
             terminal and the run takes more than a second.
         text: the input itself (then ``input`` only names it in messages).
-        in_place: allow ``output`` to be the input file (it is read whole first).
+        in_place: allow ``output`` to be the input file (read through to the end before
+            the tagged file replaces it).
+        also: called with each piece of output text as it is written (what
+            ``--evaluate`` scores).
 
     Returns the counts and timings. Raises ``ValueError`` naming the file (and line)
     for input that is not UTF-8 or not valid CoNLL-U, ``FileNotFoundError`` for a
-    missing input file or output folder; ``output`` is then left as it was.
+    missing input file or output folder; a staged ``output`` is then left as it was.
     """
     if input_format not in INPUT_FORMATS:
         raise ValueError(f"input_format: {input_format!r}; choose one of {INPUT_FORMATS}")
     if output_format not in OUTPUT_FORMATS:
         raise ValueError(f"output_format: {output_format!r}; choose one of {OUTPUT_FORMATS}")
     _check_in_place(input, output, in_place)
+    if text is None:
+        _check_input(input)
+        name = "<stdin>" if input is None or str(input) == "-" else str(input)
+    else:
+        name = "<text>" if input is None else str(input)
     stats = TaggingStats()
     with stats.timing("setup"):
-        if text is None:
-            text, name = _read(input)
-        else:
-            name = "<text>" if input is None else str(input)
-        document = None
-        if input_format == "conllu":
-            document = ConlluDocument(text, name)
-            _check_forms(document)
-            units: Iterator = ((words, None) for words in document.words())
-            total = sum(map(len, document.sentences))
-            formatter = _Formatter(output_format, None, None)
-        else:
-            if input_format != "tokens" and text.strip():
-                load_segmenter(tagger.language)  # build the word splitter now, outside the tokenizer's time
-            units = ((s.words(text), s) for s in _raw_sentences(text, input_format, tagger.language) if s.spans)
-            total = None
-            formatter = _Formatter(output_format, text, input_format)
-    retag = document is not None and output_format == "conllu"
-    all_tags: dict[str, list[list[str]]] = {column: [] for column in tagger.columns}
+        if input_format in ("text", "lines"):
+            load_segmenter(tagger.language)  # build the word splitter now, outside the tokenizer's time
+    lines = _input_lines(input, text, name)
+    if input_format == "conllu":
+        units = _conllu_units(lines, name)
+    else:
+        units = _raw_units(_pieces(lines, input_format), input_format, tagger.language)
+    formatter = _Formatter(output_format, None if input_format == "conllu" else input_format, tagger.columns)
     # tqdm: disable=None hides the bar when stderr is not a terminal.
     disable = None if progress is None else not progress
-    bar = tqdm(total=total, unit=" words", file=sys.stderr, delay=1.0, disable=disable)
+    bar = tqdm(unit=" words", file=sys.stderr, delay=1.0, disable=disable)
+
+    def write(stream: BinaryIO, text: str) -> None:
+        stream.write(text.encode("utf-8"))
+        if also is not None:
+            also(text)
+
     with _output_stream(output) as stream, bar:
+        if formatter.header:
+            write(stream, formatter.header)
+        batch: list[_Unit] = []
+        sentences = 0  # in the batch
         while True:
             with stats.timing("tokenizer"):
-                chunk = list(islice(units, CHUNK_SENTENCES))
-            if not chunk:
+                unit = next(units, StopIteration)
+            if unit is not None and unit is not StopIteration:
+                batch.append(unit)
+                sentences += len(unit.words)
+                if sentences < CHUNK_SENTENCES:
+                    continue
+            if batch:
+                words = [sentence for u in batch for sentence in u.words]
+                with stats.timing("model"):
+                    predicted = iter(tagger.predict_columns(words, bar.update))
+                with stats.timing("output"):
+                    write(stream, "".join(formatter(u, [next(predicted) for _ in u.words]) for u in batch))
+                    stream.flush()
+                stats.sentences += len(words)
+                stats.words += sum(map(len, words))
+                batch, sentences = [], 0
+            if unit is StopIteration:
                 break
-            with stats.timing("model"):
-                predicted = tagger.predict_columns([words for words, _ in chunk], bar.update)
-            with stats.timing("output"):
-                if retag:
-                    for columns in predicted:
-                        for column, values in columns.items():
-                            all_tags[column].append(values)
-                else:
-                    blocks = (formatter(w, c, s) for (w, s), c in zip(chunk, predicted))
-                    stream.write("".join(blocks).encode("utf-8"))
-            stats.sentences += len(chunk)
-            stats.words += sum(len(words) for words, _ in chunk)
-        if retag:
-            with stats.timing("output"):
-                stream.write(document.retagged(all_tags).encode("utf-8"))
     return stats

@@ -7,17 +7,20 @@ where there is no GPU (``accelerate launch --multi_gpu`` on CPUs). Mixed precisi
 precision it trained in (``run.json``, the model card). bf16 autocasts on a CPU as on a
 GPU; fp16 needs a GPU. Accelerate keeps one precision per process, so an Accelerator
 asking for another one (a benchmark comparing both in one process, the tests) resets
-that shared state first.
+that shared state first. `accelerate` is imported by the functions that train with it:
+inference (:func:`inference_autocast`, tagging) never loads it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+from typing import TYPE_CHECKING
 
 import torch
-from accelerate import Accelerator, DataLoaderConfiguration
-from accelerate.state import AcceleratorState, PartialState
+
+if TYPE_CHECKING:
+    from accelerate import Accelerator
 
 _LAUNCHED_PRECISION = "ACCELERATE_MIXED_PRECISION"  # set by accelerate launch --mixed_precision
 
@@ -27,6 +30,9 @@ def make_accelerator(mixed_precision: str | None = None, cpu: bool = False, **kw
     (``"no"``, ``"bf16"``, ``"fp16"``; None: as launched); CPU processes (gloo) when there
     is no GPU or ``cpu`` (``--use-cpu``). Raises ValueError naming ``--fp16`` on a machine
     without a GPU."""
+    from accelerate import Accelerator, DataLoaderConfiguration
+    from accelerate.state import AcceleratorState, PartialState
+
     wanted = mixed_precision or os.environ.get(_LAUNCHED_PRECISION, "no")
     cpu = cpu or not torch.cuda.is_available()
     if wanted == "fp16" and cpu:

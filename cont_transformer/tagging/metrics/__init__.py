@@ -1,9 +1,17 @@
-"""Local `evaluate` metric modules, loaded by path so that no Hub access is needed."""
+"""Local `evaluate` metric modules, loaded by path so that no Hub access is needed.
+
+`evaluate` is imported by :func:`load_conll18` only: the algorithm itself
+(:mod:`.conll18.ud_eval`) needs the standard library alone, so scoring and tagging load
+neither `evaluate` nor `datasets`.
+"""
+
+from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import evaluate
+if TYPE_CHECKING:
+    import evaluate
 
 METRICS_DIR = Path(__file__).resolve().parent
 
@@ -14,4 +22,6 @@ def load_conll18(**kwargs: Any) -> evaluate.EvaluationModule:
 
     Keyword arguments go to `evaluate.load`.
     """
+    import evaluate
+
     return evaluate.load(str(METRICS_DIR / "conll18"), **kwargs)
