@@ -9,7 +9,7 @@ scored with the package's CoNLL 2018 scorer (``cont_transformer.tagging.scoring`
 tokens, words and sentences). The segmenters:
 
 * ``tagger``: what ``Tagger`` and ``tag.py`` split raw text with
-  (``cont_transformer.tagging.segmentation.split_text``);
+  (``cont_transformer.text_segmentation.split_text``);
 * ``pipeline``: what the pipeline a saved folder carries splits it with
   (``pipeline_cont_transformer.split_sentences``: words and sentences, no multiword tokens,
   so its token F1 is lower where the text has contractions);
@@ -42,7 +42,7 @@ Segmented = list[tuple[list[tuple[int, int]], dict[int, int]]]  # per sentence: 
 
 
 def tagger_segmenter(text: str, language: str) -> Segmented:
-    from cont_transformer.tagging.segmentation import split_text
+    from cont_transformer.text_segmentation import split_text
 
     return [(s.spans, s.multiword) for s in split_text(text, language)]
 

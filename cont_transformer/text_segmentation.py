@@ -1,7 +1,7 @@
 """Raw text to UD-style sentences of words, with character offsets, in any language: the
 one segmenter of the tagger.
 
-``Tagger`` and ``tag.py`` (through ``tagging/segmentation.py``) and the pipeline a saved
+``Tagger`` and ``tag.py`` and the pipeline a saved
 folder carries (``pipeline_cont_transformer.py``) split raw text here, so they give the
 same words and sentences; a saved tokenizer's pre-tokenizer (``text/tokenization.py``)
 is this module's word rule for English. It sits at the top of the package and imports

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import argparse
 
-from cont_transformer.tagging.segmentation import language_argument
-from cont_transformer.tagging.tag_command import DTYPES, LOG_LEVELS, tag_command
+from cont_transformer.tagging.tag_command import DTYPES, LOG_LEVELS, language_argument, tag_command
 from cont_transformer.tagging.tag_files import INPUT_FORMATS, OUTPUT_FORMATS
 from cont_transformer.tools.cli import add_precision_flags, both_spellings, run_cli
 

@@ -9,8 +9,8 @@ from hostile import load_script, save_tagger
 
 from cont_transformer.pipeline_cont_transformer import split_sentences
 from cont_transformer.tagging.document import Document
-from cont_transformer.tagging.segmentation import language_argument
 from cont_transformer.tagging.tag import Tagger
+from cont_transformer.tagging.tag_command import language_argument
 from cont_transformer.text_segmentation import (
     GENERIC,
     LONGEST_WORD,

@@ -12,9 +12,8 @@ import pytest
 from cont_transformer.pipeline_cont_transformer import split_sentences
 from cont_transformer.tagging.conllu_document import ConlluDocument, format_sentence
 from cont_transformer.tagging.scoring import score
-from cont_transformer.tagging.segmentation import split_text, tokenize_sentences
 from cont_transformer.text.tokenization import build_tokenizer
-from cont_transformer.text_segmentation import word_pre_tokenizer
+from cont_transformer.text_segmentation import split_text, tokenize_sentences, word_pre_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
 UD = REPO.parent / "shared/data/ud"

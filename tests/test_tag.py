@@ -24,9 +24,9 @@ from cont_transformer import (
 from cont_transformer.tagging.conllu_document import ConlluDocument, format_sentence
 from cont_transformer.tagging.sample_treebank import write_sample_treebank
 from cont_transformer.tagging.scoring import score
-from cont_transformer.tagging.segmentation import split_text, tokenize_sentences
 from cont_transformer.tagging.tag import Tagger, token_batches
 from cont_transformer.tagging.tag_files import tag_file
+from cont_transformer.text_segmentation import split_text, tokenize_sentences
 
 REPO = Path(__file__).resolve().parents[1]
 TAGS = ["DT", "NN", "VB", "IN", ".", ",", "RB", "PRP", "``"]

@@ -348,7 +348,7 @@ class Document:
         paragraphs: bool = True,
     ) -> Document:
         """A document of raw ``text`` split into ``segments``
-        (:class:`~cont_transformer.tagging.segmentation.Sentence`: spans, multiword tokens,
+        (:class:`~cont_transformer.text_segmentation.Sentence`: spans, multiword tokens,
         paragraph starts, which count only if ``paragraphs``: text cut into paragraphs, not
         lines), with ``columns`` (per sentence, ``{column: values}``) and the primary
         ``column`` filled."""

@@ -7,7 +7,7 @@ one FEATS string (:mod:`.columns`). ``sentence.tags`` and the ``(word, tag)`` pa
 sentence iterates hold the primary column, as for a model of one column.
 
 :func:`tag` takes raw text (split into sentences and UD words by
-:mod:`~cont_transformer.tagging.segmentation`), a list of sentences (each tokenized), a list of
+:mod:`~cont_transformer.text_segmentation`), a list of sentences (each tokenized), a list of
 already tokenized sentences or a :class:`~cont_transformer.tagging.document.Document` (e.g. read
 from CoNLL-U), and returns a ``Document``: ``doc.sentences[i].words[j].upos``, multiword tokens,
 character offsets, ``to_conllu()``, in stanza's shape (:mod:`.document`).
@@ -49,10 +49,10 @@ from ..runtime.compiling import compiled
 from ..runtime.model_folders import METRICS_FILE, resolve_model_dir
 from ..text.batching import IGNORE_INDEX, PaddingCollator, encode_for_evaluation
 from ..text.tokenization import load_tokenizer
+from ..text_segmentation import check_language, split_text, tokenize_sentences
 from ..token_batches import token_batches
 from ..word_encoding import word_shortener
 from .document import TAG_COLUMNS, Document, Sentence
-from .segmentation import check_language, split_text, tokenize_sentences
 
 TaggedSentence = Sentence  # the name of a tagged sentence before it held Word objects (kept for imports)
 

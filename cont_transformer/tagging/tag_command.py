@@ -19,18 +19,29 @@ itself imports `accelerate` with its model classes when it is installed).
 
 from __future__ import annotations
 
+import argparse
 import glob
 import io
 import logging
 import sys
 from pathlib import Path
 
+from ..text_segmentation import check_language
 from .tag_files import EXTENSIONS
 
 # --dtype: the model's precision (torch dtypes of these names).
 DTYPES = ("float32", "bfloat16")
 # --log-level: Python's logging level names.
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def language_argument(value: str) -> str:
+    """``argparse`` type of ``--language``: :func:`check_language`'s code, its refusal as the
+    flag's one-line error."""
+    try:
+        return check_language(value)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("language: ")) from None
 
 
 def parse_log_level(name: str) -> int:

@@ -3,7 +3,7 @@
 Inputs (``input_format``):
 
 * ``text``: raw text, split into paragraphs (blank lines), sentences and UD words
-  (:mod:`~cont_transformer.tagging.segmentation`);
+  (:mod:`~cont_transformer.text_segmentation`);
 * ``lines``: one sentence per line, tokenized (blank lines skipped);
 * ``tokens``: one sentence per line, words separated by whitespace (kept as they are);
 * ``conllu``: a CoNLL-U file, its words tagged as they are.
@@ -72,9 +72,9 @@ from typing import TYPE_CHECKING, BinaryIO
 from tqdm.auto import tqdm
 
 from ..runtime.safe_files import hold_lock, remove_stale
+from ..text_segmentation import Sentence, rules, split_text, tokenize_sentences, whitespace_sentences, word_splitter
 from .conllu_document import ConlluDocument, format_text_sentence
 from .document import _value
-from .segmentation import Sentence, load_segmenter, split_text, tokenize_sentences, whitespace_sentences
 
 if TYPE_CHECKING:
     from .tag import Tagger
@@ -499,7 +499,7 @@ def tag_file(
     stats = TaggingStats()
     with stats.timing("setup"):
         if input_format in ("text", "lines"):
-            load_segmenter(tagger.language)  # build the word splitter now, outside the tokenizer's time
+            word_splitter(rules(tagger.language))  # built now (cached), outside the tokenizer's time
     lines = _input_lines(input, text, name)
     if input_format == "conllu":
         units = _conllu_units(lines, name)
