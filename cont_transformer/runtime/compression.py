@@ -37,6 +37,10 @@ SECTION_INTRO = (
 
 
 # --- checks ----------------------------------------------------------------------------
+# A target K or N_T at most this many times the source's: beyond it, no compression.
+MAX_GROWTH = 16
+
+
 def check_arguments(
     basis: str | None,
     num_basis: int | None,
@@ -66,7 +70,7 @@ def check_choices(
     (:func:`check_arguments`) or the target cannot be reached from ``config``
     (:func:`check_reachable`)."""
     check_arguments(basis, num_basis, num_steps, method, state_num_basis)
-    check_reachable(config, basis, num_basis, method, state_num_basis)
+    check_reachable(config, basis, num_basis, method, state_num_basis, num_steps)
 
 
 def check_reachable(
@@ -75,6 +79,7 @@ def check_reachable(
     num_basis: int | None = None,
     method: str = "projection",
     state_num_basis: int | None = None,
+    num_steps: int | None = None,
 ) -> None:
     """Raise ``ValueError`` naming the argument if the target of arguments that passed
     :func:`check_arguments` cannot be reached from ``config``.
@@ -83,6 +88,13 @@ def check_reachable(
     source and the target basis (``legendre`` has none). ``state_num_basis`` needs a model
     with running statistics in its ODE blocks.
     """
+    for name, target, source_size in (("num_basis", num_basis, config.num_basis), ("num_steps", num_steps, None)):
+        source_size = getattr(config, name) if source_size is None else source_size
+        if target is not None and target > MAX_GROWTH * source_size:
+            raise ValueError(
+                f"{name}: {target} is more than {MAX_GROWTH} times the model's {source_size}; a compression "
+                "makes a model smaller (its memory and time grow with both)"
+            )
     if state_num_basis is not None and not hasattr(config, "state_num_basis"):
         raise ValueError(f"state_num_basis: a {config.model_type} model has no running statistics in its ODE blocks")
     source = get_basis(config.basis, config.num_basis, config.time_horizon)

@@ -31,6 +31,8 @@ def eval_set(model, tokenizer, folder: Path, path: Path, batch_size: int) -> Eva
     """Scores (every predicted column, see :mod:`.evaluation`) and times a tagger on a
     CoNLL-U file."""
     config = model.config
+    if not type(model).__name__.endswith("ForTokenClassification"):
+        raise ValueError(f"eval_file: scores a tagger's columns; {folder} holds a {type(model).__name__}, not a tagger")
     labels = model_column_labels(config, saved_tag_column(folder))
     primary = next(iter(labels))
     dataset = load_treebank({"eval": [path]})["eval"]

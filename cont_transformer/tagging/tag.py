@@ -284,6 +284,10 @@ class Tagger:
         :meth:`pipe`). See :func:`tag`."""
         if isinstance(inputs, (str, Document)):
             return self._tagged([self.untagged(inputs)])[0]
+        if isinstance(inputs, (bytes, bytearray)) or not isinstance(inputs, Iterable):
+            raise TypeError(
+                f"tag() takes text (a str, not {type(inputs).__name__}), words or Documents; see Tagger.pipe"
+            )
         inputs = list(inputs)
         if inputs and all(isinstance(item, Document) for item in inputs):
             return list(self.pipe(inputs))

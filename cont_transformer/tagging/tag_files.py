@@ -399,7 +399,8 @@ def is_stream(path: str | os.PathLike | None) -> bool:
 def _output_stream(output: str | os.PathLike | None) -> Iterator[BinaryIO]:
     """A binary stream to ``output``: stdout when None or ``-``; a FIFO, device or socket
     written directly (:func:`is_stream`); a file staged beside it and renamed into place on
-    success (removed on error)."""
+    success (removed on error). A link to a regular file writes the file it points to (the
+    link stays a link)."""
     if output is None or str(output) == "-":
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
@@ -409,6 +410,8 @@ def _output_stream(output: str | os.PathLike | None) -> Iterator[BinaryIO]:
         with output.open("wb", buffering=0) as stream:
             yield stream
         return
+    if output.is_symlink():
+        output = output.resolve()  # the link's file is replaced, not the link
     if output.is_dir():
         raise ValueError(f"output: {output} is a folder")
     if not output.parent.is_dir():

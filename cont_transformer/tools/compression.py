@@ -465,7 +465,7 @@ def compress(
     check_count("repeats", repeats)
     with locked_output_dir(output_dir, model_dir, overwrite) as output:
         source = load_model(model_dir)
-        check_reachable(source.model.config, basis, num_basis, method, state_num_basis)
+        check_reachable(source.model.config, basis, num_basis, method, state_num_basis, num_steps)
         eval_set = load_eval_set(source, eval_file) if eval_file is not None else synthetic_eval_set(source)
         source_scores, source_accuracy = score(eval_set, source.model)
         model = transformed_copy(source.model, basis, num_basis, num_steps, method, state_num_basis)

@@ -590,8 +590,8 @@ def scale_schedule(written_for: Mapping[str, Any], max_steps: int, keep: set[str
     and those absent or None left out: each keeps its share of the run (rounded;
     refinements stay distinct steps >= 1). ``{}`` when the length is unchanged."""
     length = written_for.get("max_steps")
-    if not length or length == max_steps:
-        return {}
+    if not isinstance(length, int) or length < 1 or length == max_steps:
+        return {}  # no length to scale from (a recipe's bad max_steps is replaced by the flag)
     ratio = max_steps / length
     scaled: dict[str, Any] = {}
     for name in SCHEDULE_STEPS:

@@ -33,7 +33,7 @@ def check_loss(loss: float, step: int, learning_rate: float, peak: float, fp16: 
     if not math.isfinite(loss):
         raise TrainingDiverged(
             f"step {step}: the training loss is {loss}, the run diverged: {_cause(learning_rate, peak, fp16)}; "
-            "the checkpoints and best/ hold the last finite model"
+            "nothing of this step was saved (the run's checkpoints and best/, if any, are its last finite ones)"
         )
 
 
