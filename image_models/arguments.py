@@ -31,7 +31,7 @@ import torch
 
 from cont_transformer.checks import check_count
 from cont_transformer.configuration_ode_resnet import PRESETS, OdeResNetConfig
-from cont_transformer.training.arguments import RunArguments, _help
+from cont_transformer.training.arguments import RunArguments, flag_help
 from cont_transformer.training.schedules import RefinementSchedule
 
 from .augmentation import PADDING_MODES
@@ -55,98 +55,98 @@ class ImageTrainingArguments(RunArguments):
     max_steps_optional: ClassVar[bool] = True
 
     dataset: str | None = field(
-        default=None, **_help("MNIST/CIFAR folder or archive, or a Hub dataset name (required)")
+        default=None, **flag_help("MNIST/CIFAR folder or archive, or a Hub dataset name (required)")
     )
     output_dir: str = field(
         default="runs/image",
-        **_help("run folder: best/ (the best model), checkpoints/, metrics.json, run.json"),
+        **flag_help("run folder: best/ (the best model), checkpoints/, metrics.json, run.json"),
     )
-    preset: str = field(default="mnist-small", **_help(f"model preset: {', '.join(PRESETS)}"))
+    preset: str = field(default="mnist-small", **flag_help(f"model preset: {', '.join(PRESETS)}"))
     config_overrides: str | None = field(
         default=None,
-        **_help(
+        **flag_help(
             "network fields that replace the preset's, a JSON object of OdeResNetConfig fields "
             '(e.g. \'{"stage_channels": [64, 256, 256], "stitch": "residual"}\'; in a recipe too, '
             "as a string)"
         ),
     )
-    epochs: int = field(default=90, **_help("passes over the training images"))
-    batch_size: int = field(default=128, **_help("images per optimiser step, over all processes"))
-    learning_rate: float = field(default=0.1, **_help("initial learning rate"))
-    momentum: float = field(default=0.9, **_help("SGD momentum"))
-    weight_decay: float = field(default=5e-4, **_help("SGD weight decay"))
+    epochs: int = field(default=90, **flag_help("passes over the training images"))
+    batch_size: int = field(default=128, **flag_help("images per optimiser step, over all processes"))
+    learning_rate: float = field(default=0.1, **flag_help("initial learning rate"))
+    momentum: float = field(default=0.9, **flag_help("SGD momentum"))
+    weight_decay: float = field(default=5e-4, **flag_help("SGD weight decay"))
     lr_decay_epochs: list[int] = field(
-        default_factory=list, **_help("epochs at whose start the learning rate is multiplied by --lr-decay-factor")
+        default_factory=list, **flag_help("epochs at whose start the learning rate is multiplied by --lr-decay-factor")
     )
-    lr_decay_factor: float = field(default=0.1, **_help("step decay factor"))
+    lr_decay_factor: float = field(default=0.1, **flag_help("step decay factor"))
     refine_epochs: list[int] = field(
-        default_factory=list, **_help("epochs (>= 1) at whose start K and N_T are refined")
+        default_factory=list, **flag_help("epochs (>= 1) at whose start K and N_T are refined")
     )
     num_basis: int | None = field(
-        default=None, **_help("final K (default: the preset's); the start K follows from the refinements")
+        default=None, **flag_help("final K (default: the preset's); the start K follows from the refinements")
     )
-    scheme: str = field(default="rk4", **_help("Runge-Kutta scheme"))
+    scheme: str = field(default="rk4", **flag_help("Runge-Kutta scheme"))
     use_normalization: bool = field(
-        default=True, **_help("BatchNorm in the network (--no-use-normalization: the ablation)")
+        default=True, **flag_help("BatchNorm in the network (--no-use-normalization: the ablation)")
     )
     augment: bool | None = field(
-        default=None, **_help("random crop + flip (default: on for colour images, off for MNIST)")
+        default=None, **flag_help("random crop + flip (default: on for colour images, off for MNIST)")
     )
-    translate: int = field(default=4, **_help("augmentation: pad by this many pixels, then crop at random"))
+    translate: int = field(default=4, **flag_help("augmentation: pad by this many pixels, then crop at random"))
     translate_padding: str = field(
-        default="constant", **_help(f"padding of the translation: {', '.join(PADDING_MODES)} (mirrored)")
+        default="constant", **flag_help(f"padding of the translation: {', '.join(PADDING_MODES)} (mirrored)")
     )
     flip: str = field(
         default="random",
-        **_help(
+        **flag_help(
             "augmentation: 'random' (a coin per image and epoch), 'alternating' (each image "
             "mirrored every other epoch) or 'none' (translation only: digits)"
         ),
     )
-    nesterov: bool = field(default=False, **_help("Nesterov momentum"))
+    nesterov: bool = field(default=False, **flag_help("Nesterov momentum"))
     decoupled_hyperparameters: bool = field(
         default=False,
-        **_help(
+        **flag_help(
             "--learning-rate and --weight-decay per 1024 images, independent of the momentum "
             "and of each other (image_models/optimization.py)"
         ),
     )
-    bias_lr_scale: float = field(default=1.0, **_help("learning rate of BatchNorm biases: this times the rest's"))
+    bias_lr_scale: float = field(default=1.0, **flag_help("learning rate of BatchNorm biases: this times the rest's"))
     lr_schedule: str = field(
-        default="step", **_help("'step' (--lr-decay-epochs) or 'triangle' (warm-up, then linear decline)")
+        default="step", **flag_help("'step' (--lr-decay-epochs) or 'triangle' (warm-up, then linear decline)")
     )
-    warmup_fraction: float = field(default=0.23, **_help("triangle: the peak's position, a fraction of the run"))
-    lr_start_factor: float = field(default=0.2, **_help("triangle: the first step's rate, a fraction of the peak"))
-    lr_end_factor: float = field(default=0.07, **_help("triangle: the last step's rate, a fraction of the peak"))
-    label_smoothing: float = field(default=0.0, **_help("label smoothing of the cross-entropy"))
+    warmup_fraction: float = field(default=0.23, **flag_help("triangle: the peak's position, a fraction of the run"))
+    lr_start_factor: float = field(default=0.2, **flag_help("triangle: the first step's rate, a fraction of the peak"))
+    lr_end_factor: float = field(default=0.07, **flag_help("triangle: the last step's rate, a fraction of the peak"))
+    label_smoothing: float = field(default=0.0, **flag_help("label smoothing of the cross-entropy"))
     whiten_stem: bool = field(
-        default=False, **_help(f"initialise the stem as patch whitening of {WHITENING_IMAGES} training images")
+        default=False, **flag_help(f"initialise the stem as patch whitening of {WHITENING_IMAGES} training images")
     )
-    freeze_stem: bool = field(default=False, **_help("do not train the stem's filters"))
-    identity_init: bool = field(default=False, **_help("Dirac stitch convolutions and zero ODE rates at the start"))
-    lookahead_steps: int = field(default=0, **_help("Lookahead of the weights every N steps (0: off)"))
-    lookahead_decay: float = field(default=0.95**5, **_help("Lookahead: the decay reached at the last step"))
+    freeze_stem: bool = field(default=False, **flag_help("do not train the stem's filters"))
+    identity_init: bool = field(default=False, **flag_help("Dirac stitch convolutions and zero ODE rates at the start"))
+    lookahead_steps: int = field(default=0, **flag_help("Lookahead of the weights every N steps (0: off)"))
+    lookahead_decay: float = field(default=0.95**5, **flag_help("Lookahead: the decay reached at the last step"))
     test_time_augmentation: str = field(
         default="none",
-        **_help("views averaged to score the test split besides the plain score: none, flip, flip-translate"),
+        **flag_help("views averaged to score the test split besides the plain score: none, flip, flip-translate"),
     )
     mixed_precision: str = field(
-        default="no", **_help("'bf16': bfloat16 autocast for training and evaluation (CPU or GPU)")
+        default="no", **flag_help("'bf16': bfloat16 autocast for training and evaluation (CPU or GPU)")
     )
-    channels_last: bool = field(default=False, **_help("images and discrete convolutions in channels_last"))
-    logit_scale: float | None = field(default=None, **_help("the logits' scale (default: the preset's)"))
-    validation_size: int = field(default=5000, **_help("training images held out to select the best epoch"))
-    max_train_samples: int | None = field(default=None, **_help("use only this many training images"))
+    channels_last: bool = field(default=False, **flag_help("images and discrete convolutions in channels_last"))
+    logit_scale: float | None = field(default=None, **flag_help("the logits' scale (default: the preset's)"))
+    validation_size: int = field(default=5000, **flag_help("training images held out to select the best epoch"))
+    max_train_samples: int | None = field(default=None, **flag_help("use only this many training images"))
     samples_per_epoch: int | None = field(
-        default=None, **_help("an epoch is a fresh random draw of this many training images")
+        default=None, **flag_help("an epoch is a fresh random draw of this many training images")
     )
     max_eval_samples: int | None = field(
         default=None,
-        **_help("score only this many validation images each epoch (the test split is scored in full, once)"),
+        **flag_help("score only this many validation images each epoch (the test split is scored in full, once)"),
     )
     max_steps: int | None = field(
         default=None,
-        **_help(
+        **flag_help(
             "optimiser steps to train for instead of --epochs passes (a short run, as in transformers): "
             "the epoch-counted schedule (refinements, learning-rate decays or triangle, evaluations, "
             "checkpoints) is scaled onto them, so the run ends at the final K (default: --epochs passes)"

@@ -18,7 +18,7 @@ from accelerate import PartialState
 from cont_transformer.language_modeling.arguments import PretrainingArguments
 from cont_transformer.language_modeling.trainer import train
 from cont_transformer.tools.cli import run_cli
-from cont_transformer.training.arguments import parse_arguments
+from cont_transformer.training.recipes import parse_arguments
 
 SUMMARY_KEYS = ("best", "step", "train_runtime_s", "total_runtime_s", "train_tokens_per_second", "compression")
 

@@ -24,7 +24,7 @@ import json
 from accelerate import PartialState
 
 from cont_transformer.tools.cli import run_cli
-from cont_transformer.training.arguments import parse_arguments
+from cont_transformer.training.recipes import parse_arguments
 from image_models.arguments import ImageTrainingArguments, preset_defaults
 from image_models.trainer import train
 

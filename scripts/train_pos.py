@@ -20,7 +20,7 @@ from cont_transformer.tagging.arguments import TrainingArguments, preset_default
 from cont_transformer.tagging.evaluation import evaluate_saved_model
 from cont_transformer.tagging.trainer import train
 from cont_transformer.tools.cli import run_cli
-from cont_transformer.training.arguments import parse_arguments
+from cont_transformer.training.recipes import parse_arguments
 
 SUMMARY_KEYS = (
     "best",

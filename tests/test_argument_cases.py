@@ -14,7 +14,7 @@ from hostile import load_script, one_error_line, toy_trainer
 from cont_transformer.runtime.safe_files import OutputFolderError, release_output_folder
 from cont_transformer.tagging.arguments import TrainingArguments
 from cont_transformer.tools.cli import run_cli
-from cont_transformer.training.arguments import parse_arguments
+from cont_transformer.training.recipes import parse_arguments
 from image_models.data import load_image_dataset
 
 TINY = ["--hidden-size", "16", "--intermediate-size", "16", "--char-hidden-size", "8", "--num-basis", "2"]

@@ -14,7 +14,8 @@ from test_tag import TAGGER
 from transformers import AutoModelForTokenClassification, AutoTokenizer
 
 import cont_transformer
-from cont_transformer.training.arguments import RunArguments, parse_arguments
+from cont_transformer.training.arguments import RunArguments
+from cont_transformer.training.recipes import parse_arguments
 
 
 def test_the_package_is_typed():

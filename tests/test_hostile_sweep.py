@@ -9,7 +9,7 @@ from hostile import load_script, run_compress, save_tagger
 
 from cont_transformer.runtime.compression import MAX_GROWTH, check_choices
 from cont_transformer.tagging.tag import Tagger
-from cont_transformer.training.arguments import scale_schedule
+from cont_transformer.training.recipes import scale_schedule
 
 
 def test_a_link_to_a_file_as_output_writes_the_file_and_stays_a_link(tmp_path, tiny_tagger):

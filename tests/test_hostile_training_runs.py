@@ -14,10 +14,11 @@ from safetensors.torch import load_file
 
 from cont_transformer.runtime.safe_files import LOCK_FILE, OutputFolderError, hold_lock
 from cont_transformer.tools.cli import run_cli
-from cont_transformer.training.arguments import RunArguments, parse_arguments
+from cont_transformer.training.arguments import RunArguments
 from cont_transformer.training.checkpoints import CheckpointError
 from cont_transformer.training.divergence import TrainingDiverged
 from cont_transformer.training.identity import check_identity, file_fingerprints, record_identity
+from cont_transformer.training.recipes import parse_arguments
 
 
 def test_a_checkpoint_of_another_run_must_carry_this_runs_identity(tmp_path):

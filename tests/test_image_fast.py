@@ -15,7 +15,7 @@ from torch import nn
 from transformers import pipeline
 
 from cont_transformer.modeling_ode_resnet import OdeResNetForImageClassification
-from cont_transformer.training.arguments import RECIPES, parse_arguments
+from cont_transformer.training.recipes import RECIPES, parse_arguments
 from image_models.arguments import ImageTrainingArguments, preset_defaults
 from image_models.augmentation import alternating_flip, flip_parities
 from image_models.evaluation import evaluate

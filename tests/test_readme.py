@@ -28,7 +28,7 @@ import pytest
 
 from cont_transformer.language_modeling.arguments import PretrainingArguments
 from cont_transformer.tagging.arguments import TrainingArguments
-from cont_transformer.training.arguments import RECIPE_SUFFIX, argument_parser, read_recipe
+from cont_transformer.training.recipes import RECIPE_SUFFIX, argument_parser, read_recipe
 from image_models.arguments import ImageTrainingArguments
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ from cont_transformer.language_modeling.arguments import PretrainingArguments
 from cont_transformer.runtime.model_folders import BEST_MODEL_DIR, METRICS_FILE
 from cont_transformer.tagging import arguments as tagging
 from cont_transformer.tools.cli import run_cli
-from cont_transformer.training.arguments import RECIPES, parse_arguments, read_recipe
+from cont_transformer.training.recipes import RECIPES, parse_arguments, read_recipe
 from image_models import arguments as imaging
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,8 +11,8 @@ import pytest
 
 from cont_transformer.language_modeling.arguments import PretrainingArguments
 from cont_transformer.tagging.arguments import SAMPLE_DEFAULTS, TrainingArguments, preset_defaults
-from cont_transformer.training.arguments import parse_arguments, scale_schedule
 from cont_transformer.training.identity import record_identity
+from cont_transformer.training.recipes import parse_arguments, scale_schedule
 
 RECIPES = Path(__file__).resolve().parents[1] / "recipes"
 

@@ -25,7 +25,7 @@ from cont_transformer.runtime.safe_files import (
     staged_directory,
 )
 from cont_transformer.tools.cli import run_cli
-from cont_transformer.training.arguments import RunArguments, parse_arguments
+from cont_transformer.training.arguments import RunArguments
 from cont_transformer.training.checkpoints import (
     CheckpointError,
     complete_checkpoints,
@@ -33,6 +33,7 @@ from cont_transformer.training.checkpoints import (
 )
 from cont_transformer.training.identity import check_identity, record_identity
 from cont_transformer.training.outputs import prepare_run_folder
+from cont_transformer.training.recipes import parse_arguments
 from cont_transformer.training.refinement import refine_with_optimizer
 from cont_transformer.training.scaffold import Trainer, split_batch
 from cont_transformer.training.schedules import coarse_num_steps

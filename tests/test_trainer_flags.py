@@ -12,7 +12,7 @@ from cont_transformer.ode_block import OdeBlock
 from cont_transformer.runtime.model_folders import CHECKPOINTS_DIR
 from cont_transformer.tagging.arguments import TrainingArguments, preset_defaults
 from cont_transformer.tools.cli import run_cli
-from cont_transformer.training.arguments import parse_arguments
+from cont_transformer.training.recipes import parse_arguments
 from cont_transformer.training.scaffold import enable_activation_checkpointing
 
 

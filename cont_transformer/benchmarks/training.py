@@ -21,7 +21,7 @@ from pathlib import Path
 from ..runtime.measuring import Case, Settings, Workload
 from ..tagging.arguments import TrainingArguments
 from ..tagging.trainer import train
-from ..training.arguments import RECIPES, read_recipe
+from ..training.recipes import RECIPES, read_recipe
 
 ONE_RUN = Settings(warmup=0, repeats=1)  # a training run is long enough to time once
 

@@ -13,58 +13,62 @@ from typing import ClassVar
 from ..checks import check_count
 from ..text.arguments import INVERSE_SQRT, INVERSE_SQRT_DESCRIPTION, EncoderArguments, adopt_saved_sizes
 from ..text.pretrained_encoder import is_language_model
-from ..training.arguments import RunArguments, _help
+from ..training.arguments import RunArguments, flag_help
 
 
 @dataclass
 class PretrainingArguments(EncoderArguments, RunArguments):
     """Everything ``trainer.train`` needs (names match ``ContTransformerConfig`` and the flags)."""
 
-    output_dir: str = field(default="runs/en-lm", **_help("run folder: best/, checkpoints/, metrics.json, run.json"))
+    output_dir: str = field(
+        default="runs/en-lm", **flag_help("run folder: best/, checkpoints/, metrics.json, run.json")
+    )
     text_files: list[str] = field(
         default_factory=list,
-        **_help("plain or gzip text file(s) or glob(s), one sentence or paragraph a line"),
+        **flag_help("plain or gzip text file(s) or glob(s), one sentence or paragraph a line"),
     )
     dataset_name: str | None = field(
-        default=None, **_help("a datasets name or local dataset folder instead of --text-files")
+        default=None, **flag_help("a datasets name or local dataset folder instead of --text-files")
     )
-    dataset_config_name: str | None = field(default=None, **_help("its configuration", aliases=["--dataset-config"]))
+    dataset_config_name: str | None = field(
+        default=None, **flag_help("its configuration", aliases=["--dataset-config"])
+    )
     model_name_or_path: str | None = field(
         default=None,
-        **_help(
+        **flag_help(
             "a language model saved by this script to pretrain further (on new text: domain-adaptive "
             "pretraining): its vocabulary, sizes, K and N_T and weights are kept; --vocabulary-size, "
             "--min-word-count and the encoder's sizes are then not read"
         ),
     )
-    language: str | None = field(default=None, **_help("ISO 639-1 code of the text, for the model card"))
-    text_column: str = field(default="text", **_help("the column of --dataset-name holding the text"))
+    language: str | None = field(default=None, **flag_help("ISO 639-1 code of the text, for the model card"))
+    text_column: str = field(default="text", **flag_help("the column of --dataset-name holding the text"))
     vocabulary_size: int = field(
         default=50000,
-        **_help(
+        **flag_help(
             "words of the vocabulary (input and output): the most frequent words of the "
             "training text; other words are read from their spelling and never predicted"
         ),
     )
-    min_word_count: int = field(default=2, **_help("words seen fewer times in the training text are left out"))
+    min_word_count: int = field(default=2, **flag_help("words seen fewer times in the training text are left out"))
     heldout_lines: int = field(
-        default=2000, **_help("lines of the text held out for masked-word accuracy and perplexity")
+        default=2000, **flag_help("lines of the text held out for masked-word accuracy and perplexity")
     )
-    mask_probability: float = field(default=0.15, **_help("share of the vocabulary's words masked in a sentence"))
-    max_steps: int = field(default=20000, **_help("optimiser steps to train for"))
-    learning_rate: float = field(default=2e-3, **_help("peak learning rate, reached at the end of the warm-up"))
-    weight_decay: float = field(default=0.01, **_help("AdamW weight decay (not on biases and LayerNorms)"))
-    warmup_steps: int = field(default=1000, **_help("linear warm-up steps, then 1/sqrt decay"))
+    mask_probability: float = field(default=0.15, **flag_help("share of the vocabulary's words masked in a sentence"))
+    max_steps: int = field(default=20000, **flag_help("optimiser steps to train for"))
+    learning_rate: float = field(default=2e-3, **flag_help("peak learning rate, reached at the end of the warm-up"))
+    weight_decay: float = field(default=0.01, **flag_help("AdamW weight decay (not on biases and LayerNorms)"))
+    warmup_steps: int = field(default=1000, **flag_help("linear warm-up steps, then 1/sqrt decay"))
     cooldown_steps: int | None = field(
         default=None,
-        **_help("the learning rate falls linearly to 0 over the last N steps (default: the last 20%%)"),
+        **flag_help("the learning rate falls linearly to 0 over the last N steps (default: the last 20%%)"),
     )
-    num_basis: int = field(default=16, **_help("final K, the number of basis functions"))
+    num_basis: int = field(default=16, **flag_help("final K, the number of basis functions"))
     refine_steps: str | None = field(
-        default=None, **_help("comma-separated steps after which K and N_T are refined ('none': never)")
+        default=None, **flag_help("comma-separated steps after which K and N_T are refined ('none': never)")
     )
-    eval_steps: int = field(default=2000, **_help("evaluate on the held-out text every N steps"))
-    save_steps: int = field(default=2000, **_help("checkpoint every N steps"))
+    eval_steps: int = field(default=2000, **flag_help("evaluate on the held-out text every N steps"))
+    save_steps: int = field(default=2000, **flag_help("checkpoint every N steps"))
 
     lr_scheduler_types: ClassVar[tuple[str, ...]] = (INVERSE_SQRT,)  # as the tagger's
     lr_schedule_description: ClassVar[str] = INVERSE_SQRT_DESCRIPTION

@@ -28,7 +28,7 @@ from ..configuration_cont_transformer import (
 from ..runtime.model_folders import VECTORS_FILE, WORDS_FILE
 from ..text.arguments import INVERSE_SQRT, INVERSE_SQRT_DESCRIPTION, EncoderArguments, adopt_saved_sizes
 from ..text.pretrained_encoder import is_language_model
-from ..training.arguments import RunArguments, _help
+from ..training.arguments import RunArguments, flag_help
 from .data import TAG_COLUMNS, TREEBANKS
 from .self_training import check_agreement
 
@@ -53,48 +53,50 @@ class TrainingArguments(EncoderArguments, RunArguments):
 
     output_dir: str = field(
         default="runs/pos",
-        **_help("run folder: best/ (the best model), checkpoints/, metrics.json, run.json"),
+        **flag_help("run folder: best/ (the best model), checkpoints/, metrics.json, run.json"),
     )
-    max_steps: int = field(default=35000, **_help("optimiser steps to train for"))
-    learning_rate: float = field(default=1e-3, **_help("peak learning rate, reached at the end of the warm-up"))
-    weight_decay: float = field(default=0.1, **_help("AdamW weight decay (not on biases and LayerNorms)"))
-    num_basis: int = field(default=64, **_help("final K, the number of basis functions"))
+    max_steps: int = field(default=35000, **flag_help("optimiser steps to train for"))
+    learning_rate: float = field(default=1e-3, **flag_help("peak learning rate, reached at the end of the warm-up"))
+    weight_decay: float = field(default=0.1, **flag_help("AdamW weight decay (not on biases and LayerNorms)"))
+    num_basis: int = field(default=64, **flag_help("final K, the number of basis functions"))
     refine_steps: str | None = field(
         default=DEFAULT_REFINE_STEPS,
-        **_help(
+        **flag_help(
             "comma-separated steps after which K and N_T are refined ('none': never); "
             "the initial K is the one that reaches --num-basis after all of them"
         ),
     )
     treebank: str = field(
         default="sample",
-        **_help(
+        **flag_help(
             "sample (generated, no data needed) | en_gum | de_hdt (under --data-dir or "
             "$UD_DIR) | a UD release folder | a Hub dataset name"
         ),
     )
     dataset_config_name: str | None = field(
         default=None,
-        **_help(
+        **flag_help(
             "with --dataset-name universal_dependencies (run_ner.py's flags): the treebank, e.g. "
             "en_gum, read from its UD release folder under --data-dir or $UD_DIR"
         ),
     )
-    data_dir: str | None = field(default=None, **_help("folder of UD release folders ($UD_DIR)"))
-    train_file: list[str] = field(default_factory=list, **_help("CoNLL-U file(s) or glob(s) replacing the train split"))
+    data_dir: str | None = field(default=None, **flag_help("folder of UD release folders ($UD_DIR)"))
+    train_file: list[str] = field(
+        default_factory=list, **flag_help("CoNLL-U file(s) or glob(s) replacing the train split")
+    )
     dev_file: list[str] = field(
-        default_factory=list, **_help("CoNLL-U file(s) or glob(s) replacing the dev split (--validation-file)")
+        default_factory=list, **flag_help("CoNLL-U file(s) or glob(s) replacing the dev split (--validation-file)")
     )
     tag_column: str = field(
         default="xpos",
-        **_help(
+        **flag_help(
             "the primary column (the model's logits, what a token-classification pipeline "
             "shows): xpos or upos; if --columns leaves it out, XPOS, else UPOS, else the first"
         ),
     )
     columns: str | None = field(
         default=None,
-        **_help(
+        **flag_help(
             "comma-separated columns to predict, a head each: upos,xpos,feats,lemma "
             "(default: every one the training treebank annotates; the paper's model: xpos), and "
             "deprel, each word's dependency relation, learnt as a training signal and never output"
@@ -102,23 +104,25 @@ class TrainingArguments(EncoderArguments, RunArguments):
     )
     feats_mode: str = field(
         default="whole",
-        **_help("features as whole FEATS strings (a class each) or factored (a head per feature)"),
+        **flag_help("features as whole FEATS strings (a class each) or factored (a head per feature)"),
     )
-    lemma_min_count: int = field(default=1, **_help("lemma edit scripts seen fewer times in train are no labels"))
+    lemma_min_count: int = field(default=1, **flag_help("lemma edit scripts seen fewer times in train are no labels"))
     model_name_or_path: str | None = field(
         default=None,
-        **_help("fine-tune a saved tagger of this package (folder or Hub id): its tokenizer, K, N_T and tags are kept"),
+        **flag_help(
+            "fine-tune a saved tagger of this package (folder or Hub id): its tokenizer, K, N_T and tags are kept"
+        ),
     )
     word_vectors: str | None = field(
         default=None,
-        **_help(
+        **flag_help(
             "a folder of static word vectors (scripts/train_word_vectors.py): a new tagger reads them, "
             "fixed, beside its own embeddings, and the vectors' words join its vocabulary"
         ),
     )
     teacher: list[str] = field(
         default_factory=list,
-        **_help(
+        **flag_help(
             "self-training: a saved tagger of this package whose tags of --silver-text-files join the "
             "train split as silver sentences (it must predict every column the student trains); several "
             "vote, word by word"
@@ -126,51 +130,51 @@ class TrainingArguments(EncoderArguments, RunArguments):
     )
     silver_text_files: list[str] = field(
         default_factory=list,
-        **_help("self-training: unlabelled text (plain or gzip, globs allowed, one sentence a line) for --teacher"),
+        **flag_help("self-training: unlabelled text (plain or gzip, globs allowed, one sentence a line) for --teacher"),
     )
     silver_lines: int = field(
         default=30000,
-        **_help("self-training: how many lines of 3-60 words to draw from --silver-text-files (seeded by --seed)"),
+        **flag_help("self-training: how many lines of 3-60 words to draw from --silver-text-files (seeded by --seed)"),
     )
     silver_agreement: str = field(
         default="majority",
-        **_help(
+        **flag_help(
             "self-training with several teachers: 'majority' (each word's tags by their vote) or 'all' "
             "(only the sentences whose every word they tag alike)"
         ),
     )
     freeze_word_embeddings: bool = field(
         default=False,
-        **_help(
+        **flag_help(
             "fine-tuning from a language model: keep its pretrained word embeddings as they are "
             "(the treebank's new words still learn theirs)"
         ),
     )
     encoder_learning_rate_scale: float = field(
         default=1.0,
-        **_help(
+        **flag_help(
             "fine-tuning from a language model: the learning rate of the pretrained parts "
             "(embeddings, character CNN, ODE block) as a multiple of --learning-rate"
         ),
     )
     spelling_learning_rate_scale: float | None = field(
         default=None,
-        **_help(
+        **flag_help(
             "fine-tuning from a language model: the character CNN's learning rate as a multiple of "
             "--learning-rate (default: --encoder-learning-rate-scale)"
         ),
     )
-    warmup_steps: int = field(default=8000, **_help("linear warm-up steps, then 1/sqrt decay"))
+    warmup_steps: int = field(default=8000, **flag_help("linear warm-up steps, then 1/sqrt decay"))
     cooldown_steps: int | None = field(
         default=None,
-        **_help(
+        **flag_help(
             "the learning rate falls linearly to (almost) 0 over the last N steps "
             "(default: the last 20%% of --max-steps; 0: no cool-down)"
         ),
     )
     length_buckets: int | None = field(
         default=None,
-        **_help(
+        **flag_help(
             "pad every batch to one of N lengths chosen from the training data, so a "
             "compiled model sees few shapes (default: 8 with --torch-compile, else 0: "
             "each batch to its longest row)"
@@ -178,17 +182,17 @@ class TrainingArguments(EncoderArguments, RunArguments):
     )
     do_predict: bool = field(
         default=False,
-        **_help(
+        **flag_help(
             "after training, tag the dev (and test) CoNLL-U files with the best model into "
             "OUTPUT_DIR/predictions/ (only the predicted column changes)"
         ),
     )
     word_dropout: float = field(
         default=1.0,
-        **_help("alpha: a training word seen c times becomes [UNK] with probability alpha/(alpha+c); 0: off"),
+        **flag_help("alpha: a training word seen c times becomes [UNK] with probability alpha/(alpha+c); 0: off"),
     )
-    eval_steps: int = field(default=1000, **_help("evaluate on dev every N steps"))
-    save_steps: int = field(default=1000, **_help("checkpoint every N steps"))
+    eval_steps: int = field(default=1000, **flag_help("evaluate on dev every N steps"))
+    save_steps: int = field(default=1000, **flag_help("checkpoint every N steps"))
 
     lr_scheduler_types: ClassVar[tuple[str, ...]] = (INVERSE_SQRT,)
     lr_schedule_description: ClassVar[str] = INVERSE_SQRT_DESCRIPTION

@@ -17,7 +17,7 @@ from transformers import AutoConfig, PretrainedConfig
 from ..basis import get_basis, refined_num_steps
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..pretrained import check_no_custom_code
-from ..training.arguments import _help
+from ..training.arguments import flag_help
 from ..training.schedules import parse_steps
 from .pretrained_encoder import ENCODER_FIELDS, is_language_model
 
@@ -35,38 +35,38 @@ class EncoderArguments:
     """The continuous transformer encoder's sizes and input representation, shared by the
     tagger's and the language model's arguments (names match ``ContTransformerConfig``)."""
 
-    hidden_size: int = field(default=128, **_help("embedding and ODE state width"))
-    num_attention_heads: int = field(default=1, **_help("attention heads"))
-    intermediate_size: int = field(default=128, **_help("MLP hidden width"))
-    hidden_act: str = field(default="gelu", **_help("MLP activation: gelu or relu"))
+    hidden_size: int = field(default=128, **flag_help("embedding and ODE state width"))
+    num_attention_heads: int = field(default=1, **flag_help("attention heads"))
+    intermediate_size: int = field(default=128, **flag_help("MLP hidden width"))
+    hidden_act: str = field(default="gelu", **flag_help("MLP activation: gelu or relu"))
     hidden_dropout_prob: float = field(
-        default=0.1, **_help("dropout on embeddings, rate outputs and before the classifier")
+        default=0.1, **flag_help("dropout on embeddings, rate outputs and before the classifier")
     )
-    attention_probs_dropout_prob: float = field(default=0.1, **_help("dropout on attention probabilities"))
-    position_encoding: str = field(default="sinusoidal", **_help("sinusoidal or learned"))
+    attention_probs_dropout_prob: float = field(default=0.1, **flag_help("dropout on attention probabilities"))
+    position_encoding: str = field(default="sinusoidal", **flag_help("sinusoidal or learned"))
     word_representation: str = field(
         default="word+chars",
-        **_help(
+        **flag_help(
             "word+chars: word embeddings plus a character CNN over the spelling (unknown "
             "words are read from their form); word: the paper's word-only model; chars: "
             "the character CNN alone"
         ),
     )
-    char_embedding_size: int = field(default=32, **_help("character embedding width"))
+    char_embedding_size: int = field(default=32, **flag_help("character embedding width"))
     char_hidden_size: int = field(
         default=ContTransformerConfig.char_hidden_size,
-        **_help(
+        **flag_help(
             "filters of the character CNN (512: words never seen in training are tagged "
             "best; docs/experiments.md, the screening)"
         ),
     )
-    char_kernel_size: int = field(default=3, **_help("width (odd) of the character CNN"))
+    char_kernel_size: int = field(default=3, **flag_help("width (odd) of the character CNN"))
     max_word_length: int = field(
-        default=20, **_help("characters of a word the CNN reads (a longer word: first and last)")
+        default=20, **flag_help("characters of a word the CNN reads (a longer word: first and last)")
     )
     max_length: int = field(
         default=128,
-        **_help(
+        **flag_help(
             "longest training sentence in words, root included (longer: truncated; "
             "evaluation scores long sentences in full, in windows)"
         ),

@@ -3,23 +3,13 @@
 :class:`RunArguments` holds what the scaffold (:mod:`.scaffold`) needs: where to write,
 the continuous choices and their refinement, optimisation, evaluation and checkpoint
 cadence, resuming, logging. Each trainer's arguments extend it with their own fields.
-:func:`parse_arguments` builds the command line from the fields with
+:func:`~.recipes.parse_arguments` builds the command line from the fields with
 ``transformers.HfArgumentParser`` (help from each field's ``metadata``), so every field is
 a flag in both spellings (``--learning-rate`` and ``--learning_rate``), and a value the
 user left out keeps the field's default. Defaults that depend on other flags (a preset)
 come from ``preset_defaults``: a mapping from the given arguments to defaults.
 
-A recipe is a JSON file of arguments (``recipes/*.json``), HfArgumentParser's JSON-file
-convention with the command line on top: ``train_pos.py recipes/en_gum.json --max-steps
-100`` reads the file (:func:`read_recipe`: its keys are flags in either spelling, its
-values are checked and converted as the flags' values are) and then the flags, so a flag
-beats the file. A recipe's values count as given, like flags. A ``--max-steps`` flag that
-changes the run's length scales its schedule with it (:func:`scale_schedule`): the
-warm-up, refinement and cool-down steps that no flag gives (the recipe's, the preset's or
-the defaults') keep their share of the run, as transformers' ratios do, so ``--max-steps
-100`` trains the recipe's whole schedule, refinements included, in 100 steps. A resumed
-run (``--resume-from-checkpoint``) keeps the steps its ``run.json`` recorded, so a larger
-``--max-steps`` extends it without moving a refinement it has passed.
+Recipes and the command line: :mod:`.recipes`.
 
 The flags a transformers user brings mean what they mean in ``Trainer``: ``--bf16`` /
 ``--fp16`` (mixed precision through Accelerate; fp16 needs a GPU), ``--num_train_epochs``
@@ -27,7 +17,7 @@ The flags a transformers user brings mean what they mean in ``Trainer``: ``--bf1
 ``--max_steps`` given too wins, as in transformers, unless only a recipe gave it),
 ``--do_train`` / ``--do_eval``, ``--push_to_hub`` (a switch; ``--hub_model_id`` names the
 repository, or ``--push-to-hub REPO_ID``), ``--report_to`` any Accelerate tracker, and
-the aliases in :data:`ALIASES` (``--validation_file`` is ``--dev-file``,
+the aliases in :data:`.recipes.ALIASES` (``--validation_file`` is ``--dev-file``,
 ``--dataset_name`` the tagger's ``--treebank``, ``--max_seq_length`` its ``--max-length``).
 So do ``--eval_strategy`` / ``--save_strategy`` (``steps``, ``epoch``, ``no``: the run
 plan's cadence, set by :mod:`.scaffold`), ``--warmup_ratio`` (warm-up steps once the
@@ -41,26 +31,19 @@ one line saying why.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import importlib.util
-import json
 import logging
 import math
-import sys
-from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, NoReturn, TypeVar
-
-from transformers import HfArgumentParser
-from transformers.hf_argparser import string_to_bool
+from typing import Any, ClassVar
 
 from ..checks import check_count
 from ..choices import check_basis_name, check_scheme_name
 from ..runtime.compiling import check_compile_mode
-from .identity import RESUMABLE, read_identity
-from .schedules import RefinementSchedule, parse_steps, scale_steps
+from .identity import RESUMABLE
+from .schedules import RefinementSchedule, parse_steps
 
 logger = logging.getLogger(__name__)
 
@@ -68,31 +51,11 @@ logger = logging.getLogger(__name__)
 SEED_LIMIT = 2**32
 # --report_to: "none", "all" (every tracker installed) or Accelerate trackers, comma-separated.
 TRACKERS = ("aim", "clearml", "comet_ml", "dvclive", "mlflow", "swanlab", "tensorboard", "trackio", "wandb")
-# Trainer's and run_ner.py's flag names for fields these trainers call otherwise: alias ->
-# the first of the fields that the arguments have.
-ALIASES = {
-    "validation_file": ("dev_file",),
-    "train_file": ("train_file", "dataset"),
-    "dataset_name": ("dataset_name", "treebank", "dataset"),
-    "max_seq_length": ("max_length",),
-    "evaluation_strategy": ("eval_strategy",),  # transformers 4's spelling
-    "activation_checkpointing": ("gradient_checkpointing",),  # transformers 5's spelling
-}
 # --eval-strategy / --save-strategy: transformers' values this package's plan follows.
 STRATEGIES = ("steps", "epoch", "no")
-# Flags of which a user gives one: given as a flag, one beats the other from a recipe;
-# both as flags (or both in a recipe) are refused.
-EXCLUSIVE = (("warmup_ratio", "warmup_steps"),)
-# The recipes of a source checkout (the README's commands): <repository>/recipes/*.json.
-RECIPES = Path(__file__).resolve().parents[2] / "recipes"
-RECIPE_SUFFIX = ".json"
-RECIPE_HELP = (
-    "A first argument FILE.json is a recipe: a JSON object of these arguments "
-    "(recipes/*.json); the flags after it override it."
-)
 
 
-def _help(text: str, **extra) -> dict:
+def flag_help(text: str, **extra) -> dict:
     return {"metadata": {"help": text, **extra}}
 
 
@@ -102,55 +65,57 @@ class RunArguments:
 
     output_dir: str = field(
         default="runs/run",
-        **_help("run folder: best/ (the best model), checkpoints/, metrics.json, run.json"),
+        **flag_help("run folder: best/ (the best model), checkpoints/, metrics.json, run.json"),
     )
-    overwrite_output_dir: bool = field(default=False, **_help("replace the outputs of an earlier run in --output-dir"))
-    seed: int = field(default=42, **_help("model initialisation, data order, dropout"))
+    overwrite_output_dir: bool = field(
+        default=False, **flag_help("replace the outputs of an earlier run in --output-dir")
+    )
+    seed: int = field(default=42, **flag_help("model initialisation, data order, dropout"))
     batch_size: int = field(
-        default=64, **_help("examples per optimiser step, over all processes", aliases=["--train-batch-size"])
+        default=64, **flag_help("examples per optimiser step, over all processes", aliases=["--train-batch-size"])
     )
     per_device_train_batch_size: int | None = field(
         default=None,
-        **_help(
+        **flag_help(
             "examples per process and micro-batch; sets --batch-size to this x processes x "
             "--gradient-accumulation-steps (the transformers convention)"
         ),
     )
     gradient_accumulation_steps: int = field(
-        default=1, **_help("micro-batches per optimiser step (same gradient, less memory)")
+        default=1, **flag_help("micro-batches per optimiser step (same gradient, less memory)")
     )
     max_grad_norm: float | None = field(
-        default=None, **_help("clip the gradient's global norm to this (default: no clipping)")
+        default=None, **flag_help("clip the gradient's global norm to this (default: no clipping)")
     )
-    learning_rate: float = field(default=1e-3, **_help("peak learning rate"))
-    weight_decay: float = field(default=0.0, **_help("decoupled weight decay"))
-    basis: str = field(default="piecewise_constant", **_help("basis of the ODE blocks' weights"))
-    num_basis: int = field(default=8, **_help("final K, the number of basis functions"))
-    num_steps: int | None = field(default=None, **_help("final N_T, integration steps (default: --num-basis)"))
-    scheme: str = field(default="euler", **_help("Runge-Kutta scheme"))
-    time_horizon: float = field(default=1.0, **_help("T, the end of depth-time"))
+    learning_rate: float = field(default=1e-3, **flag_help("peak learning rate"))
+    weight_decay: float = field(default=0.0, **flag_help("decoupled weight decay"))
+    basis: str = field(default="piecewise_constant", **flag_help("basis of the ODE blocks' weights"))
+    num_basis: int = field(default=8, **flag_help("final K, the number of basis functions"))
+    num_steps: int | None = field(default=None, **flag_help("final N_T, integration steps (default: --num-basis)"))
+    scheme: str = field(default="euler", **flag_help("Runge-Kutta scheme"))
+    time_horizon: float = field(default=1.0, **flag_help("T, the end of depth-time"))
     coarse_step_fraction: float = field(
         default=0.0,
-        **_help(
+        **flag_help(
             "share of optimiser steps, spread evenly, that train the model as compressed to "
             "K/2 and N_T/2 (0.5: every second step, once N_T >= 2): the compressions cost "
             "less, and so do those steps"
         ),
     )
-    max_steps: int = field(default=1000, **_help("optimiser steps to train for"))
+    max_steps: int = field(default=1000, **flag_help("optimiser steps to train for"))
     refine_steps: str | None = field(
         default=None,
-        **_help("comma-separated steps after which K and N_T are refined ('none': never)"),
+        **flag_help("comma-separated steps after which K and N_T are refined ('none': never)"),
     )
-    eval_steps: int = field(default=1000, **_help("evaluate every N steps (and at the end)"))
-    save_steps: int = field(default=1000, **_help("checkpoint every N steps (and at the end)"))
-    save_total_limit: int = field(default=2, **_help("checkpoints kept (the newest)"))
+    eval_steps: int = field(default=1000, **flag_help("evaluate every N steps (and at the end)"))
+    save_steps: int = field(default=1000, **flag_help("checkpoint every N steps (and at the end)"))
+    save_total_limit: int = field(default=2, **flag_help("checkpoints kept (the newest)"))
     resume_from_checkpoint: str | None = field(
-        default=None, **_help("a checkpoint folder, or 'latest' in --output-dir")
+        default=None, **flag_help("a checkpoint folder, or 'latest' in --output-dir")
     )
     push_to_hub: str | None = field(
         default=None,
-        **_help(
+        **flag_help(
             "upload the best model to the Hub at the end: a switch (to --hub-model-id, or "
             "the --output-dir's name) or a repository id",
             nargs="?",
@@ -158,97 +123,101 @@ class RunArguments:
             metavar="REPO_ID",
         ),
     )
-    hub_model_id: str | None = field(default=None, **_help("Hub repository of --push-to-hub"))
+    hub_model_id: str | None = field(default=None, **flag_help("Hub repository of --push-to-hub"))
     report_to: str = field(
         default="none",
-        **_help(
+        **flag_help(
             "log losses, dev metrics, learning rate, K and N_T to Accelerate trackers: "
             f"none, all, or comma-separated {', '.join(TRACKERS)} (tensorboard writes "
             "under --output-dir/logs; pip install 'cont-transformer[tensorboard]')"
         ),
     )
-    bf16: bool = field(default=False, **_help("bfloat16 mixed precision (autocast) on a CPU or GPU"))
-    fp16: bool = field(default=False, **_help("float16 mixed precision (a GPU only)"))
+    bf16: bool = field(default=False, **flag_help("bfloat16 mixed precision (autocast) on a CPU or GPU"))
+    fp16: bool = field(default=False, **flag_help("float16 mixed precision (a GPU only)"))
     num_train_epochs: float | None = field(
         default=None,
-        **_help(
+        **flag_help(
             "train for this many passes over the training data (replaces --max-steps; "
             "converted to steps once the data size is known)"
         ),
     )
-    do_train: bool = field(default=False, **_help("train (the default; as in transformers)"))
+    do_train: bool = field(default=False, **flag_help("train (the default; as in transformers)"))
     do_eval: bool = field(
-        default=False, **_help("without --do-train: evaluate a saved model only, as --eval-only does")
+        default=False, **flag_help("without --do-train: evaluate a saved model only, as --eval-only does")
     )
-    logging_steps: int = field(default=50, **_help("log the training loss every N steps"))
+    logging_steps: int = field(default=50, **flag_help("log the training loss every N steps"))
     compression_report: bool = field(
         default=False,
-        **_help(
+        **flag_help(
             "after training, score the best model at K/2, K/4, N_T/2, N_T/4 and K, N_T "
             "halved on dev; write compression.md/.json and add the table to its card"
         ),
     )
-    torch_compile: bool = field(default=False, **_help("compile the model with torch.compile (eager where it cannot)"))
+    torch_compile: bool = field(
+        default=False, **flag_help("compile the model with torch.compile (eager where it cannot)")
+    )
     torch_compile_mode: str | None = field(
         default=None,
-        **_help(
+        **flag_help(
             "torch.compile mode: default, reduce-overhead (CUDA graphs), max-autotune "
             "(default: reduce-overhead on a GPU, default on a CPU)"
         ),
     )
     torch_compile_backend: str = field(
-        default="inductor", **_help("torch.compile backend (inductor; aot_eager to debug)")
+        default="inductor", **flag_help("torch.compile backend (inductor; aot_eager to debug)")
     )
     # transformers' Trainer flags (module docstring).
     eval_strategy: str | None = field(
         default=None,
-        **_help(
+        **flag_help(
             "when to evaluate on dev: steps (every --eval-steps, the default), epoch (after every "
             "pass over the training data) or no (once, at the end: best/ is the final model)"
         ),
     )
     save_strategy: str | None = field(
         default=None,
-        **_help(
+        **flag_help(
             "when to write a checkpoint: steps (every --save-steps, the default), epoch or no "
             "(none: the run cannot be resumed); best/ holds the best model either way"
         ),
     )
     lr_scheduler_type: str | None = field(
         default=None,
-        **_help(
+        **flag_help(
             "transformers' name of the learning-rate schedule: only this trainer's own (the tagger's: inverse_sqrt)"
         ),
     )
     warmup_ratio: float | None = field(
         default=None,
-        **_help("the warm-up as a share of the run's steps (instead of --warmup-steps; from the planned steps)"),
+        **flag_help("the warm-up as a share of the run's steps (instead of --warmup-steps; from the planned steps)"),
     )
     per_device_eval_batch_size: int | None = field(
-        default=None, **_help("evaluation examples per process (default: --batch-size over all processes)")
+        default=None, **flag_help("evaluation examples per process (default: --batch-size over all processes)")
     )
     logging_dir: str | None = field(
-        default=None, **_help("the trackers' folder (--report-to; default: --output-dir/logs)")
+        default=None, **flag_help("the trackers' folder (--report-to; default: --output-dir/logs)")
     )
     run_name: str | None = field(
         default=None,
-        **_help("the trackers' run name (default: train; tensorboard writes under --logging-dir/RUN_NAME)"),
+        **flag_help("the trackers' run name (default: train; tensorboard writes under --logging-dir/RUN_NAME)"),
     )
     load_best_model_at_end: bool = field(
         default=True,
-        **_help("always true here: the best evaluation's model is kept in best/ and copied to --output-dir at the end"),
+        **flag_help(
+            "always true here: the best evaluation's model is kept in best/ and copied to --output-dir at the end"
+        ),
     )
     metric_for_best_model: str | None = field(
-        default=None, **_help("the dev metric that selects the best model: only the trainer's own (accuracy)")
+        default=None, **flag_help("the dev metric that selects the best model: only the trainer's own (accuracy)")
     )
     dataloader_num_workers: int = field(
-        default=0, **_help("0 only: batches are built in the main process from data already in memory")
+        default=0, **flag_help("0 only: batches are built in the main process from data already in memory")
     )
     gradient_checkpointing: bool = field(
         default=False,
-        **_help("recompute each ODE step's activations in the backward pass: less memory, more time"),
+        **flag_help("recompute each ODE step's activations in the backward pass: less memory, more time"),
     )
-    use_cpu: bool = field(default=False, **_help("train on the CPU even where a GPU is available"))
+    use_cpu: bool = field(default=False, **flag_help("train on the CPU even where a GPU is available"))
 
     # What a trainer honours of transformers' flags (set by the subclasses):
     # --lr-scheduler-type values that name its schedule, and the schedule in words.
@@ -378,9 +347,6 @@ class RunArguments:
         return {k: v for k, v in dataclasses.asdict(self).items() if k not in RESUMABLE | derived}
 
 
-Arguments = TypeVar("Arguments", bound=RunArguments)
-
-
 def check_trackers(report_to: str) -> list[str]:
     """The Accelerate trackers ``--report-to`` names (``[]`` for none); ValueError in one line
     for an unknown name or a tracker whose package is not installed."""
@@ -395,213 +361,3 @@ def check_trackers(report_to: str) -> list[str]:
         if importlib.util.find_spec(name) is None:
             raise ValueError(f"report_to: {name} needs its package, which is not installed (pip install {name})")
     return names
-
-
-def argument_parser(kind: type[RunArguments], **kwargs) -> HfArgumentParser:
-    """``HfArgumentParser`` over ``kind`` with the Trainer-style :data:`ALIASES` as further
-    spellings of the fields they stand for."""
-    parser = HfArgumentParser(kind, **kwargs)
-    fields = {f.name for f in dataclasses.fields(kind) if f.init}
-    for alias, targets in ALIASES.items():
-        target = next((name for name in targets if name in fields), None)
-        if target is None or target == alias:
-            continue
-        action = parser._option_string_actions[f"--{target}"]
-        for spelling in (f"--{alias}", f"--{alias.replace('_', '-')}"):
-            action.option_strings.append(spelling)
-            parser._option_string_actions[spelling] = action
-    return parser
-
-
-def _one_line_error(message: str) -> NoReturn:
-    """argparse's error without the usage block (dozens of flags): one line, exit 2."""
-    print(f"error: {message} (see --help)", file=sys.stderr)
-    sys.exit(2)
-
-
-_NOT_GIVEN = object()
-
-
-def _dashed(name: str) -> str:
-    return name.replace("_", "-")
-
-
-def _recipe_value(action: argparse.Action, value: Any) -> Any:
-    """``value`` converted as the flag's value would be; ValueError says why not."""
-    if value is None:
-        if action.default is not None:
-            raise ValueError("null is not allowed here")
-        return None
-    if action.nargs in ("+", "*"):
-        if not isinstance(value, list):
-            raise ValueError(f"expected a list, got {value!r}")
-        return [_one_value(action, item) for item in value]
-    return _one_value(action, value)
-
-
-def _one_value(action: argparse.Action, value: Any) -> Any:
-    if isinstance(value, (list, dict)):
-        raise ValueError(f"expected one value, got {value!r}")  # noqa: TRY004 (one line, exit 2)
-    if isinstance(value, bool) and action.const is None and action.type is not string_to_bool:
-        # JSON's true where a number or text belongs would read as 1 or "True": refused.
-        wanted = {int: "a whole number", float: "a number"}.get(action.type, "a value, not a switch")
-        raise ValueError(f"{json.dumps(value)} is a boolean; this argument takes {wanted}")
-    try:
-        # As on the command line: the flag's type reads the value's text (bools as they are).
-        text = value if isinstance(value, bool) else str(value)
-        converted = value if action.type is None else action.type(text)
-    except (TypeError, ValueError, argparse.ArgumentTypeError):
-        raise ValueError(f"invalid value {value!r}") from None
-    if action.choices is not None and converted not in action.choices:
-        raise ValueError(f"choose one of {list(action.choices)}, got {value!r}")
-    return converted
-
-
-def read_recipe(path: str | Path, kind: type[RunArguments]) -> dict[str, Any]:
-    """The arguments a recipe file holds, as field values of ``kind`` (see the module doc).
-
-    Keys are flag names without the dashes, in either spelling (``max_steps`` or
-    ``max-steps``). A missing file, bad JSON, a key that is not a field of ``kind`` or a
-    value the flag would refuse raises an error naming the file and the key.
-    """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: no such recipe file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise OSError(f"{path}: cannot read the recipe: {err}") from None
-    try:
-        recipe = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON: {err}") from None
-    if not isinstance(recipe, dict):
-        kind_of = type(recipe).__name__
-        raise ValueError(f"{path}: a recipe is a JSON object of arguments, got {kind_of}")  # noqa: TRY004
-    names = {f.name for f in dataclasses.fields(kind) if f.init}
-    flags = argument_parser(kind)._option_string_actions
-    values: dict[str, Any] = {}
-    for key, value in recipe.items():
-        action = flags.get(f"--{key}")
-        if action is None or action.dest not in names or action.const is False:
-            raise ValueError(f"{path}: {key!r} is not an argument of {kind.__name__}")
-        try:
-            values[action.dest] = _recipe_value(action, value)
-        except ValueError as err:
-            raise ValueError(f"{path}: {key}: {err}") from None
-    return values
-
-
-def parse_arguments(
-    kind: type[Arguments],
-    argv: Sequence[str] | None = None,
-    *,
-    description: str | None = None,
-    preset_defaults: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
-    extra: Callable[[HfArgumentParser], None] | None = None,
-) -> tuple[Arguments, dict[str, Any]]:
-    """Parse ``argv`` into ``kind``; returns the arguments and the values of ``extra`` flags
-    (with ``given_fields``: the names of the fields the user gave). A first argument ending
-    in ``.json`` is a recipe (:func:`read_recipe`); the flags after it override it.
-
-    ``preset_defaults(given)`` returns defaults for the fields the user did not give
-    (``given``: the fields they did). ``extra(parser)`` may add flags that are not fields
-    (``--eval-only``); their values come back in the dict.
-    """
-    argv = sys.argv[1:] if argv is None else list(argv)
-    recipe: dict[str, Any] = {}
-    if argv and argv[0].endswith(RECIPE_SUFFIX):
-        recipe = read_recipe(argv.pop(0), kind)
-
-    def build() -> HfArgumentParser:
-        parser = argument_parser(kind, description=description, epilog=RECIPE_HELP)
-        parser.error = _one_line_error
-        if extra is not None:
-            extra(parser)
-        return parser
-
-    names = [f.name for f in dataclasses.fields(kind) if f.init]
-    values = vars(build().parse_args(argv))
-    # Parsed again with a marker for every default: a flag given with its default value
-    # still counts as given (the first parser's help shows the real defaults).
-    marked = build()
-    marked.set_defaults(**{name: _NOT_GIVEN for name in names})
-    flags = {
-        name: values[name]
-        for name, value in vars(marked.parse_args(argv)).items()
-        if name in names and value is not _NOT_GIVEN
-    }
-    given = recipe | flags
-    for pair in EXCLUSIVE:
-        if all(name in given for name in pair):
-            if (pair[0] in flags) == (pair[1] in flags):
-                raise ValueError(f"{pair[0]}: give --{_dashed(pair[0])} or --{_dashed(pair[1])}, not both")
-            given.pop(pair[1] if pair[0] in flags else pair[0])  # the flag beats the recipe
-    if "max_steps" in given and "num_train_epochs" in given:
-        # --max-steps wins over --num-train-epochs, as in transformers; a flag beats a recipe.
-        epochs_win = "num_train_epochs" in flags and "max_steps" not in flags
-        loser, winner = ("max_steps", "num_train_epochs") if epochs_win else ("num_train_epochs", "max_steps")
-        logger.warning("--%s %s is ignored: --%s is given", _dashed(loser), given.pop(loser), _dashed(winner))
-    defaults = dict(preset_defaults(given)) if preset_defaults else {}
-    field_defaults = {f.name: f.default for f in dataclasses.fields(kind) if f.init}
-    written_for = {**field_defaults, **defaults, **recipe}  # the schedule without the flags
-    if "warmup_ratio" in given:  # the warm-up follows the length already
-        written_for.pop("warmup_steps", None)
-    resumed = {**written_for, **given}
-    recorded = _recorded_schedule(written_for, resumed["output_dir"]) if resumed.get("resume_from_checkpoint") else {}
-    scaled: dict[str, Any] = {}
-    if "max_steps" in flags:
-        check_count("max_steps", flags["max_steps"])  # the length the schedule is scaled to
-        scaled = scale_schedule(written_for, flags["max_steps"], keep=set(flags) | set(recorded))
-        if scaled:  # debug: a refusal further on stays one line; run.json records the values
-            logger.debug(
-                "--max-steps %d: the schedule written for %d steps is scaled to it: %s",
-                flags["max_steps"],
-                written_for["max_steps"],
-                ", ".join(f"--{_dashed(name)} {value}" for name, value in scaled.items()),
-            )
-    scaled |= {name: value for name, value in recorded.items() if name not in flags}
-    extra_values = {k: v for k, v in values.items() if k not in names}
-    extra_values["given_fields"] = set(given)
-    return kind(**{**defaults, **given, **scaled}), extra_values
-
-
-# The schedule's step counts, which --max-steps scales when no flag gives them.
-SCHEDULE_STEPS = ("warmup_steps", "refine_steps", "cooldown_steps")
-
-
-def _recorded_schedule(written_for: Mapping[str, Any], output_dir: str) -> dict[str, Any]:
-    """The :data:`SCHEDULE_STEPS` that the run being resumed in ``output_dir`` recorded
-    (scaled or not when it started), for those ``written_for`` sets: a resumed run, extended
-    or not, keeps the steps it was planned with (a default the length derives, the
-    cool-down's None, follows the new length)."""
-    identity = read_identity(output_dir)
-    recorded = identity["arguments"] if identity else {}
-    schedule = {
-        name: recorded[name] for name in SCHEDULE_STEPS if name in recorded and written_for.get(name) is not None
-    }
-    if isinstance(schedule.get("refine_steps"), list):  # JSON's list of the recorded tuple
-        schedule["refine_steps"] = ",".join(map(str, schedule["refine_steps"])) or "none"
-    return schedule
-
-
-def scale_schedule(written_for: Mapping[str, Any], max_steps: int, keep: set[str] = frozenset()) -> dict[str, Any]:
-    """The :data:`SCHEDULE_STEPS` of ``written_for`` (values of a run of
-    ``written_for["max_steps"]`` steps) scaled to a run of ``max_steps``, those in ``keep``
-    and those absent or None left out: each keeps its share of the run (rounded;
-    refinements stay distinct steps >= 1). ``{}`` when the length is unchanged."""
-    length = written_for.get("max_steps")
-    if not isinstance(length, int) or length < 1 or length == max_steps:
-        return {}  # no length to scale from (a recipe's bad max_steps is replaced by the flag)
-    ratio = max_steps / length
-    scaled: dict[str, Any] = {}
-    for name in SCHEDULE_STEPS:
-        value = written_for.get(name)
-        if name in keep or value is None:
-            continue
-        if name == "refine_steps":
-            steps = scale_steps(parse_steps(value), ratio)
-            if steps:
-                scaled[name] = ",".join(map(str, steps))
-        else:
-            scaled[name] = min(round(value * ratio), max_steps)
-    return scaled
