@@ -42,18 +42,18 @@ the pause is not recorded in MISC); files never pause, so their output does not 
 on timing. A paragraph longer than :data:`PIECE_CHARACTERS` is cut at a line end too.
 Memory stays flat however long the input.
 
-Output. A regular file is written to a staging file beside ``output`` and renamed into
-place at the end: after an error, ``output`` is as it was. The staging file is locked
-while written, so the next run into the same output deletes one a killed run left
-(:func:`~cont_transformer.runtime.safe_files.remove_stale`). An output that is not a regular
-file (stdout, ``-``, a FIFO, a character or block device, a socket, or a link to one:
-:func:`is_stream`) is written directly, never staged or replaced. An output that is the
+Output (:func:`~cont_transformer.runtime.safe_files.staged_output`). A regular file is
+written to a staging file beside ``output`` and renamed into place at the end: after an
+error, ``output`` is as it was; a killed run's staging file is deleted by the next run into
+the same output. An output that is not a regular file (stdout, ``-``, a FIFO, a character
+or block device, a socket, or a link to one:
+:func:`~cont_transformer.runtime.safe_files.is_stream`) is written directly, never staged
+or replaced. An output that is the
 input file is refused unless ``in_place``.
 """
 
 from __future__ import annotations
 
-import glob
 import io
 import json
 import os
@@ -62,7 +62,6 @@ import select
 import stat
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -71,7 +70,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from tqdm.auto import tqdm
 
-from ..runtime.safe_files import hold_lock, remove_stale
+from ..runtime.safe_files import staged_output
 from ..text_segmentation import Sentence, rules, split_text, tokenize_sentences, whitespace_sentences, word_splitter
 from .conllu_document import ConlluDocument, format_text_sentence
 from .document import _value
@@ -86,7 +85,6 @@ CHUNK_SENTENCES = 4096  # at most this many sentences tagged together (sorted by
 PIECE_CHARACTERS = 1 << 20  # raw text: a paragraph longer than this is cut at a line end
 _READ_BYTES = 1 << 16
 PAUSE_SECONDS = 0.1  # a pipe with nothing to read for this long has paused: tag what has come
-_STAGING_SUFFIX = re.compile(r"\.[0-9a-f]{32}\.tmp")
 _LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
 
 
@@ -382,58 +380,6 @@ class _Formatter:
         return json.dumps(record, ensure_ascii=False) + "\n"
 
 
-def is_stream(path: str | os.PathLike | None) -> bool:
-    """Whether ``path`` is written as a stream, never staged or replaced: stdout (None or
-    ``-``), or an existing file that is not a regular file or a folder (a FIFO, a
-    character or block device, a socket, or a link to one)."""
-    if path is None or str(path) == "-":
-        return True
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
-
-
-@contextmanager
-def _output_stream(output: str | os.PathLike | None) -> Iterator[BinaryIO]:
-    """A binary stream to ``output``: stdout when None or ``-``; a FIFO, device or socket
-    written directly (:func:`is_stream`); a file staged beside it and renamed into place on
-    success (removed on error). A link to a regular file writes the file it points to (the
-    link stays a link)."""
-    if output is None or str(output) == "-":
-        yield sys.stdout.buffer
-        sys.stdout.buffer.flush()
-        return
-    output = Path(output)
-    if is_stream(output):
-        with output.open("wb", buffering=0) as stream:
-            yield stream
-        return
-    if output.is_symlink():
-        output = output.resolve()  # the link's file is replaced, not the link
-    if output.is_dir():
-        raise ValueError(f"output: {output} is a folder")
-    if not output.parent.is_dir():
-        raise FileNotFoundError(f"output: folder {output.parent} does not exist")
-    prefix = f".{output.name}"
-    remove_stale(
-        path
-        for path in output.parent.glob(f"{glob.escape(prefix)}.*.tmp")
-        if _STAGING_SUFFIX.fullmatch(path.name[len(prefix) :])
-    )
-    staging = output.with_name(f"{prefix}.{uuid.uuid4().hex}.tmp")
-    lock = hold_lock(staging)  # creates it; marks it as being written
-    try:
-        with staging.open("wb") as stream:
-            yield stream
-        os.replace(staging, output)
-    finally:
-        staging.unlink(missing_ok=True)
-        if lock is not None:
-            os.close(lock)
-
-
 def _check_in_place(input: str | os.PathLike | None, output: str | os.PathLike | None, in_place: bool) -> None:
     """Refuse an output file that is the input file (after links), unless ``in_place``."""
     if in_place or None in (input, output) or "-" in (str(input), str(output)):
@@ -518,7 +464,7 @@ def tag_file(
         if also is not None:
             also(text)
 
-    with _output_stream(output) as stream, bar:
+    with staged_output(output) as stream, bar:
         if formatter.header:
             write(stream, formatter.header)
         batch: list[_Unit] = []
