@@ -308,14 +308,30 @@ def write_model_card(
     base_model, base_model_relation = facts.get("base_model"), facts.get("base_model_relation")
     language = language or getattr(config, "language", None)
     kind = card or card_text(model)
-    card_data = ModelCardData(
+    lineage = {"base_model": base_model, "base_model_relation": base_model_relation}
+    card_data = _card_data(
+        model, kind, folder, language, license, datasets, results, model_name, tags, lineage, metadata
+    )
+    body = _card_body(model, kind, results, extra, sections)
+    content = f"---\n{card_data.to_yaml()}\n---\n\n" + "\n\n".join(body) + "\n\n"
+    ModelCard(content, ignore_metadata_errors=False)  # refuses metadata the Hub would reject
+    path.write_text(content + _MARKER.format(_digest(content)), encoding="utf-8")
+    return path
+
+
+def _card_data(
+    model, kind: CardText, folder, language, license, datasets, results, model_name, tags, lineage, metadata
+):
+    """The card's YAML metadata (``ModelCardData``): task, tags, language, licence, data sets,
+    the base model (``lineage``) and the ``model-index`` of ``results``."""
+    return ModelCardData(
         library_name="transformers",
         pipeline_tag=kind.pipeline_tag,
         tags=sorted({*TAGS, *([kind.pipeline_tag] if kind.pipeline_tag else []), *tags}),
         language=language,
         license=license,
         datasets=[datasets] if isinstance(datasets, str) else datasets,
-        base_model=base_model,
+        base_model=lineage["base_model"],
         model_name=(model_name or Path(folder).resolve().name) if results else None,
         eval_results=[
             EvalResult(
@@ -331,9 +347,15 @@ def write_model_card(
             for r in results
         ]
         or None,
-        **({"base_model_relation": base_model_relation} if base_model_relation else {}),
+        **({"base_model_relation": lineage["base_model_relation"]} if lineage["base_model_relation"] else {}),
         **(metadata or {}),
     )
+
+
+def _card_body(model, kind: CardText, results, extra, sections) -> list[str]:
+    """The card's Markdown sections: title, description, the facts' table, the evaluation,
+    further sections, what a tagger's outputs cover, what a folder is, usage."""
+    config = model.config
     rows = {**_architecture_facts(model, kind), **(extra or {})}
     table = "\n".join(["| | |", "|---|---|", *(_row(k, v) for k, v in rows.items())])
     body = [
@@ -351,10 +373,7 @@ def write_model_card(
         body.append(f"## {OUTPUTS_HEADING}\n\n{OUTPUTS_TEXT}")
     body.append(f"## {UNIT_HEADING}\n\n{UNIT_TEXT.format(bound=MAX_ABS_WEIGHT)}")
     body.append(f"## Usage\n\n{kind.usage}")
-    content = f"---\n{card_data.to_yaml()}\n---\n\n" + "\n\n".join(body) + "\n\n"
-    ModelCard(content, ignore_metadata_errors=False)  # refuses metadata the Hub would reject
-    path.write_text(content + _MARKER.format(_digest(content)), encoding="utf-8")
-    return path
+    return body
 
 
 def _data_cell(result: Evaluation) -> str:
