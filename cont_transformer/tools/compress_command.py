@@ -94,6 +94,20 @@ def run_dev_file(model_dir: str | Path, directory: str | Path) -> Path | None:
     return family.run_eval_file(identity["arguments"], Path(directory))
 
 
+def _check_flags(sweep: bool, targets: Sequence, push_to_hub: str | None, max_accuracy_drop: float | None) -> bool:
+    """Whether a sweep is asked for (``--max-accuracy-drop`` implies it); flags that do not go
+    together raise ``ValueError`` naming them."""
+    sweep = sweep or max_accuracy_drop is not None
+    if sweep and any(value is not None for value in targets):
+        raise ValueError(
+            "--sweep takes --sweep-bases / --sweep-num-basis / --sweep-num-steps, "
+            "not --basis / --num-basis / --num-steps / --state-num-basis (see --help)"
+        )
+    if push_to_hub is not None and sweep and max_accuracy_drop is None:
+        raise ValueError("--push-to-hub needs a model: compress one, or --sweep with --max-accuracy-drop (see --help)")
+    return sweep
+
+
 def compress_command(
     model_dir: str,
     output_dir: str,
@@ -127,14 +141,7 @@ def compress_command(
     models run under autocast. Flags that do not go together raise ``ValueError`` naming
     them, before anything is read.
     """
-    sweep = sweep or max_accuracy_drop is not None
-    if sweep and any(value is not None for value in (basis, num_basis, num_steps, state_num_basis)):
-        raise ValueError(
-            "--sweep takes --sweep-bases / --sweep-num-basis / --sweep-num-steps, "
-            "not --basis / --num-basis / --num-steps / --state-num-basis (see --help)"
-        )
-    if push_to_hub is not None and sweep and max_accuracy_drop is None:
-        raise ValueError("--push-to-hub needs a model: compress one, or --sweep with --max-accuracy-drop (see --help)")
+    sweep = _check_flags(sweep, (basis, num_basis, num_steps, state_num_basis), push_to_hub, max_accuracy_drop)
     with tempfile.TemporaryDirectory(prefix="cont_transformer_sample_") as directory:
         if eval_file is None:
             eval_file = run_dev_file(model_dir, directory)
