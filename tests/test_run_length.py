@@ -22,7 +22,7 @@ def tagger(*argv):
 
 
 def test_a_shortened_sample_run_refines_to_its_final_k_within_its_steps(caplog):
-    with caplog.at_level(logging.DEBUG):
+    with caplog.at_level(logging.DEBUG, logger="cont_transformer"):  # whatever an earlier command set
         args = tagger(str(RECIPES / "sample.json"), "--max-steps", "100")
     assert (args.max_steps, args.warmup_steps, args.refine_steps) == (100, 17, (17, 33, 80))  # 50,100,240 of 300
     schedule = args.refinement_schedule
@@ -49,7 +49,7 @@ def test_a_short_run_of_a_long_recipe_parses_and_lengthens_too():
 
 
 def test_flags_given_with_max_steps_are_kept_and_a_late_refinement_is_named(caplog):
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING, logger="cont_transformer"):
         args = tagger(str(RECIPES / "sample.json"), "--max-steps", "100", "--refine-steps", "50,100,240")
     assert args.refine_steps == (50, 100, 240) and args.warmup_steps == 17  # the warm-up still scales
     # Only the refinements at or past the end are named, with the K the run ends at.
