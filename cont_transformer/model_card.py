@@ -69,7 +69,7 @@ UNIT_TEXT = (
     "Change K, N_T or the basis with `scripts/compress.py`, which writes a new, consistent folder; do not "
     "edit the config by hand."
 )
-# A tagger's card says which positions each raw output covers (issue #37: the root's
+# A tagger's card says which positions each raw output covers (the root's
 # logits look like a tag, and attentions have fewer rows than the logits).
 OUTPUTS_HEADING = "Outputs"
 OUTPUTS_TEXT = (

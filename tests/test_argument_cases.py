@@ -1,4 +1,4 @@
-"""Arguments that used to run silently wrong (issue 34): --max-steps wins over
+"""Arguments that could run silently wrong: --max-steps wins over
 --num-train-epochs, contradictory column flags, a resume to fewer steps than done, JSON booleans
 where numbers belong, image labels outside a data set's classes; each refused in one line naming
 the flag, key or file, with a non-zero exit."""

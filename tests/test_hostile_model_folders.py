@@ -1,4 +1,4 @@
-"""Hostile model folders (issue 23): a damaged, non-finite or incomplete folder, or a model of
+"""Hostile model folders: a damaged, non-finite or incomplete folder, or a model of
 another kind, is refused when it loads, running no code, with one line naming the file, tensor
 or folder and a non-zero exit."""
 

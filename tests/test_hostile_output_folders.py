@@ -1,4 +1,4 @@
-"""Hostile output folders (issue 23): one run per folder, a lock that goes with a killed run,
+"""Hostile output folders: one run per folder, a lock that goes with a killed run,
 leftovers removed, nothing overwritten that a run did not write, no output over its input."""
 
 import os

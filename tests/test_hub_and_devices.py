@@ -1,4 +1,4 @@
-"""The Hub and devices fail early and in one line (issue 37): --push-to-hub checks the token
+"""The Hub and devices fail early and in one line: --push-to-hub checks the token
 and the connection before training, an upload that fails is one line, tag.py's --device,
 --num-threads and --torch-compile-mode name themselves; and the tagger needs neither
 matplotlib nor pillow (the [plots] and [images] extras)."""

@@ -1,4 +1,4 @@
-"""Overwrite only what a run owns (issue 34): --overwrite-output-dir and compress.py --overwrite
+"""Overwrite only what a run owns: --overwrite-output-dir and compress.py --overwrite
 delete only what the package wrote (its manifest), a user's files beside the outputs stay, the
 source model is never inside what gets replaced, compress.py writes under the output folder's
 lock, and tag.py writes nothing into a model folder."""

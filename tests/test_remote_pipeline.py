@@ -1,4 +1,4 @@
-"""The whole tagger for Hub users (issue #37): a saved tagger's folder carries its pipeline
+"""The whole tagger for Hub users: a saved tagger's folder carries its pipeline
 (``cont_transformer/pipeline_cont_transformer.py``, named in ``config.json``'s
 ``custom_pipelines``), so ``pipeline(model=folder, trust_remote_code=True)`` gives one
 entry per word with UPOS, XPOS, FEATS and the lemma, decoded as the package's ``Tagger``

@@ -1,4 +1,4 @@
-"""Tampered model folders are refused (issue 34): weights the model lacks or does not expect
+"""Tampered model folders are refused: weights the model lacks or does not expect
 (a strict load), a tokenizer that is not the model's (its size, the vocabulary fingerprint in
 the config), weights beyond a sane magnitude, a config.json other than the one the weights were
 saved with (test_config_record.py has each field); each in one line naming the tensor, file or
