@@ -43,7 +43,7 @@ WORD_COLUMNS = COLUMNS[2:]  # every column a word carries besides its id and for
 _DICT_KEYS = ("id", "text", *WORD_COLUMNS, "start_char", "end_char")  # stanza's, in its order
 
 
-def _value(value: str | None, text: str = "") -> str | None:
+def empty_as_none(value: str | None, text: str = "") -> str | None:
     """A column's value as stanza keeps it: None for CoNLL-U's empty ``_`` (a lemma ``_`` of
     the word ``_`` stays)."""
     return None if value is None or (value == "_" and text != "_") else value
@@ -113,7 +113,7 @@ class Word(_CharacterSpan):
         unknown = [key for key in entry if key not in _DICT_KEYS]
         if unknown:
             raise ValueError(f"word entry: {unknown[0]!r} is not one of {_DICT_KEYS}")
-        values = {key: _value(entry.get(key), entry.get("text", "")) for key in WORD_COLUMNS if key != "head"}
+        values = {key: empty_as_none(entry.get(key), entry.get("text", "")) for key in WORD_COLUMNS if key != "head"}
         head = entry.get("head")
         word_id = entry["id"][0] if isinstance(entry["id"], tuple) else entry["id"]
         return cls(
@@ -200,7 +200,7 @@ class Sentence:
             ids = entry.get("id")
             if isinstance(ids, tuple) and len(ids) == 2:
                 start, end = entry.get("start_char"), entry.get("end_char")
-                tokens.append(Token(ids, entry["text"], [], start, end, _value(entry.get("misc"))))
+                tokens.append(Token(ids, entry["text"], [], start, end, empty_as_none(entry.get("misc"))))
                 last = ids[1]
                 continue
             if ids is None or not isinstance(ids, int | tuple):
@@ -231,7 +231,7 @@ class Sentence:
             if len(values) != len(self.words):
                 raise ValueError(f"{len(values)} values of {name} for a sentence of {len(self.words)} words")
             for word, value in zip(self.words, values):
-                setattr(word, name, _value(value, word.text))
+                setattr(word, name, empty_as_none(value, word.text))
         self.predicted = tuple(c for c in TAG_COLUMNS if c in columns or c in self.predicted)
         self.column = column
         return self
@@ -408,10 +408,10 @@ class Document:
                 fields = line.split("\t")
                 first, dash, end = fields[0].partition("-")
                 if dash:
-                    tokens.append(Token((int(first), int(end)), fields[1], [], misc=_value(fields[9])))
+                    tokens.append(Token((int(first), int(end)), fields[1], [], misc=empty_as_none(fields[9])))
                     last = int(end)
                 elif first.isdigit():
-                    values = dict(zip(WORD_COLUMNS, (_value(v, fields[1]) for v in fields[2:])))
+                    values = dict(zip(WORD_COLUMNS, (empty_as_none(v, fields[1]) for v in fields[2:])))
                     head = values.pop("head")
                     if head is not None and not head.isdigit():
                         raise ValueError(f"{conllu.name}:{index + 1}: HEAD {head!r} is not a word id (or 0, or _)")

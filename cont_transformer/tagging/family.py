@@ -9,6 +9,8 @@ from pathlib import Path
 
 import torch
 
+from ..modeling_cont_transformer import ContTransformerForTokenClassification
+from ..pretrained import check_model_kind
 from ..runtime.families import EvalSet, ModelFamily, forward_batches, register_family
 from ..runtime.model_folders import METRICS_FILE
 from ..runtime.safe_files import write_json
@@ -31,8 +33,10 @@ def eval_set(model, tokenizer, folder: Path, path: Path, batch_size: int) -> Eva
     """Scores (every predicted column, see :mod:`.evaluation`) and times a tagger on a
     CoNLL-U file."""
     config = model.config
-    if not type(model).__name__.endswith("ForTokenClassification"):
-        raise ValueError(f"eval_file: scores a tagger's columns; {folder} holds a {type(model).__name__}, not a tagger")
+    try:
+        check_model_kind(folder, ContTransformerForTokenClassification)
+    except ValueError as err:
+        raise ValueError(f"eval_file: scores a tagger's columns; {err}") from None
     labels = model_column_labels(config, saved_tag_column(folder))
     primary = next(iter(labels))
     dataset = load_treebank({"eval": [path]})["eval"]

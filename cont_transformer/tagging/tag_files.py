@@ -73,7 +73,7 @@ from tqdm.auto import tqdm
 from ..runtime.safe_files import staged_output
 from ..text_segmentation import Sentence, rules, split_text, tokenize_sentences, whitespace_sentences, word_splitter
 from .conllu_document import ConlluDocument, format_text_sentence
-from .document import _value
+from .document import empty_as_none
 
 if TYPE_CHECKING:
     from .tag import Tagger
@@ -374,7 +374,7 @@ class _Formatter:
         record["words"] = words
         record["tokens"] = _tokens(unit)
         for column, values in columns.items():
-            record[column] = [_value(value, word) for value, word in zip(values, words)]
+            record[column] = [empty_as_none(value, word) for value, word in zip(values, words)]
         if sentence is not None:
             record["spans"] = [[piece.offset + start, piece.offset + end] for start, end in sentence.spans]
         return json.dumps(record, ensure_ascii=False) + "\n"
