@@ -241,7 +241,7 @@ class FineTuned(TaggerStart):
         return self._tokenizer
 
     def model(self, labels, combinations, lemma_lexicon, counts, language) -> nn.Module:
-        check_no_custom_code(self.args.model_name_or_path)
+        # The folder's code files were checked when the start was chosen (tagger_start).
         model = ContTransformerForTokenClassification.from_pretrained(
             self.args.model_name_or_path, trust_remote_code=False
         )
