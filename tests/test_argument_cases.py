@@ -123,6 +123,19 @@ def test_json_booleans_still_set_switches(tmp_path):
     assert args.do_predict is True and args.compression_report is False and args.push_to_hub is None
 
 
+@pytest.mark.parametrize(
+    ("flags", "wanted"),
+    [
+        (["--best-num-basis", "32"], "best_num_basis: 32 is more than --num-basis 16"),
+        (["--num-steps", "4", "--best-num-steps", "8"], "best_num_steps: 8 is more than --num-steps 4"),
+        (["--best-num-basis", "0"], "best_num_basis: must be an integer >= 1"),
+    ],
+)
+def test_the_compressed_best_model_must_be_smaller(flags, wanted):
+    with pytest.raises(ValueError, match=f"^{wanted}"):
+        parse_arguments(TrainingArguments, ["--num-basis", "16", *flags])
+
+
 def write_idx(path, array):
     array = np.asarray(array, dtype=np.uint8)
     header = bytes([0, 0, 0x08, array.ndim]) + np.array(array.shape, dtype=">u4").tobytes()

@@ -24,6 +24,7 @@ from tiny import labels
 from cont_transformer import (
     ContTransformerConfig,
     ContTransformerForTokenClassification,
+    Tagger,
     build_tokenizer,
 )
 from cont_transformer.basis import get_basis
@@ -533,6 +534,34 @@ def test_sample_run_saves_a_model_that_beats_the_baseline(sample_run):
     # Four heads share this short run: XPOS still beats the baseline, by less than alone.
     assert accuracy > baseline + 0.005, (accuracy, baseline)
     assert metrics["best"]["num_words"] == total and metrics["best"]["num_sentences"] == len(dev)
+
+
+@pytest.mark.slow
+def test_a_run_ships_its_best_model_compressed_and_keeps_the_model_as_trained(tmp_path):
+    output = tmp_path / "run"
+    _check(_launch(*RUN, "--output-dir", str(output), "--best-num-basis", "2", "--best-num-steps", "2"))
+    metrics = _metrics(output)
+    shipped = metrics["compressed_best"]
+    assert (shipped["num_basis"], shipped["num_steps"]) == (2, 2)
+    assert (
+        shipped["compressed_from"]
+        == {"num_basis": 4, "num_steps": 4}
+        == {key: metrics["best"][key] for key in ("num_basis", "num_steps")}
+    )
+    # The same change of basis as the report's K/2, N_T/2 row, scored on the same dev data.
+    row = next(r for r in metrics["compression"] if r["model"] == "K/2, N_T/2")
+    for column in ("upos", "xpos", "ufeats", "alltags", "lemmas"):
+        assert shipped[column] == pytest.approx(row[column])
+    uncompressed = output / model_folders.UNCOMPRESSED_MODEL_DIR
+    assert json.loads((uncompressed / "config.json").read_text())["num_basis"] == 4
+    assert json.loads((uncompressed / METRICS_FILE).read_text())["best"] == metrics["best"]
+    tagger = Tagger.from_pretrained(output)  # the run folder gives the compressed model
+    assert (tagger.model.config.num_basis, tagger.model.config.num_steps) == (2, 2)
+    assert (output / "model.safetensors").read_bytes() == (output / BEST_MODEL_DIR / "model.safetensors").read_bytes()
+    card = (output / BEST_MODEL_DIR / "README.md").read_text()
+    assert "compressed without retraining | from K = 4, N_T = 4" in card
+    assert f"xpos {100 * metrics['best']['xpos']:.2f} → {100 * shipped['xpos']:.2f}" in card
+    assert "K (num_basis) | 2 |" in card
 
 
 @pytest.mark.slow

@@ -36,6 +36,8 @@ from huggingface_hub.errors import LocalTokenNotFoundError, OfflineModeIsEnabled
 from .safe_files import LOCK_FILE, MANIFEST_FILE, OutputFolderError, PathLike, read_manifest
 
 BEST_MODEL_DIR = "best"
+# A run that ships its best model compressed (--best-num-basis) keeps the model as trained here.
+UNCOMPRESSED_MODEL_DIR = "uncompressed"
 METRICS_FILE = "metrics.json"
 RUN_FILE = "run.json"
 CHECKPOINTS_DIR = "checkpoints"

@@ -153,6 +153,17 @@ class RunArguments:
             "halved on dev; write compression.md/.json and add the table to its card"
         ),
     )
+    best_num_basis: int | None = field(
+        default=None,
+        **flag_help(
+            "after training, save best/ compressed without retraining to this K, the model a "
+            "user loads from the run folder (the model as trained moves to uncompressed/; the "
+            "card and metrics.json's compressed_best say what it costs on dev); default: as trained"
+        ),
+    )
+    best_num_steps: int | None = field(
+        default=None, **flag_help("the same for N_T, the integration steps; default: as trained")
+    )
     torch_compile: bool = field(
         default=False, **flag_help("compile the model with torch.compile (eager where it cannot)")
     )
@@ -247,6 +258,14 @@ class RunArguments:
         ):
             check_count(name, getattr(self, name))
         check_count("per_device_train_batch_size", self.per_device_train_batch_size, optional=True)
+        for name, trained in (("best_num_basis", self.num_basis), ("best_num_steps", self.num_steps)):
+            value = getattr(self, name)
+            check_count(name, value, optional=True)
+            if value is not None and value > trained:
+                flag = name.removeprefix("best_")
+                raise ValueError(
+                    f"{name}: {value} is more than --{flag.replace('_', '-')} {trained}; it compresses the model"
+                )
         check_basis_name("basis", self.basis)
         check_scheme_name("scheme", self.scheme)
         for name in ("learning_rate", "time_horizon", "max_grad_norm", "num_train_epochs"):

@@ -50,6 +50,8 @@ RESUMABLE = frozenset(
         "torch_compile_backend",
         "length_buckets",
         "compression_report",
+        "best_num_basis",
+        "best_num_steps",
         "do_predict",
         "do_train",
         "do_eval",

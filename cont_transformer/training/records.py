@@ -1,5 +1,6 @@
 """What a training run reports when it ends (a mixin of :class:`.scaffold.Trainer`):
-``metrics.json``, the best model's card, and the compression report."""
+``metrics.json``, the best model's card, the compression report, and the best model
+compressed for use (``--best-num-basis``, ``--best-num-steps``)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import time
 from torch import nn
 
 from ..model_card import record_card_facts, write_model_card
-from ..runtime.compression import SECTION_HEADING, compression_section, score_variants
-from ..runtime.model_folders import BEST_MODEL_DIR, METRICS_FILE
-from ..runtime.safe_files import write_json
+from ..runtime.compression import SECTION_HEADING, compressed_copy, compression_section, score_variants
+from ..runtime.model_folders import BEST_MODEL_DIR, METRICS_FILE, MODEL_FOLDER, UNCOMPRESSED_MODEL_DIR
+from ..runtime.safe_files import staged_directory, write_json
 
 COMPRESSION_FILE = "compression.json"
+# metrics.json's entry for the compressed best model (its dev scores, K, N_T and source).
+COMPRESSED_BEST = "compressed_best"
 
 
 class RunRecords:
@@ -45,14 +48,33 @@ class RunRecords:
         return metrics
 
     # --- after training ------------------------------------------------------------
+    def card_arguments(self, entry: dict) -> dict:
+        """The card's facts for the best model scored as ``entry``: :meth:`card_facts`, the
+        run's mixed precision, and for a compressed best model what it was compressed from
+        and what that cost on dev."""
+        arguments = {"model_name": self.output_dir.resolve().name, **self.card_facts(entry)}
+        extra = dict(arguments.get("extra") or {})
+        if self.accelerator.mixed_precision != "no":
+            extra["mixed precision"] = self.accelerator.mixed_precision
+        source = entry.get("compressed_from")
+        if source is not None:
+            costs = ", ".join(
+                f"{metric} {100 * self.state.best[metric]:.2f} → {100 * entry[metric]:.2f}"
+                for metric in self.reported_metrics()
+            )
+            extra["compressed without retraining"] = (
+                f"from K = {source['num_basis']}, N_T = {source['num_steps']}, the model as trained "
+                f"(`{UNCOMPRESSED_MODEL_DIR}/` in its run folder); on dev {costs}"
+            )
+        if extra:
+            arguments["extra"] = extra
+        return arguments
+
     def record_card(self, model: nn.Module, entry: dict) -> None:
-        """Keep :meth:`card_facts` of the best model scored as ``entry`` in its config
+        """Keep :meth:`card_arguments` of the best model scored as ``entry`` in its config
         (:func:`~cont_transformer.model_card.record_card_facts`), before it is saved: its
         ``save_pretrained`` writes them into the card, and so does every later save."""
-        arguments = {"model_name": self.output_dir.resolve().name, **self.card_facts(entry)}
-        if self.accelerator.mixed_precision != "no":
-            arguments["extra"] = {**arguments.get("extra", {}), "mixed precision": self.accelerator.mixed_precision}
-        record_card_facts(model.config, **arguments)
+        record_card_facts(model.config, **self.card_arguments(entry))
 
     def write_final_card(self) -> None:
         """The best model's card again, with what was measured after training (the
@@ -61,8 +83,35 @@ class RunRecords:
         if "compression" in self.extra_metrics:
             rows = self.extra_metrics["compression"]
             sections[SECTION_HEADING] = compression_section(rows, self.reported_metrics(), scored_on="the dev data")
-        facts = {"model_name": self.output_dir.resolve().name, **self.card_facts(self.state.best)}
-        write_model_card(self.load_best(), self.output_dir / BEST_MODEL_DIR, overwrite=True, sections=sections, **facts)
+        entry = self.extra_metrics.get(COMPRESSED_BEST) or self.state.best
+        folder = self.output_dir / BEST_MODEL_DIR
+        write_model_card(self.load_best(), folder, overwrite=True, sections=sections, **self.card_arguments(entry))
+
+    def compress_best(self) -> dict:
+        """Replace ``best/`` by the best model compressed without retraining to
+        ``--best-num-basis`` / ``--best-num-steps`` (None: as trained), scored on dev; the
+        model as trained moves to ``uncompressed/``. Both folders are written through
+        staging folders (never half-written). Returns the compressed model's dev entry
+        (``metrics.json``'s :data:`COMPRESSED_BEST`), which its card states beside what
+        the compression cost."""
+        args, best = self.args, self.state.best
+        source = self.load_best()
+        model = compressed_copy(source, num_basis=args.best_num_basis, num_steps=args.best_num_steps).eval()
+        entry = {
+            "step": best["step"],
+            **self.evaluate(model),
+            "num_basis": model.config.num_basis,
+            "num_steps": model.config.num_steps,
+            "compressed_from": {"num_basis": source.config.num_basis, "num_steps": source.config.num_steps},
+        }
+        if self.accelerator.is_main_process:
+            with staged_directory(self.output_dir / UNCOMPRESSED_MODEL_DIR, MODEL_FOLDER) as staging:
+                self.save_model(source, staging, best)
+            with staged_directory(self.output_dir / BEST_MODEL_DIR, MODEL_FOLDER) as staging:
+                self.record_card(model, entry)
+                self.save_model(model, staging, entry)
+        self.accelerator.wait_for_everyone()
+        return entry
 
     def compression_report(self) -> list[dict]:
         """Score the best model compressed without retraining
@@ -74,4 +123,4 @@ class RunRecords:
         return rows
 
 
-__all__ = ["COMPRESSION_FILE", "RunRecords"]
+__all__ = ["COMPRESSED_BEST", "COMPRESSION_FILE", "RunRecords"]

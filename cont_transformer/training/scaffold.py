@@ -66,6 +66,7 @@ from ..runtime.model_folders import (
     MODEL_FOLDER,
     RUN_FILE,
     TRAINING_RUN,
+    UNCOMPRESSED_MODEL_DIR,
     check_hub_access,
     push_folder_to_hub,
 )
@@ -87,7 +88,7 @@ from .checkpoints import (
 from .divergence import check_loss, check_weights
 from .identity import check_identity, file_fingerprints, record_identity
 from .outputs import check_run_folder, prepare_run_folder, publish_best_model, record_run_outputs
-from .records import COMPRESSION_FILE, RunRecords
+from .records import COMPRESSED_BEST, COMPRESSION_FILE, RunRecords
 from .refinement import refine_with_optimizer
 from .schedules import RefinementSchedule, RunPlan, coarse_num_steps
 from .steps import TrainerState, enable_activation_checkpointing, seed_step, split_batch
@@ -98,7 +99,15 @@ LOGS_DIR = "logs"
 # What every run writes at the top of its output folder, recorded in its manifest at the
 # start (a trainer records what it adds, e.g. the tagger's predictions/). logs/ (the
 # trackers' files) is the run's as a whole.
-RUN_WRITES = (BEST_MODEL_DIR, CHECKPOINTS_DIR, METRICS_FILE, RUN_FILE, COMPRESSION_FILE, LOGS_DIR)
+RUN_WRITES = (
+    BEST_MODEL_DIR,
+    UNCOMPRESSED_MODEL_DIR,
+    CHECKPOINTS_DIR,
+    METRICS_FILE,
+    RUN_FILE,
+    COMPRESSION_FILE,
+    LOGS_DIR,
+)
 
 
 class Trainer(RunRecords):
@@ -414,6 +423,8 @@ class Trainer(RunRecords):
         self.write_metrics()
         if args.compression_report:
             self.extra_metrics["compression"] = self.compression_report()
+        if args.best_num_basis is not None or args.best_num_steps is not None:
+            self.extra_metrics[COMPRESSED_BEST] = self.compress_best()
         self.finish()
         metrics = self.write_metrics()
         if accelerator.is_main_process and state.best is not None:
