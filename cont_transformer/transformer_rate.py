@@ -40,16 +40,17 @@ class ContTransformerSelfAttention(nn.Module):
         ``attentions`` gets the attention weights ``(batch, heads, seq, seq)`` appended
         (before dropout).
 
-        In training, PyTorch's SDPA (attention dropout, its fused backward); otherwise the
-        same arithmetic in three batched matrix products (:func:`attend`), which a CPU runs
-        two to three times faster than SDPA at these sizes in bfloat16 (docs/design.md §6).
+        In training and on accelerators, PyTorch's SDPA (attention dropout, its fused
+        backward, its fused kernels); otherwise, on a CPU, the same arithmetic in three
+        batched matrix products (:func:`attend`), which a CPU runs two to three times faster
+        than SDPA at these sizes in bfloat16 (docs/design.md §6).
         """
         batch, seq_len, hidden = x.shape
         heads = (batch, seq_len, self.num_heads, hidden // self.num_heads)
         q = self.query(x).view(heads).transpose(1, 2)  # (batch, heads, seq, head_dim)
         k = self.key(x).view(heads).transpose(1, 2)
         v = self.value(x).view(heads).transpose(1, 2)
-        if self.training and self.dropout_prob > 0.0:
+        if self.training or x.device.type != "cpu":
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=attention_mask, dropout_p=self.dropout_prob)
             if attentions is not None:
                 attentions.append(attend(q, k, v, attention_mask)[1])
