@@ -64,7 +64,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--batch-size", type=int, default=2048, help="tokens per forward pass, padding included")
     parser.add_argument("--device", help="torch device (default: cuda when available)")
-    parser.add_argument("--dtype", choices=DTYPES, help="model precision (default: as saved)")
+    parser.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        help="model precision (default: bfloat16 on a CPU with bfloat16 instructions, else as saved)",
+    )
     add_precision_flags(parser)
     parser.add_argument("--num-threads", type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument("--torch-compile", action="store_true", help="compile the model (torch.compile)")
