@@ -35,6 +35,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import InitVar, dataclass, field
 from typing import Any
 
+from ..runtime.collection import paused_cycle_collection
 from .conllu_document import COLUMNS, ConlluDocument, format_sentence, format_text_sentence
 from .data import PathLike
 
@@ -396,6 +397,7 @@ class Document:
         return cls._read(ConlluDocument.read(path))
 
     @classmethod
+    @paused_cycle_collection()
     def _read(cls, conllu: ConlluDocument) -> Document:
         sentences = []
         for block in conllu.blocks:
@@ -472,6 +474,7 @@ class Document:
         its words."""
         return [sentence.to_dict() for sentence in self.sentences]
 
+    @paused_cycle_collection()
     def to_conllu(self) -> str:
         """The document as CoNLL-U, as ``scripts/tag.py`` writes it for the same input:
         read from CoNLL-U, that text with its words' columns in place

@@ -45,6 +45,7 @@ from ..configuration_cont_transformer import AUXILIARY_COLUMNS
 from ..lemma_scripts import vocabulary_words
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..pretrained import check_model_kind, check_no_custom_code
+from ..runtime.collection import paused_cycle_collection
 from ..runtime.compiling import compiled
 from ..runtime.model_folders import METRICS_FILE, resolve_model_dir
 from ..text.batching import IGNORE_INDEX, PaddingCollator, encode_for_evaluation
@@ -292,6 +293,7 @@ class Tagger:
             for words, sentence_ids in zip(sentences, ids)
         ]
 
+    @paused_cycle_collection()
     def __call__(
         self, inputs: str | Sequence[str] | Sequence[Sequence[str]] | Document | Sequence[Document]
     ) -> Document | list[Document]:
@@ -360,12 +362,17 @@ class Tagger:
         pending: list[Document] = []
         sentences = 0
         for item in inputs:
-            pending.append(self.untagged(item))
+            with paused_cycle_collection():  # never across a yield: the caller's code runs there
+                pending.append(self.untagged(item))
             sentences += len(pending[-1].sentences)
             if sentences >= batch_size:
-                yield from self._tagged(pending)
+                with paused_cycle_collection():
+                    tagged = self._tagged(pending)
+                yield from tagged
                 pending, sentences = [], 0
-        yield from self._tagged(pending)
+        with paused_cycle_collection():
+            tagged = self._tagged(pending)
+        yield from tagged
 
     def bulk_process(
         self, inputs: Iterable[str | Sequence[str] | Sequence[Sequence[str]] | Document], batch_size: int = 1024
