@@ -70,6 +70,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from tqdm.auto import tqdm
 
+from ..runtime.collection import paused_cycle_collection
 from ..runtime.safe_files import staged_output
 from ..text_segmentation import Sentence, rules, split_text, tokenize_sentences, whitespace_sentences, word_splitter
 from .conllu_document import ConlluDocument, format_text_sentence
@@ -470,23 +471,24 @@ def tag_file(
         batch: list[_Unit] = []
         sentences = 0  # in the batch
         while True:
-            with stats.timing("tokenizer"):
-                unit = next(units, StopIteration)
-            if unit is not None and unit is not StopIteration:
-                batch.append(unit)
-                sentences += len(unit.words)
-                if sentences < CHUNK_SENTENCES:
-                    continue
-            if batch:
-                words = [sentence for u in batch for sentence in u.words]
-                with stats.timing("model"):
-                    predicted = iter(tagger.predict_columns(words, bar.update))
-                with stats.timing("output"):
-                    write(stream, "".join(formatter(u, [next(predicted) for _ in u.words]) for u in batch))
-                    stream.flush()
-                stats.sentences += len(words)
-                stats.words += sum(map(len, words))
-                batch, sentences = [], 0
-            if unit is StopIteration:
-                break
+            with paused_cycle_collection():  # many small objects, few cycles (runtime/collection.py)
+                with stats.timing("tokenizer"):
+                    unit = next(units, StopIteration)
+                if unit is not None and unit is not StopIteration:
+                    batch.append(unit)
+                    sentences += len(unit.words)
+                    if sentences < CHUNK_SENTENCES:
+                        continue
+                if batch:
+                    words = [sentence for u in batch for sentence in u.words]
+                    with stats.timing("model"):
+                        predicted = iter(tagger.predict_columns(words, bar.update))
+                    with stats.timing("output"):
+                        write(stream, "".join(formatter(u, [next(predicted) for _ in u.words]) for u in batch))
+                        stream.flush()
+                    stats.sentences += len(words)
+                    stats.words += sum(map(len, words))
+                    batch, sentences = [], 0
+                if unit is StopIteration:
+                    break
     return stats
