@@ -30,9 +30,9 @@ Accuracy: each tagger's outputs scored against gold with the package's CoNLL 201
 (``cont_transformer.tagging.scoring``, as score.py): UPOS, XPOS, UFeats, AllTags, Lemmas
 (F1; on gold tokens it is the accuracy), and Tokens/Sentences/Words F1 for raw text.
 
-Peak memory: per tagger, a child process of this script (``--memory-of``) imports every
-library of the run, loads that tagger alone, does the gold pass once and reports its peak
-RSS (``VmHWM`` of ``/proc/self/status``: the kernel carries ``ru_maxrss`` over ``exec``, so
+Peak memory (after the rounds; the children side by side, one per core): per tagger, a child
+process of this script (``--memory-of``) imports every library of the run, loads that tagger
+alone, does the gold pass once and reports its peak RSS (``VmHWM`` of ``/proc/self/status``: the kernel carries ``ru_maxrss`` over ``exec``, so
 a child forked from this large process would report this one's size; ``ru_maxrss`` where
 there is no ``/proc``); a child that only imports the libraries gives the floor.
 
@@ -59,6 +59,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -434,14 +435,19 @@ def peak_memory(argv: list[str], keys: list[str]) -> dict[str, float]:
         "OMP_NUM_THREADS": "1",
         "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]),
     }
-    peaks = {}
-    for key in keys:
+
+    def child(key: str) -> float:
         command = [sys.executable, str(Path(__file__).resolve()), *argv, "--memory-of", key]
-        child = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-        if child.returncode != 0:
-            raise ValueError(f"--memory-of {key}: the child failed: {' '.join(child.stderr.split()[-40:])}")
-        peaks[key] = json.loads(child.stdout.strip().splitlines()[-1])["peak_mib"]
-        print(f"peak memory of {key}: {peaks[key]:.0f} MiB", file=sys.stderr)
+        result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+        if result.returncode != 0:
+            raise ValueError(f"--memory-of {key}: the child failed: {' '.join(result.stderr.split()[-40:])}")
+        return json.loads(result.stdout.strip().splitlines()[-1])["peak_mib"]
+
+    # Peak RSS is not a time: the children run side by side, one per core.
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        peaks = dict(zip(keys, pool.map(child, keys)))
+    for key, peak in peaks.items():
+        print(f"peak memory of {key}: {peak:.0f} MiB", file=sys.stderr)
     return peaks
 
 
