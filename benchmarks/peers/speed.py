@@ -32,9 +32,11 @@ Accuracy: each tagger's outputs scored against gold with the package's CoNLL 201
 
 Peak memory (after the rounds; the children side by side, one per core): per tagger, a child
 process of this script (``--memory-of``) imports every library of the run, loads that tagger
-alone, does the gold pass once and reports its peak RSS (``VmHWM`` of ``/proc/self/status``: the kernel carries ``ru_maxrss`` over ``exec``, so
-a child forked from this large process would report this one's size; ``ru_maxrss`` where
-there is no ``/proc``); a child that only imports the libraries gives the floor.
+alone, does the gold pass once and reports its peak RSS: ``VmHWM`` of ``/proc/self/status``
+(the kernel carries ``ru_maxrss`` over ``exec``, so a child forked from this large process
+would report this one's size; ``ru_maxrss`` where there is no ``/proc``). A child that only
+imports the libraries gives the floor. Ours is loaded as saved and then cast, and a point of
+the line compresses the loaded model, so their peaks hold the saved model too.
 
 Writes under ``--output-dir``: ``speed.json`` (everything, with the command, versions,
 CPU model and load average), ``speed.md`` (tables) and ``speed.png`` (accuracy against
@@ -54,6 +56,7 @@ import json
 import os
 import platform
 import resource
+import shlex
 import statistics
 import subprocess
 import sys
@@ -497,6 +500,19 @@ def environment() -> dict:
     return {"versions": versions, "cpu": cpu, "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads()}
 
 
+def git_state() -> dict | None:
+    """The commit of the package's checkout and whether it has changes (None outside git)."""
+    import cont_transformer
+
+    root = Path(cont_transformer.__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
+        status = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return {"commit": commit.stdout.strip(), "changed": bool(status.stdout.strip())}
+
+
 def ratio(value: float | None, reference: float | None) -> float | None:
     return None if value is None or not reference else value / reference
 
@@ -678,7 +694,8 @@ def main(argv: list[str] | None = None) -> dict:
     for tagger in taggers:
         tagger["peak_mib"] = peaks[tagger["key"]]
     record = {
-        "command": " ".join(["python", "benchmarks/peers/speed.py", *argv]),
+        "command": shlex.join(["python", "benchmarks/peers/speed.py", *argv]),
+        "git": git_state(),
         "dev_file": str(args.dev_file),
         "gold_words": words,
         "gold_sentences": len(gold.sentences),
@@ -693,7 +710,7 @@ def main(argv: list[str] | None = None) -> dict:
             "gold": "dev CoNLL-U with LEMMA/UPOS/XPOS/FEATS blanked in, CoNLL-U out: reading, tagging, writing timed",
             "raw": "one text per # newdoc, its sentences' # text joined by one space; words counted are gold words",
             "peak_mib": "peak RSS (VmHWM) of a child that imports the run's libraries, loads one tagger, tags the gold "
-            "pass once (a line point's child also holds the uncompressed model it compresses)",
+            "pass once (ours: the saved model is loaded, then cast or compressed, so the peak holds it too)",
             "speed": "median over rounds of gold words / process_time (CPU) and / perf_counter (wall)",
         },
     }
