@@ -97,18 +97,21 @@ class ConlluDocument:
         (``"lemma"`` ... ``"misc"``) replaced by its tags; every other byte (comments,
         multiword-token lines, empty nodes) is unchanged."""
         columns = by_column(column, None) if tags is None else by_column(tags, column)
-        lines = list(self.lines)
-        for name, values in columns.items():
+        for values in columns.values():
             if len(values) != len(self.sentences):
                 raise ValueError(f"{len(values)} tagged sentences for {len(self.sentences)} in {self.name}")
-            position = COLUMNS.index(name)
-            for sentence, sentence_tags in zip(self.sentences, values):
-                if len(sentence_tags) != len(sentence):
-                    raise ValueError(f"{len(sentence_tags)} tags for a sentence of {len(sentence)} words")
-                for index, tag in zip(sentence, sentence_tags):
-                    fields = lines[index].split("\t")
-                    fields[position] = tag
-                    lines[index] = "\t".join(fields)
+        positions = [COLUMNS.index(name) for name in columns]
+        lines = list(self.lines)
+        for number, sentence in enumerate(self.sentences):
+            sentence_tags = [values[number] for values in columns.values()]
+            for tags_of_column in sentence_tags:
+                if len(tags_of_column) != len(sentence):
+                    raise ValueError(f"{len(tags_of_column)} tags for a sentence of {len(sentence)} words")
+            for word, index in enumerate(sentence):  # each line split and joined once
+                fields = lines[index].split("\t")
+                for position, tags_of_column in zip(positions, sentence_tags):
+                    fields[position] = tags_of_column[word]
+                lines[index] = "\t".join(fields)
         return "\n".join(lines)
 
     def text(self, one_sentence_per_line: bool = False) -> str:
