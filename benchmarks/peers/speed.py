@@ -16,13 +16,15 @@ reported: the median over rounds of words per CPU second and per wall second.
   in, a CoNLL-U string out; timed from that string to that string (reading, tagging,
   writing) for every tagger. spaCy: Docs of the gold words and spaces (spacy_ud.py's
   ``make_docs``), ``nlp.pipe(docs, batch_size=256)``, ``Conllu.with_tags``. UDPipe:
-  ``Pipeline(model, "conllu", DEFAULT, NONE, "conllu").process``. Ours:
-  ``Document.from_conllu`` -> ``nlp(doc)`` -> ``doc.to_conllu()``.
+  ``Pipeline(model, "conllu", DEFAULT, NONE, "conllu").process``. Ours: what
+  ``scripts/tag.py --input-format conllu`` does, ``tag_file`` (its streaming reader, the
+  model, its CoNLL-U writer).
 * Raw-text pass: one text per ``# newdoc`` of the dev file, its sentences' ``# text``
   joined by one space (paragraph breaks and the gold SpaceAfter between sentences are not
   kept); a CoNLL-U string out. spaCy: ``nlp.pipe(texts)`` (its tokenizer, then the
   pipeline; the pipeline has no sentence splitter, so each text is one sentence unless
-  ``doc.sents`` is set). Ours: ``nlp.pipe(texts)``, ``to_conllu()``. UDPipe: not measured
+  ``doc.sents`` is set). Ours: what ``scripts/tag.py`` does with the texts as one input,
+  a blank line between them (``tag_file``: segmentation, the model, CoNLL-U). UDPipe: not measured
   (its model is trained with tokenizer ``none``: it has no tokenizer).
   Words per second count the gold words of the same text, so they compare with the gold pass.
 
@@ -35,8 +37,8 @@ process of this script (``--memory-of``) imports every library of the run, loads
 alone, does the gold pass once and reports its peak RSS: ``VmHWM`` of ``/proc/self/status``
 (the kernel carries ``ru_maxrss`` over ``exec``, so a child forked from this large process
 would report this one's size; ``ru_maxrss`` where there is no ``/proc``). A child that only
-imports the libraries gives the floor. Ours is loaded as saved and then cast, and a point of
-the line compresses the loaded model, so their peaks hold the saved model too.
+imports the libraries gives the floor. A point of the line compresses the loaded model, so
+its peak holds that model too.
 
 Writes under ``--output-dir``: ``speed.json`` (everything, with the command, versions,
 CPU model and load average), ``speed.md`` (tables) and ``speed.png`` (accuracy against
@@ -258,15 +260,19 @@ def torch_dtype(name: str | None):
 
 
 def our_peer(key: str, name: str, setting: str, tagger, line: tuple[int, int] | None = None) -> Peer:
-    from cont_transformer import Document
+    from cont_transformer.tagging.tag_files import tag_file
+
+    def tagged(text: str, input_format: str) -> str:
+        """What ``scripts/tag.py --input-format FORMAT`` writes for ``text``."""
+        pieces: list[str] = []
+        tag_file(tagger, None, os.devnull, input_format=input_format, progress=False, text=text, also=pieces.append)
+        return "".join(pieces)
 
     def gold_pass(text: str) -> str:
-        doc = Document.from_conllu(text)
-        tagger(doc)
-        return doc.to_conllu()
+        return tagged(text, "conllu")
 
     def raw_pass(texts: list[str]) -> str:
-        return "".join(doc.to_conllu() for doc in tagger.pipe(texts))
+        return tagged("\n\n".join(texts), "text")  # a blank line between documents: paragraphs
 
     columns = tuple(c for c in COLUMNS if c in tagger.columns)
     if {"upos", "xpos", "feats"} <= set(tagger.columns):

@@ -223,9 +223,10 @@ class Tagger:
         check_no_custom_code(folder)  # before any load: no code from the folder, no prompt
         check_model_kind(folder, ContTransformerForTokenClassification)  # not a language or image model
         device = resolve_device(device)  # before any load: a bad --device is one line
-        with _no_progress_bars():
-            model = AutoModelForTokenClassification.from_pretrained(folder, trust_remote_code=False)
-        model = model.to(device, inference_dtype(device, dtype))
+        dtype = inference_dtype(device, dtype)
+        with _no_progress_bars():  # read in that precision: no second copy of the weights
+            model = AutoModelForTokenClassification.from_pretrained(folder, trust_remote_code=False, dtype=dtype)
+        model = model.to(device, dtype)
         # No length limit: the tagger windows long sentences itself (older folders saved
         # the training length here, and the tokenizer would warn about it).
         tokenizer = load_tokenizer(folder, model, model_max_length=VERY_LARGE_INTEGER)
