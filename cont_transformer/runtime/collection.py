@@ -5,7 +5,9 @@ CoNLL-U lines). Each allocation counts toward the cycle collector's thresholds, 
 its full collections walks every live container, the loaded model's tables included: on
 GUM dev a third of the tagging time went there. :func:`paused_cycle_collection` turns it off
 for the duration of such work and back on after (reference counting frees what holds no
-cycle at once; the rest waits for the next collection).
+cycle at once; the rest waits for the next collection). ``tag_file`` makes no cycles, so it
+pauses the collector for a whole stream; a :class:`Document` holds cycles (a word's
+``parent``), so ``Tagger.pipe`` pauses it per batch, never while the caller's code runs.
 """
 
 from __future__ import annotations

@@ -401,6 +401,7 @@ def _check_input(input: str | os.PathLike | None) -> None:
         raise FileNotFoundError(f"input: {path}: no such file")
 
 
+@paused_cycle_collection()  # it makes no cycles: nothing waits for the collector
 def tag_file(
     tagger: Tagger,
     input: str | os.PathLike | None = None,
@@ -471,24 +472,23 @@ def tag_file(
         batch: list[_Unit] = []
         sentences = 0  # in the batch
         while True:
-            with paused_cycle_collection():  # many small objects, few cycles (runtime/collection.py)
-                with stats.timing("tokenizer"):
-                    unit = next(units, StopIteration)
-                if unit is not None and unit is not StopIteration:
-                    batch.append(unit)
-                    sentences += len(unit.words)
-                    if sentences < CHUNK_SENTENCES:
-                        continue
-                if batch:
-                    words = [sentence for u in batch for sentence in u.words]
-                    with stats.timing("model"):
-                        predicted = iter(tagger.predict_columns(words, bar.update))
-                    with stats.timing("output"):
-                        write(stream, "".join(formatter(u, [next(predicted) for _ in u.words]) for u in batch))
-                        stream.flush()
-                    stats.sentences += len(words)
-                    stats.words += sum(map(len, words))
-                    batch, sentences = [], 0
-                if unit is StopIteration:
-                    break
+            with stats.timing("tokenizer"):
+                unit = next(units, StopIteration)
+            if unit is not None and unit is not StopIteration:
+                batch.append(unit)
+                sentences += len(unit.words)
+                if sentences < CHUNK_SENTENCES:
+                    continue
+            if batch:
+                words = [sentence for u in batch for sentence in u.words]
+                with stats.timing("model"):
+                    predicted = iter(tagger.predict_columns(words, bar.update))
+                with stats.timing("output"):
+                    write(stream, "".join(formatter(u, [next(predicted) for _ in u.words]) for u in batch))
+                    stream.flush()
+                stats.sentences += len(words)
+                stats.words += sum(map(len, words))
+                batch, sentences = [], 0
+            if unit is StopIteration:
+                break
     return stats
