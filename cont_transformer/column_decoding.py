@@ -88,8 +88,8 @@ def predicted_label_ids(
     ids: dict[str, torch.Tensor] = {}
     if combinations is not None:
         combinations = combinations.to(output.logits.device)
-        total = sum(  # index_select: twice as fast as indexing with a tensor here
-            torch.log_softmax(logits(column).float(), -1).index_select(-1, combinations[:, i])
+        total = sum(
+            torch.log_softmax(logits(column).float(), -1)[..., combinations[:, i]]
             for i, column in enumerate(JOINT_COLUMNS)
         )  # (batch, seq, combinations)
         best = combinations[total.argmax(-1)]  # (batch, seq, 3)
