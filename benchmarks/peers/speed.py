@@ -293,13 +293,18 @@ def load_ours(name: str, folder: Path, dtype: str | None) -> Peer:
 
 
 def load_line(folder: Path, dtype: str | None, settings: list[tuple[int, int]]) -> list[Peer]:
-    """Our model compressed in process to each (K, N_T): compressed at the saved precision,
-    then cast to ``dtype``. Each point's load time is the compression's (the base model's
+    """Our model compressed in process to each (K, N_T): compressed in float32, then cast to
+    ``dtype`` (None: the precision ``Tagger.from_pretrained`` picks here,
+    ``inference_dtype``). Each point's load time is the compression's (the base model's
     load is timed once, as ``line base``)."""
+    import torch
+
     from cont_transformer import Tagger
     from cont_transformer.runtime.compression import compressed_copy
+    from cont_transformer.tagging.tag import inference_dtype
 
-    base = Tagger.from_pretrained(folder, device="cpu")
+    base = Tagger.from_pretrained(folder, device="cpu", dtype=torch.float32)
+    cast = torch_dtype(dtype) or inference_dtype(torch.device("cpu"))
     peers = []
     for k, n in settings:
         start = time.process_time(), time.perf_counter()
@@ -307,8 +312,8 @@ def load_line(folder: Path, dtype: str | None, settings: list[tuple[int, int]]) 
             model = compressed_copy(base.model, num_basis=k, num_steps=n)
         except ValueError as err:
             raise ValueError(f"--line-settings {k},{n}: {err}") from err
-        if dtype is not None:
-            model = model.to(torch_dtype(dtype))
+        if cast is not None:
+            model = model.to(cast)
         tagger = Tagger(model, base.tokenizer, column=base.column)
         peer = our_peer(f"line:{k},{n}", f"ours ({folder.name})", model_setting(model, dtype), tagger, (k, n))
         peer.load = elapsed(start)
