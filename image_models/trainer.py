@@ -28,7 +28,7 @@ from torch import nn
 from cont_transformer.configuration_ode_resnet import OdeResNetConfig
 from cont_transformer.model_card import Evaluation
 from cont_transformer.modeling_ode_resnet import OdeResNetForImageClassification
-from cont_transformer.runtime.model_folders import BEST_MODEL_DIR, IMAGE_RUN, METRICS_FILE
+from cont_transformer.runtime.model_folders import IMAGE_RUN, METRICS_FILE
 from cont_transformer.training.scaffold import Trainer
 from cont_transformer.training.schedules import RunPlan, scale_steps
 
@@ -219,10 +219,8 @@ class ImageTrainer(Trainer):
             "results": results,
         }
 
-    def load_best(self) -> nn.Module:
-        model = OdeResNetForImageClassification.from_pretrained(
-            self.output_dir / BEST_MODEL_DIR, trust_remote_code=False
-        )
+    def load_model(self, folder: Path) -> nn.Module:
+        model = OdeResNetForImageClassification.from_pretrained(folder, trust_remote_code=False)
         return model.to(self.accelerator.device).eval()
 
     def _score(self, model: nn.Module, images, labels, views: str = "none") -> float:

@@ -562,6 +562,13 @@ def test_a_run_ships_its_best_model_compressed_and_keeps_the_model_as_trained(tm
     assert "compressed without retraining | from K = 4, N_T = 4" in card
     assert f"xpos {100 * metrics['best']['xpos']:.2f} → {100 * shipped['xpos']:.2f}" in card
     assert "K (num_basis) | 2 |" in card
+    # A finished run resumed compresses the model as trained again, never the compressed one.
+    trained = (uncompressed / "model.safetensors").read_bytes()
+    flags = ("--best-num-basis", "2", "--best-num-steps", "2", "--resume-from-checkpoint", "latest")
+    _check(_launch(*RUN, "--output-dir", str(output), *flags))
+    assert (uncompressed / "model.safetensors").read_bytes() == trained
+    assert _metrics(output)["compressed_best"] == shipped
+    assert json.loads((output / BEST_MODEL_DIR / "config.json").read_text())["num_basis"] == 2
 
 
 @pytest.mark.slow

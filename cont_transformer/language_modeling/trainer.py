@@ -27,7 +27,7 @@ from transformers import AutoTokenizer
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..model_card import Evaluation
 from ..modeling_cont_transformer import ContTransformerForMaskedLM
-from ..runtime.model_folders import BEST_MODEL_DIR, LANGUAGE_MODEL_RUN, METRICS_FILE
+from ..runtime.model_folders import LANGUAGE_MODEL_RUN, METRICS_FILE
 from ..text.arguments import encoder_config
 from ..text.batching import LengthGroupedBatchSampler, LengthGroupedEpochs, PaddingCollator, eval_loader
 from ..text.optimization import build_optimizer
@@ -212,8 +212,7 @@ class MaskedLmTrainer(LengthGroupedEpochs, Trainer):
             ],
         }
 
-    def load_best(self) -> nn.Module:
-        folder = self.output_dir / BEST_MODEL_DIR
+    def load_model(self, folder: Path) -> nn.Module:
         return ContTransformerForMaskedLM.from_pretrained(folder).to(self.accelerator.device).eval()
 
 

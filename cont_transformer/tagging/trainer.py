@@ -371,8 +371,7 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
                     written.append(str(folder / path.name))
         return written
 
-    def load_best(self) -> nn.Module:
-        folder = self.output_dir / BEST_MODEL_DIR
+    def load_model(self, folder: Path) -> nn.Module:
         model = ContTransformerForTokenClassification.from_pretrained(folder, trust_remote_code=False)
         return model.to(self.accelerator.device).eval()
 

@@ -4,7 +4,9 @@ compressed for use (``--best-num-basis``, ``--best-num-steps``)."""
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 
 from torch import nn
 
@@ -87,6 +89,18 @@ class RunRecords:
         folder = self.output_dir / BEST_MODEL_DIR
         write_model_card(self.load_best(), folder, overwrite=True, sections=sections, **self.card_arguments(entry))
 
+    def trained_model_folder(self) -> Path:
+        """Where the best model as trained is: ``best/``, or ``uncompressed/`` once ``best/``
+        holds its compressed copy (its ``metrics.json`` entry names what it was compressed
+        from), so that a finished run resumed never compresses twice."""
+        best = self.output_dir / BEST_MODEL_DIR
+        try:
+            saved = json.loads((best / METRICS_FILE).read_text(encoding="utf-8")).get("best") or {}
+        except (OSError, ValueError, AttributeError):
+            saved = {}
+        uncompressed = self.output_dir / UNCOMPRESSED_MODEL_DIR
+        return uncompressed if "compressed_from" in saved and uncompressed.is_dir() else best
+
     def compress_best(self) -> dict:
         """Replace ``best/`` by the best model compressed without retraining to
         ``--best-num-basis`` / ``--best-num-steps`` (None: as trained), scored on dev; the
@@ -95,7 +109,8 @@ class RunRecords:
         (``metrics.json``'s :data:`COMPRESSED_BEST`), which its card states beside what
         the compression cost."""
         args, best = self.args, self.state.best
-        source = self.load_best()
+        folder = self.trained_model_folder()
+        source = self.load_model(folder)
         model = compressed_copy(source, num_basis=args.best_num_basis, num_steps=args.best_num_steps).eval()
         entry = {
             "step": best["step"],
@@ -105,8 +120,9 @@ class RunRecords:
             "compressed_from": {"num_basis": source.config.num_basis, "num_steps": source.config.num_steps},
         }
         if self.accelerator.is_main_process:
-            with staged_directory(self.output_dir / UNCOMPRESSED_MODEL_DIR, MODEL_FOLDER) as staging:
-                self.save_model(source, staging, best)
+            if folder.name == BEST_MODEL_DIR:  # else it is in uncompressed/ already (a finished run resumed)
+                with staged_directory(self.output_dir / UNCOMPRESSED_MODEL_DIR, MODEL_FOLDER) as staging:
+                    self.save_model(source, staging, best)
             with staged_directory(self.output_dir / BEST_MODEL_DIR, MODEL_FOLDER) as staging:
                 self.record_card(model, entry)
                 self.save_model(model, staging, entry)
@@ -114,10 +130,11 @@ class RunRecords:
         return entry
 
     def compression_report(self) -> list[dict]:
-        """Score the best model compressed without retraining
+        """Score the best model as trained, compressed without retraining
         (:func:`~cont_transformer.runtime.compression.compression_variants`) on dev; writes
         ``compression.json`` beside ``metrics.json`` and returns the rows."""
-        rows = score_variants(self.load_best(), self.evaluate, self.reported_metrics(), self.selection_metric)
+        model = self.load_model(self.trained_model_folder())
+        rows = score_variants(model, self.evaluate, self.reported_metrics(), self.selection_metric)
         if self.accelerator.is_main_process:
             write_json(self.output_dir / COMPRESSION_FILE, rows)
         return rows

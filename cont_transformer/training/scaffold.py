@@ -586,9 +586,14 @@ class Trainer(RunRecords):
             finish_checkpoint(self.output_dir, step, dataclasses.asdict(state), self.args.save_total_limit)
         accelerator.wait_for_everyone()
 
-    def load_best(self) -> nn.Module:
-        """The best model as saved, on this process's device, in eval mode."""
+    def load_model(self, folder: Path) -> nn.Module:
+        """The model that :meth:`save_model` wrote into ``folder``, on this process's device,
+        in eval mode."""
         raise NotImplementedError
+
+    def load_best(self) -> nn.Module:
+        """The best model as saved in ``best/`` (:meth:`load_model`)."""
+        return self.load_model(self.output_dir / BEST_MODEL_DIR)
 
 
 def _sizes(model: nn.Module) -> tuple[int, int]:
