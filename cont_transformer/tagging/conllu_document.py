@@ -1,7 +1,7 @@
 """CoNLL-U line for line: read a file's words, replace the predicted columns, write tagged raw text.
 
 Re-tagging. :class:`ConlluDocument` keeps a file's lines as they are (line ends
-included) after validating them with the reader's checker (``data._check_conllu``, so a
+included) after validating them with the reader's checker (``conllu_checks.check_conllu``, so a
 malformed line fails with ``file:line``). :meth:`ConlluDocument.retagged` replaces the
 predicted columns of the word lines (integer ids) and nothing else: comments, multiword-token
 lines, empty nodes and every other column come back byte for byte.
@@ -25,7 +25,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from .data import PathLike, _check_conllu, decode_utf8
+from .conllu_checks import check_conllu, decode_utf8
+from .data import PathLike
 
 COLUMNS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")
 T = TypeVar("T")
@@ -65,7 +66,7 @@ class ConlluDocument:
         self.lines = text.split("\n")
         self.blocks: list[range] = []
         if text.strip():
-            _check_conllu(Path(self.name), [line.rstrip("\r") for line in self.lines])
+            check_conllu(Path(self.name), [line.rstrip("\r") for line in self.lines])
         start = None
         for index, line in enumerate([*self.lines, ""]):
             if line.strip() and start is None:
