@@ -1,7 +1,7 @@
 """CoNLL-U treebanks for POS tagging as Hugging Face `datasets`.
 
 Reading. `read_conllu` parses a file with the `conllu` package after a fast
-validation pass of its own (`conllu_checks.py`; the parser is lenient: it accepts short
+validation pass of its own (`conllu_document.check_conllu`; the parser is lenient: it accepts short
 lines and splits on runs of spaces), so malformed input fails with `file:line` in the
 message instead of producing silently wrong columns. Only syntactic words are
 kept: multiword-token ranges (`1-2`) and empty nodes (`1.1`) are skipped,
@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 
 import conllu
 
-from .conllu_checks import check_conllu, decode_utf8
+from .conllu_document import check_conllu, decode_utf8
 from .sample_treebank import write_sample_treebank
 
 if TYPE_CHECKING:
