@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from cont_transformer.tagging.document import Document, Sentence, Token, Word
+from cont_transformer.tagging.document import Document, Sentence
 from cont_transformer.tagging.tag import TaggedSentence, Tagger, tag
 from cont_transformer.tagging.tag_files import tag_file
+from cont_transformer.tagging.words import Token, Word
 
 REPO = Path(__file__).resolve().parents[1]
 TEXT = "The old dog saw a bird. Tom didn't see it!"

@@ -1,8 +1,13 @@
-"""CoNLL-U line for line: read a file's words, replace the predicted columns, write tagged raw text.
+"""CoNLL-U line for line: check a file, read its words, replace the predicted columns, write tagged raw text.
+
+Checking. :func:`check_conllu` validates a file's lines and :func:`decode_utf8` its text,
+so that malformed input fails with ``file:line`` (the ``conllu`` parser is lenient: it
+accepts short lines and splits on runs of spaces); :func:`~.data.read_conllu` and
+:class:`ConlluDocument` run them first.
 
 Re-tagging. :class:`ConlluDocument` keeps a file's lines as they are (line ends
-included) after validating them with the reader's checker (``data._check_conllu``, so a
-malformed line fails with ``file:line``). :meth:`ConlluDocument.retagged` replaces the
+included) after validating them with :func:`check_conllu` (so a malformed line fails
+with ``file:line``). :meth:`ConlluDocument.retagged` replaces the
 predicted columns of the word lines (integer ids) and nothing else: comments, multiword-token
 lines, empty nodes and every other column come back byte for byte.
 
@@ -20,15 +25,81 @@ sentence of raw text from its words' offsets (what ``scripts/tag.py`` and
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
-
-from .data import PathLike, _check_conllu, decode_utf8
+from typing import NoReturn, TypeVar
 
 COLUMNS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")
 T = TypeVar("T")
+
+
+_WORD_ID = re.compile(r"[1-9][0-9]*")
+_RANGE_ID = re.compile(r"([1-9][0-9]*)-([1-9][0-9]*)")
+_EMPTY_ID = re.compile(r"(0|[1-9][0-9]*)\.([1-9][0-9]*)")
+
+
+def check_conllu(path: Path, lines: list[str]) -> None:
+    """Raise `ValueError("path:line: ...")` at the first malformed line."""
+
+    def fail(line_number: int, problem: str) -> NoReturn:
+        raise ValueError(f"{path}:{line_number}: {problem}")
+
+    last_word = 0  # id of the last word line of the current sentence
+    range_end, range_line = 0, 0  # furthest multiword-token end and where it was declared
+    block_start = 0  # first line of the current sentence block, 0 between sentences
+    num_sentences = 0
+    for line_number, line in enumerate([*lines, ""], start=1):
+        if not line.strip():
+            if block_start:
+                if last_word == 0:
+                    fail(block_start, "sentence has no word lines")
+                if range_end > last_word:
+                    fail(range_line, f"multiword token ends at {range_end}, past the last word")
+                num_sentences += 1
+            last_word, range_end, block_start = 0, 0, 0
+            continue
+        block_start = block_start or line_number
+        if line.startswith("#"):
+            continue
+        columns = line.split("\t")
+        if len(columns) != 10:
+            fail(line_number, f"expected 10 tab-separated columns, found {len(columns)}")
+        if "" in columns:
+            fail(line_number, f"column {columns.index('') + 1} is empty (use '_')")
+        if "  " in line:
+            fail(line_number, "two consecutive spaces, which the conllu parser reads as a tab")
+        token_id = columns[0]
+        if _WORD_ID.fullmatch(token_id):
+            if int(token_id) != last_word + 1:
+                fail(line_number, f"word id {token_id}, expected {last_word + 1}")
+            last_word += 1
+        elif match := _RANGE_ID.fullmatch(token_id):
+            start, end = int(match[1]), int(match[2])
+            if start != last_word + 1 or end <= start:
+                fail(
+                    line_number,
+                    f"multiword token {token_id} is not a range {last_word + 1}-m, m > {last_word + 1}",
+                )
+            range_end, range_line = end, line_number
+        elif match := _EMPTY_ID.fullmatch(token_id):
+            if int(match[1]) != last_word:
+                fail(line_number, f"empty node {token_id} must follow word {last_word}")
+        else:
+            fail(line_number, f"bad id {token_id!r}")
+    if num_sentences == 0:
+        fail(1, "no sentences (empty file)")
+
+
+def decode_utf8(data: bytes, path: str | os.PathLike) -> str:
+    """``data`` (the contents of ``path``) as text, without a leading byte-order mark (not
+    part of the text); raises ``ValueError("path:line: not valid UTF-8")`` at the first bad byte."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line_number = data[: err.start].count(b"\n") + 1
+        raise ValueError(f"{path}:{line_number}: not valid UTF-8") from err
 
 
 def by_column(tags: Sequence[T] | Mapping[str, Sequence[T]], column: str | None) -> dict[str, Sequence[T]]:
@@ -60,12 +131,12 @@ class ConlluDocument:
     An empty (or all-whitespace) text is a document with no sentences.
     """
 
-    def __init__(self, text: str, name: PathLike = "<input>"):
+    def __init__(self, text: str, name: str | os.PathLike = "<input>"):
         self.name = str(name)
         self.lines = text.split("\n")
         self.blocks: list[range] = []
         if text.strip():
-            _check_conllu(Path(self.name), [line.rstrip("\r") for line in self.lines])
+            check_conllu(Path(self.name), [line.rstrip("\r") for line in self.lines])
         start = None
         for index, line in enumerate([*self.lines, ""]):
             if line.strip() and start is None:
@@ -76,7 +147,7 @@ class ConlluDocument:
         self.sentences = [[i for i in block if self.lines[i].partition("\t")[0].isdigit()] for block in self.blocks]
 
     @classmethod
-    def read(cls, path: PathLike) -> ConlluDocument:
+    def read(cls, path: str | os.PathLike) -> ConlluDocument:
         """Read and validate ``path``; ``ValueError("path:line: ...")`` for bad UTF-8 or
         a malformed line, ``FileNotFoundError`` for a missing file."""
         path = Path(path)

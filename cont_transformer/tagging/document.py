@@ -1,10 +1,10 @@
 """What tagging returns: a :class:`Document` of sentences, tokens and words, in stanza's shape and names.
 
-``doc.sentences[i].words[j]`` is a :class:`Word` (``id`` 1-based in its sentence,
+``doc.sentences[i].words[j]`` is a :class:`~.words.Word` (``id`` 1-based in its sentence,
 ``text``, ``lemma``, ``upos``, ``xpos``, ``feats``, ``head`` (an int), ``deprel``,
 ``deps``, ``misc``, and ``start`` / ``end``: its characters in the input text,
 ``doc.text[word.start:word.end] == word.text``; also read as stanza's ``start_char`` /
-``end_char``). ``sentence.tokens[k]`` is a :class:`Token`: what the raw text shows, one
+``end_char``). ``sentence.tokens[k]`` is a :class:`~.words.Token`: what the raw text shows, one
 word, or a multiword token over several (``didn't`` = ``did`` ``n't``; ``token.id`` is
 ``(2, 3)``, as CoNLL-U writes ``2-3``). A column the model does not predict is None, and
 so is an empty value: None in Python, ``_`` only in CoNLL-U, as in stanza. Offsets are
@@ -38,16 +38,9 @@ from typing import Any
 from ..runtime.collection import paused_cycle_collection
 from .conllu_document import COLUMNS, ConlluDocument, format_sentence, format_text_sentence
 from .data import PathLike
+from .words import WORD_COLUMNS, Token, Word, empty_as_none
 
 TAG_COLUMNS = COLUMNS[2:6]  # lemma, upos, xpos, feats: what a tagger predicts, in CoNLL-U order
-WORD_COLUMNS = COLUMNS[2:]  # every column a word carries besides its id and form
-_DICT_KEYS = ("id", "text", *WORD_COLUMNS, "start_char", "end_char")  # stanza's, in its order
-
-
-def empty_as_none(value: str | None, text: str = "") -> str | None:
-    """A column's value as stanza keeps it: None for CoNLL-U's empty ``_`` (a lemma ``_`` of
-    the word ``_`` stays)."""
-    return None if value is None or (value == "_" and text != "_") else value
 
 
 def _written(value: str | int | None) -> str:
@@ -61,99 +54,6 @@ def _comment_value(comments: Sequence[str], key: str) -> str | None:
         if equals and name.strip() == key:
             return value.strip()
     return None
-
-
-class _CharacterSpan:
-    """stanza's names of a word's or token's character offsets (``start``, ``end``)."""
-
-    start: int | None
-    end: int | None
-
-    @property
-    def start_char(self) -> int | None:
-        return self.start
-
-    @property
-    def end_char(self) -> int | None:
-        return self.end
-
-
-@dataclass(eq=False)
-class Word(_CharacterSpan):
-    """One syntactic word (a CoNLL-U word line)."""
-
-    id: int
-    text: str
-    lemma: str | None = None
-    upos: str | None = None
-    xpos: str | None = None
-    feats: str | None = None
-    start: int | None = None
-    end: int | None = None
-    head: int | None = None
-    deprel: str | None = None
-    deps: str | None = None
-    misc: str | None = None
-    parent: Token | None = field(default=None, repr=False)  # the token it belongs to
-
-    @property
-    def pos(self) -> str | None:
-        """stanza's other name of ``upos``."""
-        return self.upos
-
-    def to_dict(self) -> dict[str, Any]:
-        """stanza's: ``id``, ``text``, ``lemma``, ``upos``, ``xpos``, ``feats``, ``head``,
-        ``deprel``, ``deps``, ``misc``, ``start_char``, ``end_char``, those that are not None."""
-        values = {key: getattr(self, key) for key in _DICT_KEYS[:-2]} | {"start_char": self.start, "end_char": self.end}
-        return {key: value for key, value in values.items() if value is not None}
-
-    @classmethod
-    def from_dict(cls, entry: Mapping[str, Any]) -> Word:
-        """A word of :meth:`to_dict`'s entry (``id`` an int or a 1-tuple); ``ValueError``
-        naming an unknown key."""
-        unknown = [key for key in entry if key not in _DICT_KEYS]
-        if unknown:
-            raise ValueError(f"word entry: {unknown[0]!r} is not one of {_DICT_KEYS}")
-        values = {key: empty_as_none(entry.get(key), entry.get("text", "")) for key in WORD_COLUMNS if key != "head"}
-        head = entry.get("head")
-        word_id = entry["id"][0] if isinstance(entry["id"], tuple) else entry["id"]
-        return cls(
-            int(word_id),
-            entry["text"],
-            **values,
-            head=None if head is None else int(head),
-            start=entry.get("start_char"),
-            end=entry.get("end_char"),
-        )
-
-
-@dataclass(eq=False)
-class Token(_CharacterSpan):
-    """What the text shows: one word, or a multiword token (``id`` ``(first, last)``)
-    whose ``text`` is written as one and whose ``words`` are several."""
-
-    id: tuple[int, ...]
-    text: str
-    words: list[Word]
-    start: int | None = None
-    end: int | None = None
-    misc: str | None = None  # a multiword token's own MISC (its CoNLL-U line's)
-
-    def __post_init__(self):
-        for word in self.words:
-            word.parent = self
-
-    def is_mwt(self) -> bool:
-        return len(self.words) > 1
-
-    def to_dict(self) -> list[dict[str, Any]]:
-        """stanza's: the token's own entry first if it is a multiword token (``id`` a
-        tuple), then one per word."""
-        words = [word.to_dict() for word in self.words]
-        if not self.is_mwt():
-            return words
-        values = {"id": self.id, "text": self.text, "misc": self.misc, "start_char": self.start, "end_char": self.end}
-        return [{key: value for key, value in values.items() if value is not None}, *words]
 
 
 @dataclass(eq=False)

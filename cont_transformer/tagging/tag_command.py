@@ -131,34 +131,15 @@ def tag_command(
     if num_threads is not None and num_threads < 1:
         raise ValueError(f"--num-threads: give a positive number of CPU threads, got {num_threads}")
 
-    import torch
-    from transformers.utils import logging as transformers_logging
-
-    from ..runtime.compiling import check_compile_mode
     from ..runtime.model_folders import check_outside_model_folders
-    from ..training.accelerator import inference_autocast
     from .conllu_document import ConlluDocument
     from .scoring import format_scores, score, scored_columns
-    from .tag import Tagger
-    from .tag_files import tag_file
 
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("cont_transformer").setLevel(level)
-    transformers_logging.set_verbosity(level)
-    transformers_logging.disable_progress_bar()  # stderr is for errors, progress and speed
+    _set_up_logging(level)
     for path in outputs:
         check_outside_model_folders(path, "output")  # never over a model's own files
-    if num_threads is not None:
-        torch.set_num_threads(num_threads)
-    check_compile_mode(torch_compile_mode)
-    tagger = Tagger.from_pretrained(
-        model_dir,
-        device=device,
-        dtype=getattr(torch, dtype) if dtype else None,
-        language=language,
-        batch_size=batch_size,
-        torch_compile=torch_compile,
-        torch_compile_mode=torch_compile_mode,
+    tagger = _load_tagger(
+        model_dir, device, dtype, language, batch_size, num_threads, torch_compile, torch_compile_mode
     )
     gold = ConlluDocument.read(evaluate) if evaluate else None
     text = None
@@ -172,24 +153,85 @@ def tag_command(
     if output_dir is not None:
         Path(output_dir).mkdir(parents=True, exist_ok=True)
     system = io.StringIO() if gold is not None else None
+    options = {"input_format": input_format, "output_format": format, "text": text, "in_place": in_place}
+    _tag_inputs(tagger, inputs, outputs, options, bf16, fp16, no_progress, quiet, system)
+    if gold is not None:
+        output_name = outputs[-1] or "<output>"
+        result = score(gold, ConlluDocument(system.getvalue(), output_name), scored_columns(tagger.columns))
+        print(format_scores(result), file=sys.stderr)
+
+
+def _set_up_logging(level: int) -> None:
+    """Log ``level`` and above of ours and of transformers to stderr, without transformers'
+    progress bars (stderr is for errors, progress and speed)."""
+    from transformers.utils import logging as transformers_logging
+
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("cont_transformer").setLevel(level)
+    transformers_logging.set_verbosity(level)
+    transformers_logging.disable_progress_bar()
+
+
+def _load_tagger(
+    model_dir: str,
+    device: str | None,
+    dtype: str | None,
+    language: str | None,
+    batch_size: int,
+    num_threads: int | None,
+    torch_compile: bool,
+    torch_compile_mode: str | None,
+):
+    """The :class:`~.tag.Tagger` of ``model_dir`` as the flags ask (torch's CPU threads set
+    first, the compile mode checked)."""
+    import torch
+
+    from ..runtime.compiling import check_compile_mode
+    from .tag import Tagger
+
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    check_compile_mode(torch_compile_mode)
+    return Tagger.from_pretrained(
+        model_dir,
+        device=device,
+        dtype=getattr(torch, dtype) if dtype else None,
+        language=language,
+        batch_size=batch_size,
+        torch_compile=torch_compile,
+        torch_compile_mode=torch_compile_mode,
+    )
+
+
+def _tag_inputs(
+    tagger,
+    inputs: list[str | None],
+    outputs: list,
+    options: dict,
+    bf16: bool,
+    fp16: bool,
+    no_progress: bool,
+    quiet: bool,
+    system: io.StringIO | None,
+) -> None:
+    """Tag each input into its output (:func:`~.tag_files.tag_file` with ``options``), its
+    output also into ``system`` when scoring; each input's words/s summary to stderr unless
+    ``quiet``."""
+    from ..training.accelerator import inference_autocast
+    from .tag_files import tag_file
+
     for name, path in zip(inputs, outputs):
         with inference_autocast(bf16, fp16, next(tagger.model.parameters()).device):
             stats = tag_file(
                 tagger,
                 name,
                 path,
-                input_format=input_format,
-                output_format=format,
+                **options,
                 progress=False if no_progress else None,
-                text=text,
-                in_place=in_place,
                 also=None if system is None else system.write,
             )
         if not quiet:
             print(stats.summary() if len(inputs) == 1 else f"{name}: {stats.summary()}", file=sys.stderr)
-    if gold is not None:
-        result = score(gold, ConlluDocument(system.getvalue(), path or "<output>"), scored_columns(tagger.columns))
-        print(format_scores(result), file=sys.stderr)
 
 
 __all__ = ["DTYPES", "LOG_LEVELS", "expand_inputs", "output_paths", "parse_log_level", "tag_command"]

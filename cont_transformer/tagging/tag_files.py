@@ -48,8 +48,7 @@ error, ``output`` is as it was; a killed run's staging file is deleted by the ne
 the same output. An output that is not a regular file (stdout, ``-``, a FIFO, a character
 or block device, a socket, or a link to one:
 :func:`~cont_transformer.runtime.safe_files.is_stream`) is written directly, never staged
-or replaced. An output that is the
-input file is refused unless ``in_place``.
+or replaced. An output that is the input file is refused unless ``in_place``.
 """
 
 from __future__ import annotations
@@ -74,7 +73,7 @@ from ..runtime.collection import paused_cycle_collection
 from ..runtime.safe_files import staged_output
 from ..text_segmentation import Sentence, rules, split_text, tokenize_sentences, whitespace_sentences, word_splitter
 from .conllu_document import ConlluDocument, format_text_sentence
-from .document import empty_as_none
+from .words import empty_as_none
 
 if TYPE_CHECKING:
     from .tag import Tagger
@@ -401,6 +400,26 @@ def _check_input(input: str | os.PathLike | None) -> None:
         raise FileNotFoundError(f"input: {path}: no such file")
 
 
+def _batches(units: Iterator[_Unit | None], stats: TaggingStats) -> Iterator[list[_Unit]]:
+    """``units`` in batches closed once they hold :data:`CHUNK_SENTENCES` sentences, where
+    the input pauses (a None unit) and at its end; reading them is the tokenizer's time."""
+    batch: list[_Unit] = []
+    sentences = 0  # in the batch
+    while True:
+        with stats.timing("tokenizer"):
+            unit = next(units, StopIteration)
+        if unit is not None and unit is not StopIteration:
+            batch.append(unit)
+            sentences += len(unit.words)
+            if sentences < CHUNK_SENTENCES:
+                continue
+        if batch:
+            yield batch
+            batch, sentences = [], 0
+        if unit is StopIteration:
+            break
+
+
 @paused_cycle_collection()  # it makes no cycles: nothing waits for the collector
 def tag_file(
     tagger: Tagger,
@@ -469,26 +488,13 @@ def tag_file(
     with staged_output(output) as stream, bar:
         if formatter.header:
             write(stream, formatter.header)
-        batch: list[_Unit] = []
-        sentences = 0  # in the batch
-        while True:
-            with stats.timing("tokenizer"):
-                unit = next(units, StopIteration)
-            if unit is not None and unit is not StopIteration:
-                batch.append(unit)
-                sentences += len(unit.words)
-                if sentences < CHUNK_SENTENCES:
-                    continue
-            if batch:
-                words = [sentence for u in batch for sentence in u.words]
-                with stats.timing("model"):
-                    predicted = iter(tagger.predict_columns(words, bar.update))
-                with stats.timing("output"):
-                    write(stream, "".join(formatter(u, [next(predicted) for _ in u.words]) for u in batch))
-                    stream.flush()
-                stats.sentences += len(words)
-                stats.words += sum(map(len, words))
-                batch, sentences = [], 0
-            if unit is StopIteration:
-                break
+        for batch in _batches(units, stats):
+            words = [sentence for u in batch for sentence in u.words]
+            with stats.timing("model"):
+                predicted = iter(tagger.predict_columns(words, bar.update))
+            with stats.timing("output"):
+                write(stream, "".join(formatter(u, [next(predicted) for _ in u.words]) for u in batch))
+                stream.flush()
+            stats.sentences += len(words)
+            stats.words += sum(map(len, words))
     return stats
