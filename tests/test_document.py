@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cont_transformer.tagging.document import Document, Sentence
-from cont_transformer.tagging.tag import TaggedSentence, Tagger, tag
+from cont_transformer.tagging.document import Document
+from cont_transformer.tagging.tag import Tagger, tag
 from cont_transformer.tagging.tag_files import tag_file
 from cont_transformer.tagging.words import Token, Word
 
@@ -84,8 +84,8 @@ def test_a_contraction_is_one_token_of_two_words(doc):
     assert (doc.num_tokens, doc.num_words) == (12, 13) and len(list(doc.iter_words())) == 13
 
 
-def test_what_the_lists_of_tagged_sentences_gave_still_reads(doc):
-    assert TaggedSentence is Sentence and len(doc) == 2 and list(doc) == doc.sentences
+def test_documents_and_sentences_read_as_lists(doc):
+    assert len(doc) == 2 and list(doc) == doc.sentences
     sentence = doc.sentences[1]
     xpos = [w.xpos or "_" for w in sentence.words]
     assert list(sentence) == list(zip(["Tom", "did", "n't", "see", "it", "!"], xpos))

@@ -22,10 +22,9 @@ what ``scripts/tag.py`` writes for the same input, by the same functions
 
 Like stanza's, the objects compare and hash by identity (a word can key a dict).
 
-Kept from the lists the tagger returned before (``TaggedSentence``, still that name in
-:mod:`.tag`): a document iterates, indexes and counts its sentences; a sentence iterates
-``(word, tag)`` pairs of the primary column, and ``tags``, ``spans``, ``columns`` and the
-per-column lists ``upos``, ``xpos``, ``feats``, ``lemma`` (None when not predicted, ``_``
+Besides stanza's shape, lists: a document iterates, indexes and counts its sentences; a
+sentence iterates ``(word, tag)`` pairs of the primary column, and ``tags``, ``spans``,
+``columns`` and the per-column lists ``upos``, ``xpos``, ``feats``, ``lemma`` (None when not predicted, ``_``
 for an empty value) read its words.
 """
 
@@ -169,7 +168,7 @@ class Sentence:
         lines = self.to_conllu().rstrip("\n").split("\n")
         return "\n".join(line for line in lines if spec == "C" or not line.startswith("#"))
 
-    # What TaggedSentence held (parallel lists), read from the words.
+    # Parallel lists of the words' values.
 
     @property
     def tags(self) -> list[str] | None:

@@ -53,9 +53,7 @@ from ..text.tokenization import load_tokenizer
 from ..text_segmentation import check_language, split_text, tokenize_sentences
 from ..token_batches import token_batches
 from ..word_encoding import word_shortener
-from .document import TAG_COLUMNS, Document, Sentence
-
-TaggedSentence = Sentence  # the name of a tagged sentence before it held Word objects (kept for imports)
+from .document import TAG_COLUMNS, Document
 
 
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
