@@ -6,5 +6,6 @@ models and the applications' trainers, and nothing in the library imports it.
 against :mod:`.discrete_transformer`), :mod:`.training` measure 9, :mod:`.representations`
 measure 10 (the input representations), :mod:`.text_tagging`
 measures 11 and 12, and :mod:`.images` the ODE-ResNet's (6 and 7, against
-:mod:`.discrete_resnet`). ``scripts/benchmark.py`` runs them (docs/design.md §9).
+:mod:`.discrete_resnet`); :mod:`.workloads` holds the workloads they share.
+``scripts/benchmark.py`` runs them (docs/design.md §9).
 """

@@ -14,11 +14,12 @@ import torch
 
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
-from ..runtime.measuring import Case, Workload, training_step
+from ..runtime.measuring import Case, Workload
 from ..tagging.arguments import TrainingArguments
 from ..text.batching import PaddingCollator, encode_for_training
 from ..text.tokenization import build_tokenizer, spelling_tables
 from .transformer import inference, recipe_optimizer
+from .workloads import training_step
 
 # Measure 10: the input representations on sentences like English-GUM's (about 17 words,
 # 7% of them unseen in train) at the tagging recipe's K = N_T = 16 and character CNN width.

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
-from ..runtime.measuring import Case, Workload, resident_tensors
+from ..runtime.measuring import Case, Workload
 from ..tagging.arguments import TrainingArguments
 from ..tagging.columns import canonical_feats
 from ..tagging.lemmas import script_labels
@@ -38,6 +38,7 @@ from ..tagging.tag import Tagger
 from ..tagging.tag_files import tag_file
 from ..text.tokenization import build_tokenizer, spelling_tables, training_words
 from .training import gum_recipe
+from .workloads import resident_tensors
 
 # Label counts as English-GUM's; ``words``: the length of the text.
 COLUMN_TAGGING_SIZES = {

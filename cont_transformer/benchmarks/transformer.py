@@ -32,18 +32,11 @@ from torch import nn
 
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
-from ..runtime.measuring import (
-    Case,
-    Workload,
-    compiled,
-    compiled_name,
-    resident_tensors,
-    training_step,
-    warmed,
-)
+from ..runtime.measuring import Case, Workload
 from ..text.optimization import build_optimizer
 from ..transform import change_basis, set_num_steps
 from .discrete_transformer import PreLayerNormTagger
+from .workloads import compiled, compiled_name, resident_tensors, training_step, warmed
 
 # --- the continuous transformer's cases ------------------------------------------
 
