@@ -4,8 +4,8 @@
                                 [--compile-mode MODE] [--training-steps N --ud-dir DIR]
 
 Every measure is a ratio to a baseline run in the same process. The measures and their
-targets are listed where their cases live, in cont_transformer/benchmarks/: 1 to 5, 7, 8 and 10 in
-transformer.py, 6 and 7 in images.py, 9 (--training-steps) in training.py,
+targets are listed where their cases live, in cont_transformer/benchmarks/: 1 to 5, 7 and 8 in
+transformer.py, 6 and 7 in images.py, 9 (--training-steps) in training.py, 10 in representations.py,
 11 and 12 in text_tagging.py. Measures 1 (L = 8), 2 (L = 8), 4
 and 6 also run with both models compiled (--compile-mode; "none" skips them; minutes per model on
 a CPU). Writes benchmark.json and benchmark.md into --output-dir, prints the table (measuring.run_benchmark).
@@ -19,6 +19,7 @@ from functools import partial
 import torch
 
 from cont_transformer.benchmarks.images import compiled_resnet_cases, resnet_cases
+from cont_transformer.benchmarks.representations import representation_cases
 from cont_transformer.benchmarks.text_tagging import column_tagging_cases
 from cont_transformer.benchmarks.training import training_throughput_cases
 from cont_transformer.benchmarks.transformer import checkpointing_cases, compiled_transformer_cases, transformer_cases
@@ -52,7 +53,8 @@ def every_case(
     mode: str, device: torch.device, compile_mode: str, training_steps: int, ud_dir: str | None
 ) -> list[Case]:
     """The cases of both applications, in the report's order."""
-    cases = transformer_cases(mode, device) + resnet_cases(mode, device) + checkpointing_cases(mode, device)
+    cases = transformer_cases(mode, device) + representation_cases(mode, device)
+    cases += resnet_cases(mode, device) + checkpointing_cases(mode, device)
     cases += column_tagging_cases(mode, device)
     if compile_mode != "none":
         cases += compiled_transformer_cases(mode, device, compile_mode)

@@ -13,15 +13,9 @@ import torch.nn.functional as F
 
 from ..configuration_ode_resnet import OdeResNetConfig
 from ..modeling_ode_resnet import OdeResNetForImageClassification
-from ..runtime.measuring import (
-    Case,
-    Workload,
-    compiled,
-    compiled_name,
-    training_step,
-    warmed,
-)
+from ..runtime.measuring import Case, Workload
 from .discrete_resnet import DiscreteResNet
+from .workloads import compiled, compiled_name, training_step, warmed
 
 # The CIFAR recipe's batch (docs/design.md §7) in full mode; quick mode shrinks batch and images.
 RESNET_SIZES = {

@@ -20,14 +20,16 @@ paragraphs) with ``unseen_rate`` of its words absent from the tokenizer's vocabu
 
 from __future__ import annotations
 
+import json
 import random
 import tempfile
+from importlib import resources
 from pathlib import Path
 
 import torch
 
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
-from ..runtime.measuring import Case, Workload, resident_tensors
+from ..runtime.measuring import Case, Workload
 from ..tagging.arguments import TrainingArguments
 from ..tagging.columns import canonical_feats
 from ..tagging.lemmas import script_labels
@@ -36,6 +38,7 @@ from ..tagging.tag import Tagger
 from ..tagging.tag_files import tag_file
 from ..text.tokenization import build_tokenizer, spelling_tables, training_words
 from .training import gum_recipe
+from .workloads import resident_tensors
 
 # Label counts as English-GUM's; ``words``: the length of the text.
 COLUMN_TAGGING_SIZES = {
@@ -69,233 +72,18 @@ COLUMN_TAGGING_SIZES = {
     },
 }
 
-UPOS = [
-    "ADJ",
-    "ADP",
-    "ADV",
-    "AUX",
-    "CCONJ",
-    "DET",
-    "INTJ",
-    "NOUN",
-    "NUM",
-    "PART",
-    "PRON",
-    "PROPN",
-    "PUNCT",
-    "SCONJ",
-    "SYM",
-    "VERB",
-    "X",
-]
-XPOS = [
-    "CC",
-    "CD",
-    "DT",
-    "EX",
-    "FW",
-    "IN",
-    "JJ",
-    "JJR",
-    "JJS",
-    "LS",
-    "MD",
-    "NN",
-    "NNS",
-    "NNP",
-    "NNPS",
-    "PDT",
-    "POS",
-    "PRP",
-    "PRP$",
-    "RB",
-    "RBR",
-    "RBS",
-    "RP",
-    "SYM",
-    "TO",
-    "UH",
-    "VB",
-    "VBD",
-    "VBG",
-    "VBN",
-    "VBP",
-    "VBZ",
-    "WDT",
-    "WP",
-    "WP$",
-    "WRB",
-    ",",
-    ".",
-    ":",
-    "``",
-    "''",
-    "-LRB-",
-    "-RRB-",
-    "HYPH",
-    "NFP",
-    "ADD",
-    "AFX",
-    "GW",
-    "XX",
-    "$",
-]
-FEATURES = {
-    "Abbr": ["Yes"],
-    "Case": ["Acc", "Gen", "Nom"],
-    "Definite": ["Def", "Ind"],
-    "Degree": ["Cmp", "Pos", "Sup"],
-    "Gender": ["Fem", "Masc", "Neut"],
-    "Mood": ["Imp", "Ind"],
-    "NumForm": ["Digit", "Word"],
-    "NumType": ["Card", "Ord"],
-    "Number": ["Plur", "Sing"],
-    "Person": ["1", "2", "3"],
-    "Poss": ["Yes"],
-    "PronType": ["Art", "Dem", "Int", "Prs", "Rel"],
-    "Reflex": ["Yes"],
-    "Tense": ["Past", "Pres"],
-    "VerbForm": ["Fin", "Ger", "Inf", "Part"],
-    "Voice": ["Pass"],
-}
-FUNCTION_WORDS = [
-    "the",
-    "of",
-    "and",
-    "to",
-    "a",
-    "in",
-    "is",
-    "that",
-    "it",
-    "was",
-    "for",
-    "on",
-    "as",
-    "with",
-    "he",
-    "she",
-    "they",
-    "by",
-    "at",
-    "from",
-    "his",
-    "her",
-    "this",
-    "be",
-    "are",
-    "not",
-    "but",
-    "or",
-    "have",
-    "had",
-    "were",
-    "which",
-    "their",
-    "we",
-    "you",
-    "an",
-    "one",
-    "all",
-    "there",
-    "so",
-    "what",
-    "would",
-    "when",
-    "if",
-    "about",
-    "who",
-]
-# (form ending, lemma ending): English inflection, including spelling changes.
-INFLECTIONS = [
-    ("s", ""),
-    ("es", ""),
-    ("ies", "y"),
-    ("ves", "f"),
-    ("ves", "fe"),
-    ("ed", ""),
-    ("ed", "e"),
-    ("d", ""),
-    ("ied", "y"),
-    ("ing", ""),
-    ("ing", "e"),
-    ("ying", "ie"),
-    ("er", ""),
-    ("est", ""),
-    ("ier", "y"),
-    ("iest", "y"),
-    ("r", ""),
-    ("st", ""),
-    ("i", "us"),
-    ("a", "um"),
-    ("a", "on"),
-    ("ices", "ex"),
-    ("en", ""),
-    ("ren", ""),
-    ("n", ""),
-    ("ne", "ne"),
-    ("", ""),
-]
-# (form, lemma) of irregular forms and clitics.
-IRREGULAR = [
-    ("was", "be"),
-    ("were", "be"),
-    ("is", "be"),
-    ("are", "be"),
-    ("am", "be"),
-    ("went", "go"),
-    ("gone", "go"),
-    ("did", "do"),
-    ("done", "do"),
-    ("had", "have"),
-    ("has", "have"),
-    ("made", "make"),
-    ("took", "take"),
-    ("came", "come"),
-    ("saw", "see"),
-    ("seen", "see"),
-    ("got", "get"),
-    ("gave", "give"),
-    ("found", "find"),
-    ("thought", "think"),
-    ("told", "tell"),
-    ("became", "become"),
-    ("left", "leave"),
-    ("felt", "feel"),
-    ("brought", "bring"),
-    ("began", "begin"),
-    ("kept", "keep"),
-    ("held", "hold"),
-    ("wrote", "write"),
-    ("stood", "stand"),
-    ("heard", "hear"),
-    ("meant", "mean"),
-    ("met", "meet"),
-    ("ran", "run"),
-    ("paid", "pay"),
-    ("sat", "sit"),
-    ("spoke", "speak"),
-    ("men", "man"),
-    ("women", "woman"),
-    ("children", "child"),
-    ("feet", "foot"),
-    ("teeth", "tooth"),
-    ("mice", "mouse"),
-    ("people", "person"),
-    ("better", "good"),
-    ("best", "good"),
-    ("worse", "bad"),
-    ("worst", "bad"),
-    ("n't", "not"),
-    ("'re", "be"),
-    ("'ve", "have"),
-    ("'ll", "will"),
-    ("'m", "be"),
-    ("'d", "would"),
-    ("wo", "will"),
-    ("ca", "can"),
-]
-CLITICS = ("don't", "didn't", "it's", "we're", "they've", "I'm", "can't", "won't", "city's")
+# English as the generated text and labels speak it, data in english.json beside this module:
+# GUM's UPOS and XPOS tag sets, FEATS names and values, function words, inflections as
+# (form ending, lemma ending) pairs including spelling changes, (form, lemma) pairs of
+# irregular forms and clitics, and whole clitic words.
+_ENGLISH = json.loads(resources.files(__package__).joinpath("english.json").read_text(encoding="utf-8"))
+UPOS: list[str] = _ENGLISH["upos"]
+XPOS: list[str] = _ENGLISH["xpos"]
+FEATURES: dict[str, list[str]] = _ENGLISH["features"]
+FUNCTION_WORDS: list[str] = _ENGLISH["function_words"]
+INFLECTIONS = [(form, lemma) for form, lemma in _ENGLISH["inflections"]]
+IRREGULAR = [(form, lemma) for form, lemma in _ENGLISH["irregular"]]
+CLITICS = tuple(_ENGLISH["clitics"])
 
 
 def _syllables(rng: random.Random, low: int, high: int) -> str:

@@ -11,23 +11,19 @@ Each measure is a ratio to a baseline run in the same process; its target in bra
 7. peak memory of the training steps of 1 and 3, and of the inference of 4 [<= 1.10]
    (the image models' step, measure 6, is :mod:`.images`');
 8. activation checkpointing at K = N_T = 64: training step time [<= 1.4] and peak memory
-   [<= 0.5] against the same step without;
-10. the word+chars input representation against the word-only model, training step and
-    inference, K = N_T = 16, on sentences like English-GUM's [<= 1.5].
+   [<= 0.5] against the same step without.
 
-:func:`transformer_cases` builds measures 1 to 5, 7 and 10, :func:`checkpointing_cases`
+:func:`transformer_cases` builds measures 1 to 5 and 7, :func:`checkpointing_cases`
 measure 8, and :func:`compiled_transformer_cases` the compiled variants of measures 1,
 2 and 4 (candidate and baseline compiled with the same ``torch.compile`` mode, warmed up
-before any timing). Measure 9 is :mod:`.training`'s, 11 and 12
-:mod:`.text_tagging`'s.
+before any timing). Measure 9 is :mod:`.training`'s, 10 (the input representations, on
+these workloads) :mod:`.representations`', 11 and 12 :mod:`.text_tagging`'s.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
-import random
-import string
 from collections.abc import Callable
 
 import torch
@@ -36,21 +32,11 @@ from torch import nn
 
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
-from ..runtime.measuring import (
-    Case,
-    Workload,
-    compiled,
-    compiled_name,
-    resident_tensors,
-    training_step,
-    warmed,
-)
-from ..tagging.arguments import TrainingArguments
-from ..text.batching import PaddingCollator, encode_for_training
+from ..runtime.measuring import Case, Workload
 from ..text.optimization import build_optimizer
-from ..text.tokenization import build_tokenizer, spelling_tables
 from ..transform import change_basis, set_num_steps
 from .discrete_transformer import PreLayerNormTagger
+from .workloads import compiled, compiled_name, resident_tensors, training_step, warmed
 
 # --- the continuous transformer's cases ------------------------------------------
 
@@ -108,7 +94,7 @@ def _tagger_batch(sizes: dict, device: torch.device) -> dict[str, torch.Tensor]:
     }
 
 
-def _optimizer(model: nn.Module) -> torch.optim.Optimizer:
+def recipe_optimizer(model: nn.Module) -> torch.optim.Optimizer:
     """The tagger recipe's optimiser, as training builds it (docs/design.md §6)."""
     return build_optimizer(model, learning_rate=1e-4, weight_decay=0.1)
 
@@ -138,7 +124,7 @@ def continuous_training(
     forward = compiled(model, compile_mode)
     batch = _tagger_batch(sizes, device)
     return training_step(
-        compiled_name(name, compile_mode), model, lambda: forward(**batch).loss, _optimizer(model), batch
+        compiled_name(name, compile_mode), model, lambda: forward(**batch).loss, recipe_optimizer(model), batch
     )
 
 
@@ -161,7 +147,7 @@ def baseline_training(
         return F.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100)
 
     name = compiled_name(f"discrete pre-LN encoder L={num_layers}", compile_mode)
-    return training_step(name, model, loss, _optimizer(model), batch)
+    return training_step(name, model, loss, recipe_optimizer(model), batch)
 
 
 def inference(model: ContTransformerForTokenClassification, batch: dict, compile_mode: str | None = None) -> Workload:
@@ -237,147 +223,38 @@ def shortening_cases(
     return cases
 
 
-# Measure 10: the input representations on sentences like English-GUM's (about 17 words,
-# 7% of them unseen in train) at the tagging recipe's K = N_T = 16 and character CNN width.
-REPRESENTATION_SIZES = {
-    "quick": {
-        "batch_size": 2,
-        "min_words": 3,
-        "max_words": 8,
-        "hidden_size": 16,
-        "vocab_size": 100,
-        "num_labels": 8,
-        "num_basis": 2,
-        "unseen_rate": 0.1,
-        "char_hidden_size": 16,
-    },
-    "full": {
-        "batch_size": 64,
-        "min_words": 5,
-        "max_words": 30,
-        "hidden_size": 128,
-        "vocab_size": 5000,
-        "num_labels": 46,
-        "num_basis": 16,
-        "unseen_rate": 0.07,
-        "char_hidden_size": TrainingArguments.char_hidden_size,
-    },
-}
+def _layered(
+    sizes: dict, num_layers: int, basis: str = "piecewise_constant", scheme: str = "euler"
+) -> ContTransformerConfig:
+    # T = L makes Euler + piecewise constant exactly the L-layer encoder.
+    return _tagger_config(sizes, basis=basis, num_basis=num_layers, scheme=scheme, time_horizon=num_layers)
 
 
-def _random_word(rng: random.Random) -> str:
-    return "".join(rng.choices(string.ascii_letters, k=rng.randint(1, 12)))
-
-
-def representation_batch(
-    word_representation: str, sizes: dict, device: torch.device
-) -> tuple[ContTransformerForTokenClassification, dict[str, torch.Tensor]]:
-    """A tagger with ``word_representation`` and its tokenizer's batch of random sentences:
-    words drawn from a random training vocabulary with Zipf's frequencies, ``unseen_rate``
-    of them new (the same sentences for every representation), tags on each word's first
-    token."""
-    rng = random.Random(0)
-    vocabulary = sorted({_random_word(rng) for _ in range(sizes["vocab_size"])})
-    rng.shuffle(vocabulary)
-    zipf = [1 / rank for rank in range(1, len(vocabulary) + 1)]  # word frequencies as in text
-    sentences = [
-        [
-            _random_word(rng) if rng.random() < sizes["unseen_rate"] else rng.choices(vocabulary, zipf)[0]
-            for _ in range(rng.randint(sizes["min_words"], sizes["max_words"]))
-        ]
-        for _ in range(sizes["batch_size"])
-    ]
-    tags = [[rng.randrange(sizes["num_labels"]) for _ in sentence] for sentence in sentences]
-    tokenizer = build_tokenizer(vocabulary, spelling=word_representation != "word")
-    rows, _ = encode_for_training(tokenizer, sentences, tags, max_length=sizes["max_words"] + 1)
-    batch = PaddingCollator(tokenizer.pad_token_id)(rows)  # tags on each word's first token
-    spelling, char_vocab_size = None, ContTransformerConfig.char_vocab_size
-    if word_representation != "word":
-        spelling, char_vocab_size = spelling_tables(tokenizer, set(vocabulary), ContTransformerConfig.max_word_length)
-    config = ContTransformerConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=sizes["hidden_size"],
-        intermediate_size=sizes["hidden_size"],
-        num_basis=sizes["num_basis"],
-        unk_token_id=tokenizer.unk_token_id,
-        word_representation=word_representation,
-        char_vocab_size=char_vocab_size,
-        char_hidden_size=sizes["char_hidden_size"],
-        id2label={i: f"TAG{i}" for i in range(sizes["num_labels"])},
+def _against_encoder(config: ContTransformerConfig, num_layers: int, sizes: dict, device: torch.device) -> Callable:
+    return lambda: (
+        continuous_training(config, sizes, device),
+        baseline_training(config, num_layers, sizes, device),
     )
-    torch.manual_seed(0)
-    model = ContTransformerForTokenClassification(config)
-    if spelling is not None:
-        model.cont_transformer.embeddings.set_spelling(**spelling)
-    return model.to(device), {key: value.to(device) for key, value in batch.items()}
 
 
-def representation_training(word_representation: str, sizes: dict, device: torch.device) -> Workload:
-    """A training step of the tagger with ``word_representation`` (see :func:`representation_batch`)."""
-    model, batch = representation_batch(word_representation, sizes, device)
-    name = f"{word_representation} K=N_T={sizes['num_basis']}"
-    return training_step(name, model, lambda: model(**batch).loss, _optimizer(model), batch)
+def _against(
+    candidate: ContTransformerConfig, baseline: ContTransformerConfig, sizes: dict, device: torch.device
+) -> Callable:
+    return lambda: (continuous_training(candidate, sizes, device), continuous_training(baseline, sizes, device))
 
 
-def representation_inference(word_representation: str, sizes: dict, device: torch.device) -> Workload:
-    """Inference of the tagger with ``word_representation`` (see :func:`representation_batch`)."""
-    model, batch = representation_batch(word_representation, sizes, device)
-    workload = inference(model, batch)
-    workload.name = f"inference {word_representation} K=N_T={sizes['num_basis']}"
-    return workload
-
-
-def representation_cases(mode: str, device: torch.device) -> list[Case]:
-    """Measure 10: the training step and the inference of the ``"word+chars"`` representation
-    against the word-only model, on the same sentences."""
-    sizes = REPRESENTATION_SIZES[mode]
-    grid = f"K=N_T={sizes['num_basis']}"
-    return [
-        Case(
-            f"{name}_word_chars_vs_word",
-            10,
-            f"{what}, word+chars vs word representation, {grid}",
-            lambda workload=workload: (workload("word+chars", sizes, device), workload("word", sizes, device)),
-            1.5,
-            "ratio <= 1.5",
-            sizes=sizes,
-        )
-        for name, what, workload in (
-            ("train", "training step", representation_training),
-            ("inference", "inference", representation_inference),
-        )
-    ]
-
-
-def transformer_cases(mode: str, device: torch.device) -> list[Case]:
-    """Measures 1–5, the transformer's part of 7 and 10 (see the module's doc) at the
-    sizes ``TRANSFORMER_SIZES[mode]`` and ``REPRESENTATION_SIZES[mode]``."""
-    sizes = TRANSFORMER_SIZES[mode]
-    fine, coarse = sizes["fine_basis"], sizes["coarse_basis"]
+def _depth_cases(sizes: dict, device: torch.device) -> list[Case]:
+    """Measures 1 and 2 at each depth L of ``sizes["layers"]``."""
     cases = []
-
-    def layered(num_layers: int, basis: str = "piecewise_constant", scheme: str = "euler") -> ContTransformerConfig:
-        # T = L makes Euler + piecewise constant exactly the L-layer encoder.
-        return _tagger_config(sizes, basis=basis, num_basis=num_layers, scheme=scheme, time_horizon=num_layers)
-
-    def against_encoder(config: ContTransformerConfig, num_layers: int) -> Callable:
-        return lambda: (
-            continuous_training(config, sizes, device),
-            baseline_training(config, num_layers, sizes, device),
-        )
-
-    def against(candidate: ContTransformerConfig, baseline: ContTransformerConfig) -> Callable:
-        return lambda: (continuous_training(candidate, sizes, device), continuous_training(baseline, sizes, device))
-
     for num_layers in sizes["layers"]:
-        constant = layered(num_layers)
+        constant = _layered(sizes, num_layers)
         encoder = f"vs {num_layers}-layer encoder"
         cases += [
             Case(
                 f"train_euler_constant_L{num_layers}",
                 1,
                 f"training step, Euler, piecewise constant, K=N_T={num_layers} {encoder}",
-                against_encoder(constant, num_layers),
+                _against_encoder(constant, num_layers, sizes, device),
                 1.10,
                 "ratio <= 1.10",
                 sizes=sizes,
@@ -386,7 +263,7 @@ def transformer_cases(mode: str, device: torch.device) -> list[Case]:
                 f"train_euler_linear_L{num_layers}",
                 2,
                 f"training step, Euler, piecewise linear, K=N_T={num_layers} {encoder}",
-                against_encoder(layered(num_layers, "piecewise_linear"), num_layers),
+                _against_encoder(_layered(sizes, num_layers, "piecewise_linear"), num_layers, sizes, device),
                 1.10,
                 "ratio <= 1.10",
                 sizes=sizes,
@@ -395,31 +272,33 @@ def transformer_cases(mode: str, device: torch.device) -> list[Case]:
                 f"train_rk4_vs_euler_L{num_layers}",
                 2,
                 f"training step, RK4 vs Euler, piecewise constant, K=N_T={num_layers}",
-                against(layered(num_layers, scheme="rk4"), constant),
+                _against(_layered(sizes, num_layers, scheme="rk4"), constant, sizes, device),
                 4.4,
                 "ratio <= 4.4",
                 sizes=sizes,
             ),
         ]
+    return cases
 
+
+def _basis_cases(sizes: dict, device: torch.device) -> list[Case]:
+    """Measures 3 to 5: K = ``fine_basis`` against ``coarse_basis`` at N_T = ``coarse_basis``,
+    shortened inference and ``change_basis``."""
+    fine, coarse = sizes["fine_basis"], sizes["coarse_basis"]
     many = _tagger_config(sizes, num_basis=fine, num_steps=coarse)
     few = _tagger_config(sizes, num_basis=coarse, num_steps=coarse)
-    cases.append(
+    full_depth = _tagger_config(sizes, num_basis=fine)
+    return [
         Case(
             f"train_K{fine}_vs_K{coarse}_NT{coarse}",
             3,
             f"training step at N_T={coarse}: K={fine} vs K={coarse}",
-            against(many, few),
+            _against(many, few, sizes, device),
             1.10,
             "ratio <= 1.10",
             sizes=sizes,
-        )
-    )
-
-    full_depth = _tagger_config(sizes, num_basis=fine)
-    cases += shortening_cases(fine, lambda n: shortened_inference(full_depth, n, sizes, device), sizes)
-
-    cases.append(
+        ),
+        *shortening_cases(fine, lambda n: shortened_inference(full_depth, n, sizes, device), sizes),
         Case(
             f"change_basis_K{fine}_to_K{coarse}",
             5,
@@ -429,28 +308,36 @@ def transformer_cases(mode: str, device: torch.device) -> list[Case]:
             "candidate <= 0.25 s",
             quantity="candidate",
             sizes=sizes,
-        )
-    )
+        ),
+    ]
 
-    for num_layers in sizes["layers"]:
-        cases.append(
-            Case(
-                f"memory_train_euler_constant_L{num_layers}",
-                7,
-                f"peak memory, training step of measure 1, L={num_layers}",
-                against_encoder(layered(num_layers), num_layers),
-                1.10,
-                "ratio <= 1.10",
-                metric="memory",
-                sizes=sizes,
-            )
+
+def _memory_cases(sizes: dict, device: torch.device) -> list[Case]:
+    """The transformer's part of measure 7: peak memory of the training steps of measures
+    1 and 3, and of the inference of measure 4."""
+    fine, coarse = sizes["fine_basis"], sizes["coarse_basis"]
+    many = _tagger_config(sizes, num_basis=fine, num_steps=coarse)
+    few = _tagger_config(sizes, num_basis=coarse, num_steps=coarse)
+    full_depth = _tagger_config(sizes, num_basis=fine)
+    cases = [
+        Case(
+            f"memory_train_euler_constant_L{num_layers}",
+            7,
+            f"peak memory, training step of measure 1, L={num_layers}",
+            _against_encoder(_layered(sizes, num_layers), num_layers, sizes, device),
+            1.10,
+            "ratio <= 1.10",
+            metric="memory",
+            sizes=sizes,
         )
-    cases += [
+        for num_layers in sizes["layers"]
+    ]
+    return cases + [
         Case(
             f"memory_train_K{fine}_vs_K{coarse}_NT{coarse}",
             7,
             f"peak memory, training step of measure 3: K={fine} vs K={coarse}",
-            against(many, few),
+            _against(many, few, sizes, device),
             1.10,
             "ratio <= 1.10",
             metric="memory",
@@ -467,7 +354,13 @@ def transformer_cases(mode: str, device: torch.device) -> list[Case]:
             sizes=sizes,
         ),
     ]
-    return cases + representation_cases(mode, device)
+
+
+def transformer_cases(mode: str, device: torch.device) -> list[Case]:
+    """Measures 1–5 and the transformer's part of 7 (see the module's doc) at the sizes
+    ``TRANSFORMER_SIZES[mode]``."""
+    sizes = TRANSFORMER_SIZES[mode]
+    return _depth_cases(sizes, device) + _basis_cases(sizes, device) + _memory_cases(sizes, device)
 
 
 # --- activation checkpointing (measure 8) ------------------------------------------

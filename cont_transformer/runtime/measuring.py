@@ -7,8 +7,8 @@ target; :func:`run_case` measures it, :func:`write_report` writes ``benchmark.js
 and ``benchmark.md``, and :func:`run_benchmark` (``scripts/benchmark.py``) measures a
 list of cases one by one, writing the report after each. The cases themselves live with
 what they measure, in :mod:`cont_transformer.benchmarks`: the continuous
-transformer's in ``transformer``, ``training`` and ``text_tagging``, the image models' in
-``images``.
+transformer's in ``transformer``, ``representations``, ``training`` and ``text_tagging``,
+the image models' in ``images``, built of the workloads of ``workloads``.
 
 Timing (:func:`time_interleaved`): after warm-up runs, candidate and baseline
 alternate rep by rep (candidate first on even reps, baseline first on odd ones), so
@@ -43,7 +43,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
 from .compiling import default_mode
@@ -285,58 +284,6 @@ def machine_info(device: torch.device) -> dict:
     return info
 
 
-# --- generic workloads ----------------------------------------------------------
-
-
-def resident_tensors(model: nn.Module, optimizer: torch.optim.Optimizer | None, batch: dict) -> Iterable[torch.Tensor]:
-    """The tensors a model's workload keeps between runs: parameters, buffers, gradients,
-    optimiser state and the batch."""
-    yield from model.parameters()
-    yield from model.buffers()
-    yield from (p.grad for p in model.parameters() if p.grad is not None)
-    if optimizer is not None:
-        for state in optimizer.state.values():
-            yield from (v for v in state.values() if torch.is_tensor(v))
-    yield from batch.values()
-
-
-def training_step(
-    name: str, model: nn.Module, loss: Callable[[], torch.Tensor], optimizer: torch.optim.Optimizer, batch: dict
-) -> Workload:
-    """Forward, backward and optimiser step; ``zero_grad`` (to None) runs unmeasured."""
-    model.train()
-
-    def run() -> None:
-        loss().backward()
-        optimizer.step()
-
-    return Workload(
-        name,
-        run,
-        prepare=lambda: optimizer.zero_grad(set_to_none=True),
-        resident=lambda: resident_tensors(model, optimizer, batch),
-    )
-
-
-def compiled(model: nn.Module, compile_mode: str | None) -> nn.Module:
-    """``model`` through ``torch.compile(mode=compile_mode)``, or itself for None."""
-    return model if compile_mode is None else torch.compile(model, mode=compile_mode)
-
-
-def compiled_name(name: str, compile_mode: str | None) -> str:
-    return name if compile_mode is None else f"{name}, compiled ({compile_mode})"
-
-
-def warmed(workloads: tuple[Workload, ...], runs: int = 3) -> tuple[Workload, ...]:
-    """Run each workload ``runs`` times, so that compiling (and recording CUDA graphs)
-    happens before any measurement."""
-    for workload in workloads:
-        for _ in range(runs):
-            workload.prepare()
-            workload.run()
-    return workloads
-
-
 # --- the report ------------------------------------------------------------------
 
 
@@ -484,19 +431,14 @@ __all__ = [
     "Case",
     "Settings",
     "Workload",
-    "compiled",
-    "compiled_name",
     "failed_case",
     "machine_info",
     "machine_line",
     "markdown_table",
     "peak_memory",
     "resident_bytes",
-    "resident_tensors",
     "run_benchmark",
     "run_case",
     "time_interleaved",
-    "training_step",
-    "warmed",
     "write_report",
 ]

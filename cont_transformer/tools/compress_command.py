@@ -108,6 +108,36 @@ def _check_flags(sweep: bool, targets: Sequence, push_to_hub: str | None, max_ac
     return sweep
 
 
+def _eval_file(model_dir: str, eval_file: str | None, directory: str, sweep: bool) -> str | Path | None:
+    """``eval_file``, or else the dev split of the sample treebank the model was trained on,
+    written into ``directory`` (None if neither; a sweep needs one)."""
+    if eval_file is None:
+        eval_file = run_dev_file(model_dir, directory)
+        if eval_file is not None:
+            print(f"scoring on the dev split of the generated sample treebank that {model_dir} was trained on")
+    if sweep and eval_file is None:
+        raise ValueError("--sweep and --max-accuracy-drop need --eval-file (see --help)")
+    return eval_file
+
+
+def _sweep_and_report(model_dir: str, eval_file: str | Path, output_dir: str, **options) -> Path:
+    """:func:`~cont_transformer.tools.sweep.sweep` with ``options``, each row printed as it is
+    measured and then the report; returns the folder written."""
+    result = sweep_grid(
+        model_dir, eval_file, output_dir, progress=lambda row: print(sweep_row_line(row), flush=True), **options
+    )
+    print(sweep_report(result))
+    return result.output_dir
+
+
+def _compress_and_report(model_dir: str, output_dir: str, **options) -> Path:
+    """:func:`~cont_transformer.tools.compression.compress` with ``options``, then the report;
+    returns the folder written."""
+    result = compress(model_dir, output_dir, **options)
+    print(compression_report(result))
+    return result.output_dir
+
+
 def compress_command(
     model_dir: str,
     output_dir: str,
@@ -143,19 +173,14 @@ def compress_command(
     """
     sweep = _check_flags(sweep, (basis, num_basis, num_steps, state_num_basis), push_to_hub, max_accuracy_drop)
     with tempfile.TemporaryDirectory(prefix="cont_transformer_sample_") as directory:
-        if eval_file is None:
-            eval_file = run_dev_file(model_dir, directory)
-            if eval_file is not None:
-                print(f"scoring on the dev split of the generated sample treebank that {model_dir} was trained on")
-        if sweep and eval_file is None:
-            raise ValueError("--sweep and --max-accuracy-drop need --eval-file (see --help)")
+        eval_file = _eval_file(model_dir, eval_file, directory, sweep)
         if push_to_hub == "":
             push_to_hub = hub_model_id or Path(output_dir).resolve().name
         if num_threads:
             torch.set_num_threads(num_threads)
         with inference_autocast(bf16, fp16, "cuda" if torch.cuda.is_available() else "cpu"):
             if sweep:
-                result = sweep_grid(
+                written = _sweep_and_report(
                     model_dir,
                     eval_file,
                     output_dir,
@@ -167,11 +192,9 @@ def compress_command(
                     repeats=repeats,
                     overwrite=overwrite,
                     torch_compile=torch_compile,
-                    progress=lambda row: print(sweep_row_line(row), flush=True),
                 )
-                print(sweep_report(result))
             else:
-                result = compress(
+                written = _compress_and_report(
                     model_dir,
                     output_dir,
                     basis=basis,
@@ -185,10 +208,9 @@ def compress_command(
                     state_num_basis=state_num_basis,
                     base_model=base_model,
                 )
-                print(compression_report(result))
-            print(f"wrote {result.output_dir}")
+            print(f"wrote {written}")
             if push_to_hub:
-                print(f"pushed to {push_folder_to_hub(result.output_dir, push_to_hub)}")
+                print(f"pushed to {push_folder_to_hub(written, push_to_hub)}")
 
 
 __all__ = ["compress_command", "compression_report", "run_dev_file", "sweep_report", "sweep_row_line"]

@@ -28,6 +28,7 @@ from ..runtime.compression import (
     statistics_num_basis,
     transformed_copy,
 )
+from ..runtime.families import EvalSet
 from ..runtime.model_folders import COMPRESSION_SWEEP
 from ..runtime.safe_files import staged_directory
 from .compression import (
@@ -35,6 +36,7 @@ from .compression import (
     CompressionResult,
     ModelStats,
     PathLike,
+    SourceModel,
     compare,
     load_eval_set,
     load_model,
@@ -308,6 +310,83 @@ def write_sweep_files(rows: Sequence[SweepRow], folder: Path) -> None:
     plot_num_steps(rows, folder / NUM_STEPS_PLOT)
 
 
+def _states_for(grid: str, k: int, source_states: int | None) -> int | None:
+    """The statistics' K a grid asks for."""
+    if grid == STATES_KEPT:
+        return source_states
+    # Fig. 5a's lines: the statistics follow the weights (compressed_copy would keep them).
+    return k if grid == "num_basis" and source_states is not None else None
+
+
+def _measure_grid(
+    source: SourceModel,
+    eval_set: EvalSet,
+    points: list,
+    method: str,
+    repeats: int,
+    torch_compile: bool,
+    source_states: int | None,
+    progress: Callable[[SweepRow], object] | None,
+) -> tuple[list[SweepRow], list[Comparison], ModelStats]:
+    """Each point's copy of the source compared with it on ``eval_set``: the rows (the
+    source's first) and their comparisons, and the source's statistics."""
+    source_stats = model_stats(source.model, eval_set.accuracy(source.model), None)
+    comparisons = []
+    for grid, basis, k, n in points:
+        model = transformed_copy(source.model, basis, k, n, method, _states_for(grid, k, source_states))
+        comparisons.append(compare(source.model, model, eval_set, repeats, torch_compile))
+        if progress is not None:
+            progress(SweepRow.from_stats(grid, method, comparisons[-1], source_stats))
+    # The source was timed beside every point: its time is the median over the whole run.
+    source_times = [t for comparison in comparisons for t in comparison.source_seconds]
+    source_stats.inference_seconds = statistics.median(source_times)
+    comparisons.insert(0, Comparison(source_stats, 1.0, source_times))
+    grids = ["source", *(point[0] for point in points)]
+    rows = [SweepRow.from_stats(g, method, c, source_stats) for g, c in zip(grids, comparisons)]
+    return rows, comparisons, source_stats
+
+
+def _save_selected(
+    source: SourceModel,
+    output: Path,
+    staging: Path,
+    eval_set: EvalSet,
+    method: str,
+    selected: SweepRow,
+    comparison: Comparison,
+    source_stats: ModelStats,
+    source_states: int | None,
+    max_accuracy_drop: float,
+) -> None:
+    """Save the model the sweep selected into ``staging``, with the rule that chose it and
+    links to the sweep's files in its card."""
+    stats = comparison.stats
+    model = transformed_copy(
+        source.model,
+        stats.basis,
+        stats.num_basis,
+        stats.num_steps,
+        method,
+        _states_for(selected.grid, stats.num_basis, source_states),
+    )
+    result = CompressionResult(
+        source.folder,
+        output,
+        method,
+        source_stats,
+        stats,
+        comparison.speedup,
+        eval_set.description,
+        eval_set.split,
+    )
+    rule = f"the smallest model of the sweep ({CSV_NAME}) within {max_accuracy_drop} accuracy points of the source"
+    files = (
+        f"[table]({TABLE_NAME}), [CSV]({CSV_NAME}), ![accuracy against parameters]"
+        f"({PARAMETERS_PLOT}) ![accuracy against N_T]({NUM_STEPS_PLOT})"
+    )
+    save_compressed(source, model, staging, result, {"selected": rule, "sweep": files})
+
+
 def sweep(
     model_dir: PathLike,
     eval_file: PathLike,
@@ -348,60 +427,27 @@ def sweep(
             num_steps_values,
             source_states := statistics_num_basis(config),
         )
-
-        def states_for(grid: str, k: int) -> int | None:  # the statistics' K a grid asks for
-            if grid == STATES_KEPT:
-                return source_states
-            # Fig. 5a's lines: the statistics follow the weights (compressed_copy would keep them).
-            return k if grid == "num_basis" and source_states is not None else None
-
         for _, basis, k, n in points:
             check_choices(config, basis, k, n, method)
         eval_set = load_eval_set(source, eval_file)
-        source_stats = model_stats(source.model, eval_set.accuracy(source.model), None)
-        comparisons = []
-        for grid, basis, k, n in points:
-            model = transformed_copy(source.model, basis, k, n, method, states_for(grid, k))
-            comparisons.append(compare(source.model, model, eval_set, repeats, torch_compile))
-            if progress is not None:
-                progress(SweepRow.from_stats(grid, method, comparisons[-1], source_stats))
-        # The source was timed beside every point: its time is the median over the whole run.
-        source_times = [t for comparison in comparisons for t in comparison.source_seconds]
-        source_stats.inference_seconds = statistics.median(source_times)
-        comparisons.insert(0, Comparison(source_stats, 1.0, source_times))
-        grids = ["source", *(point[0] for point in points)]
-        rows = [SweepRow.from_stats(g, method, c, source_stats) for g, c in zip(grids, comparisons)]
+        rows, comparisons, source_stats = _measure_grid(
+            source, eval_set, points, method, repeats, torch_compile, source_states, progress
+        )
         selected = select_smallest(rows, max_accuracy_drop) if max_accuracy_drop is not None else None
         with staged_directory(output, COMPRESSION_SWEEP) as staging:
             write_sweep_files(rows, staging)
             if selected is not None:
                 comparison = comparisons[next(i for i, row in enumerate(rows) if row is selected)]
-                stats = comparison.stats
-                model = transformed_copy(
-                    source.model,
-                    stats.basis,
-                    stats.num_basis,
-                    stats.num_steps,
-                    method,
-                    states_for(selected.grid, stats.num_basis),
-                )
-                result = CompressionResult(
-                    source.folder,
+                _save_selected(
+                    source,
                     output,
+                    staging,
+                    eval_set,
                     method,
+                    selected,
+                    comparison,
                     source_stats,
-                    stats,
-                    comparison.speedup,
-                    eval_set.description,
-                    eval_set.split,
+                    source_states,
+                    max_accuracy_drop,
                 )
-                rule = (
-                    f"the smallest model of the sweep ({CSV_NAME}) within {max_accuracy_drop} accuracy points "
-                    "of the source"
-                )
-                files = (
-                    f"[table]({TABLE_NAME}), [CSV]({CSV_NAME}), ![accuracy against parameters]"
-                    f"({PARAMETERS_PLOT}) ![accuracy against N_T]({NUM_STEPS_PLOT})"
-                )
-                save_compressed(source, model, staging, result, {"selected": rule, "sweep": files})
         return SweepResult(output, rows, selected)
