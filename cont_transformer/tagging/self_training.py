@@ -98,7 +98,8 @@ def silver_sentences(
     lines = sample_lines(patterns, num_lines, seed)
     words, votes, columns = None, [], None
     for teacher in teachers:  # one at a time: only one teacher's model is held
-        tagger = Tagger.from_pretrained(teacher, device=device)
+        # float32, as the model was trained and scored: the same silver tags on any CPU
+        tagger = Tagger.from_pretrained(teacher, device=device, dtype=torch.float32)
         if words is None:  # the first teacher's language splits the lines into words
             words = [sentence.words(line) for sentence, line in zip(tokenize_sentences(lines, tagger.language), lines)]
         votes.append(tagger.predict_columns(words, auxiliary=True))

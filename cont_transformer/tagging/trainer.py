@@ -358,7 +358,10 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
         folder = self.output_dir / PREDICTIONS_DIR
         record_outputs(self.output_dir, PREDICTIONS_DIR)  # the run's, with its own manifest
         folder.mkdir(exist_ok=True)
-        tagger = Tagger.from_pretrained(self.output_dir / BEST_MODEL_DIR, device=self.accelerator.device)
+        # float32, as the dev figures were scored: the predictions give them exactly
+        tagger = Tagger.from_pretrained(
+            self.output_dir / BEST_MODEL_DIR, device=self.accelerator.device, dtype=torch.float32
+        )
         with tempfile.TemporaryDirectory() as generated:
             files = self.files
             if self.args.treebank == "sample" and not files.get("validation"):
