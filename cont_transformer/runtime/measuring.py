@@ -254,7 +254,8 @@ def run_case(case: Case, settings: Settings, device: torch.device) -> dict:
 # --- the machine -----------------------------------------------------------------
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``; else what ``platform`` says)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -267,7 +268,7 @@ def _cpu_model() -> str:
 def machine_info(device: torch.device) -> dict:
     """CPU model and core count, load, torch version and threads, and the GPU if used."""
     info = {
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "platform": platform.platform(),
@@ -431,6 +432,7 @@ __all__ = [
     "Case",
     "Settings",
     "Workload",
+    "cpu_model",
     "failed_case",
     "machine_info",
     "machine_line",
