@@ -1,6 +1,7 @@
-"""What a training run reports when it ends (a mixin of :class:`.scaffold.Trainer`):
-``metrics.json``, the best model's card, the compression report, and the best model
-compressed for use (``--best-num-basis``, ``--best-num-steps``)."""
+"""What a training run keeps of its models and reports (a mixin of
+:class:`.scaffold.Trainer`): ``best/`` saved and loaded, ``metrics.json``, the best model's
+card, the compression report, and the best model compressed for use
+(``--best-num-basis``, ``--best-num-steps``)."""
 
 from __future__ import annotations
 
@@ -21,8 +22,29 @@ COMPRESSED_BEST = "compressed_best"
 
 
 class RunRecords:
-    """``metrics.json``, cards and the compression report, from a trainer's ``state``,
-    ``summary()``, ``card_facts()``, ``extra_metrics``, ``evaluate`` and ``load_best``."""
+    """``best/``, ``metrics.json``, cards and the compression report, from a trainer's
+    ``state``, ``summary()``, ``card_facts()``, ``extra_metrics``, ``evaluate``,
+    ``save_model`` and ``load_model``."""
+
+    def save_best(self, entry: dict) -> None:
+        """Write the current model to ``best/`` through a staging folder (never half-written)."""
+        accelerator = self.accelerator
+        accelerator.wait_for_everyone()
+        if accelerator.is_main_process:
+            with staged_directory(self.output_dir / BEST_MODEL_DIR, MODEL_FOLDER) as staging:
+                model = accelerator.unwrap_model(self.model)
+                self.record_card(model, entry)  # the card's facts, which save_pretrained writes
+                self.save_model(model, staging, entry)
+        accelerator.wait_for_everyone()
+
+    def load_model(self, folder: Path) -> nn.Module:
+        """The model that :meth:`save_model` wrote into ``folder``, on this process's device,
+        in eval mode."""
+        raise NotImplementedError
+
+    def load_best(self) -> nn.Module:
+        """The best model as saved in ``best/`` (:meth:`load_model`)."""
+        return self.load_model(self.output_dir / BEST_MODEL_DIR)
 
     def _total_seconds(self) -> float:
         return self.state.total_seconds + time.perf_counter() - self.started

@@ -63,14 +63,13 @@ from ..runtime.model_folders import (
     BEST_MODEL_DIR,
     CHECKPOINTS_DIR,
     METRICS_FILE,
-    MODEL_FOLDER,
     RUN_FILE,
     TRAINING_RUN,
     UNCOMPRESSED_MODEL_DIR,
     check_hub_access,
     push_folder_to_hub,
 )
-from ..runtime.safe_files import OutputFolderError, release_output_folder, staged_directory
+from ..runtime.safe_files import OutputFolderError, release_output_folder
 from ..transform import integrated_with, refine
 from .accelerator import end_distributed, make_accelerator
 from .arguments import RunArguments, check_trackers
@@ -560,17 +559,6 @@ class Trainer(RunRecords):
         final = (entry["num_basis"], entry["num_steps"]) == (schedule.num_basis, schedule.num_steps)
         return final, entry[self.selection_metric]
 
-    def save_best(self, entry: dict) -> None:
-        """Write the current model to ``best/`` through a staging folder (never half-written)."""
-        accelerator = self.accelerator
-        accelerator.wait_for_everyone()
-        if accelerator.is_main_process:
-            with staged_directory(self.output_dir / BEST_MODEL_DIR, MODEL_FOLDER) as staging:
-                model = accelerator.unwrap_model(self.model)
-                self.record_card(model, entry)  # the card's facts, which save_pretrained writes
-                self.save_model(model, staging, entry)
-        accelerator.wait_for_everyone()
-
     def save_checkpoint(self) -> None:
         """Accelerate's state and ``trainer_state.json`` in ``checkpoints/step-N``, complete
         or absent; all but the newest ``save_total_limit`` are deleted."""
@@ -585,15 +573,6 @@ class Trainer(RunRecords):
             state = dataclasses.replace(self.state, total_seconds=self._total_seconds())
             finish_checkpoint(self.output_dir, step, dataclasses.asdict(state), self.args.save_total_limit)
         accelerator.wait_for_everyone()
-
-    def load_model(self, folder: Path) -> nn.Module:
-        """The model that :meth:`save_model` wrote into ``folder``, on this process's device,
-        in eval mode."""
-        raise NotImplementedError
-
-    def load_best(self) -> nn.Module:
-        """The best model as saved in ``best/`` (:meth:`load_model`)."""
-        return self.load_model(self.output_dir / BEST_MODEL_DIR)
 
 
 def _sizes(model: nn.Module) -> tuple[int, int]:
