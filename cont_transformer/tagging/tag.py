@@ -84,7 +84,11 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
 def native_bfloat16(device: torch.device) -> bool:
     """Whether ``device`` is a CPU with bfloat16 arithmetic in its instruction set
     (AVX-512 BF16 or AMX), where a tagger runs several times faster in bfloat16."""
-    return device.type == "cpu" and (torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+    if device.type != "cpu":
+        return False
+    # torch's own probes of the instruction set (private names: absent, they answer no)
+    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
 
 
 def inference_dtype(device: torch.device, dtype: torch.dtype | None = None) -> torch.dtype | None:
@@ -224,7 +228,7 @@ class Tagger:
         dtype = inference_dtype(device, dtype)
         with _no_progress_bars():  # read in that precision: no second copy of the weights
             model = AutoModelForTokenClassification.from_pretrained(folder, trust_remote_code=False, dtype=dtype)
-        model = model.to(device, dtype)
+        model = model.to(device)
         # No length limit: the tagger windows long sentences itself (older folders saved
         # the training length here, and the tokenizer would warn about it).
         tokenizer = load_tokenizer(folder, model, model_max_length=VERY_LARGE_INTEGER)

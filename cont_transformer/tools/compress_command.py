@@ -179,19 +179,17 @@ def compress_command(
         if num_threads:
             torch.set_num_threads(num_threads)
         with inference_autocast(bf16, fp16, "cuda" if torch.cuda.is_available() else "cpu"):
+            shared = {"method": method, "repeats": repeats, "overwrite": overwrite, "torch_compile": torch_compile}
             if sweep:
                 written = _sweep_and_report(
                     model_dir,
                     eval_file,
                     output_dir,
-                    method=method,
                     bases=sweep_bases,
                     num_basis_values=sweep_num_basis,
                     num_steps_values=sweep_num_steps,
                     max_accuracy_drop=max_accuracy_drop,
-                    repeats=repeats,
-                    overwrite=overwrite,
-                    torch_compile=torch_compile,
+                    **shared,
                 )
             else:
                 written = _compress_and_report(
@@ -200,13 +198,10 @@ def compress_command(
                     basis=basis,
                     num_basis=num_basis,
                     num_steps=num_steps,
-                    method=method,
                     eval_file=eval_file,
-                    repeats=repeats,
-                    overwrite=overwrite,
-                    torch_compile=torch_compile,
                     state_num_basis=state_num_basis,
                     base_model=base_model,
+                    **shared,
                 )
             print(f"wrote {written}")
             if push_to_hub:
