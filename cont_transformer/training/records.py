@@ -1,7 +1,7 @@
 """What a training run keeps of its models and reports (a mixin of
-:class:`.scaffold.Trainer`): ``best/`` saved and loaded, ``metrics.json``, the best model's
-card, the compression report, and the best model compressed for use
-(``--best-num-basis``, ``--best-num-steps``)."""
+:class:`.scaffold.Trainer`): each evaluation and which one is the best, ``best/`` saved and
+loaded, ``metrics.json``, the best model's card, the compression report, and the best model
+compressed for use (``--best-num-basis``, ``--best-num-steps``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import time
 from pathlib import Path
 
+import torch
 from torch import nn
 
 from ..model_card import record_card_facts, write_model_card
@@ -70,6 +71,50 @@ class RunRecords:
         if self.accelerator.is_main_process:
             write_json(self.output_dir / METRICS_FILE, metrics)
         return metrics
+
+    def _describe(self, entry: dict) -> str:
+        shown = ", ".join(
+            f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}"
+            for k, v in entry.items()
+            if k not in ("step", "learning_rate")
+        )
+        return f"step {entry['step']}: {shown}"
+
+    def evaluate_and_keep_best(self, learning_rate: float) -> dict:
+        """Evaluate on dev, record it, write the model to ``best/`` if it is the best so far."""
+        accelerator, state = self.accelerator, self.state
+        result = self.evaluate(self.model)
+        mean_loss = torch.tensor(state.loss_sum / max(state.loss_count, 1), device=accelerator.device)
+        entry = {
+            "step": state.step,
+            **result,
+            "train_loss": accelerator.reduce(mean_loss, "mean").item(),
+            "num_basis": state.num_basis,
+            "num_steps": state.num_steps,
+            "learning_rate": learning_rate,
+        }
+        state.history.append(entry)
+        state.loss_sum, state.loss_count = 0.0, 0
+        if state.best is None or self._rank(entry) > self._rank(state.best):
+            state.best = entry
+            self.save_best(entry)
+        if self.args.report_to:
+            accelerator.log(
+                {f"dev/{k}": v for k, v in entry.items() if isinstance(v, (int, float)) and k != "step"},
+                step=state.step,
+            )
+        self.write_metrics()
+        return entry
+
+    def _rank(self, entry: dict) -> tuple[bool, float]:
+        """How ``entry`` competes for ``best/``: first whether it has the run's final K and
+        N_T, then the selection metric. A refined run's coarser models are kept only until
+        the first evaluation at the sizes it was asked for: the run delivers those sizes,
+        which halve for free (``compression_report``), never a coarser model that happened
+        to score as high on dev before the last refinement."""
+        schedule = self.schedule
+        final = (entry["num_basis"], entry["num_steps"]) == (schedule.num_basis, schedule.num_steps)
+        return final, entry[self.selection_metric]
 
     # --- after training ------------------------------------------------------------
     def card_arguments(self, entry: dict) -> dict:

@@ -12,7 +12,7 @@ of a batch and the evaluation; the scaffold does the rest the same way for all:
   function of ``(seed, epoch)``, so a resumed run replays the uninterrupted one exactly.
 * Order within a step ``s``: the optimiser step; an evaluation if due (the best model is
   written to ``best/`` through a staging folder; once the run has reached its final K and
-  N_T, only evaluations at those sizes compete: :meth:`Trainer._rank`); the refinement
+  N_T, only evaluations at those sizes compete: :meth:`.records.RunRecords._rank`); the refinement
   if ``s`` is a refinement step (:func:`.refinement.refine_with_optimizer`: the
   optimiser's state is projected like the coefficients); a checkpoint if due. A checkpoint therefore holds the sizes the
   refinement schedule gives after ``s``, and resuming rebuilds them before loading.
@@ -45,7 +45,6 @@ docs/design.md describes how the tagger and the image trainer fill the hooks.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import sys
@@ -57,8 +56,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ..runtime.compiling import after_refinement, compile_model, compiled_graphs
-from ..runtime.compression import coarser_num_basis
+from ..runtime.compiling import compile_model, compiled_graphs
 from ..runtime.model_folders import (
     BEST_MODEL_DIR,
     CHECKPOINTS_DIR,
@@ -70,7 +68,7 @@ from ..runtime.model_folders import (
     push_folder_to_hub,
 )
 from ..runtime.safe_files import OutputFolderError, release_output_folder
-from ..transform import integrated_with, refine
+from ..transform import refine
 from .accelerator import end_distributed, make_accelerator
 from .arguments import RunArguments, check_trackers
 from .checkpoints import (
@@ -84,13 +82,11 @@ from .checkpoints import (
     resume_candidates,
     staging_folder,
 )
-from .divergence import check_loss, check_weights
 from .identity import check_identity, file_fingerprints, record_identity
 from .outputs import check_run_folder, prepare_run_folder, publish_best_model, record_run_outputs
 from .records import COMPRESSED_BEST, COMPRESSION_FILE, RunRecords
-from .refinement import refine_with_optimizer
-from .schedules import RefinementSchedule, RunPlan, coarse_num_steps
-from .steps import TrainerState, enable_activation_checkpointing, seed_step, split_batch
+from .schedules import RefinementSchedule, RunPlan
+from .steps import OptimizerSteps, TrainerState, enable_activation_checkpointing, model_sizes, seed_step, split_batch
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +105,7 @@ RUN_WRITES = (
 )
 
 
-class Trainer(RunRecords):
+class Trainer(RunRecords, OptimizerSteps):
     """One training run under Accelerate; subclasses fill the hooks marked below.
 
     Hooks: :meth:`load_data` (data, preprocessing; prepare loaders here), optionally
@@ -249,7 +245,7 @@ class Trainer(RunRecords):
         model = self.build_model()
         for _ in range(self.schedule.num_refinements(self.state.step)):
             refine(model)
-        sizes = _sizes(model)
+        sizes = model_sizes(model)
         if checkpoint is None:
             self.state.num_basis, self.state.num_steps = sizes
         elif sizes != (self.state.num_basis, self.state.num_steps):
@@ -435,130 +431,6 @@ class Trainer(RunRecords):
         release_output_folder(self.output_dir)
         return metrics
 
-    def _optimizer_step(self, batch: dict) -> tuple[float, float]:
-        args, state, accelerator = self.args, self.state, self.accelerator
-        state.step += 1
-        seed_step(args.seed, state.step, accelerator.process_index)
-        learning_rate = self.learning_rate(state.step)
-        for group in self.optimizer.param_groups:  # a group may scale the rate ("lr_scale")
-            group["lr"] = learning_rate * group.get("lr_scale", 1.0)
-        # A coarse step (--coarse-step-fraction) trains the model as compressed to K/2 and N_T/2.
-        coarse = coarse_num_steps(state.step, args.coarse_step_fraction, state.num_steps)
-        read_num_basis = coarser_num_basis(args.basis, state.num_basis) if coarse else None
-        with integrated_with(accelerator.unwrap_model(self.model), coarse, read_num_basis):
-            total = self._accumulate(split_batch(batch, args.gradient_accumulation_steps))
-        if args.max_grad_norm is not None:
-            accelerator.clip_grad_norm_(self.model.parameters(), args.max_grad_norm)
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        self.after_optimizer_step(state.step)
-        loss_value = float(total)
-        check_loss(loss_value, state.step, learning_rate, args.learning_rate, accelerator.mixed_precision == "fp16")
-        state.loss_sum += loss_value
-        state.loss_count += 1
-        if args.report_to and state.step % args.logging_steps == 0:
-            accelerator.log(
-                {
-                    "train/loss": loss_value,
-                    "train/learning_rate": learning_rate,
-                    "train/num_basis": state.num_basis,
-                    "train/num_steps": state.num_steps,
-                },
-                step=state.step,
-            )
-        return loss_value, learning_rate
-
-    def _accumulate(self, micro_batches: list[dict]) -> torch.Tensor | float:
-        """Forward and backward passes over a step's micro-batches; their summed loss."""
-        accelerator = self.accelerator
-        counts = [self.batch_items(micro) for micro in micro_batches]
-        total = 0.0
-        for index, micro in enumerate(micro_batches):
-            last = index + 1 == len(micro_batches)
-            # Gradients are averaged over processes once, at the last micro-batch.
-            with contextlib.nullcontext() if last else accelerator.no_sync(self.model):
-                loss = self.loss(self.model, micro)
-                if len(micro_batches) > 1:  # each micro-batch weighs by its share of the items
-                    loss = loss * counts[index] / sum(counts)
-                accelerator.backward(loss)
-            total += loss.detach()
-            self._items += counts[index]
-            if "attention_mask" in micro:  # the padded positions, for the padding ratio
-                self._slots += micro["attention_mask"].numel()
-        return total
-
-    def _refine(self) -> None:
-        """Refine the prepared model, rebuild the optimiser carrying its state, re-prepare."""
-        accelerator = self.accelerator
-        unwrapped = accelerator.unwrap_model(self.model)
-        optimizer = refine_with_optimizer(unwrapped, self.optimizer.optimizer, self.build_optimizer)
-        # Drop Accelerate's references to the old model and optimiser (and to the data
-        # loaders, which only stateful loaders would need for save_state; ours are not).
-        accelerator.free_memory()
-        if self.compiled:
-            after_refinement()
-        self.model, self.optimizer = accelerator.prepare(unwrapped, optimizer)
-        self.state.num_basis, self.state.num_steps = _sizes(unwrapped)
-        self.after_refinement()
-
-    def after_refinement(self) -> None:
-        """After each refinement, the model re-prepared: a trainer's own state shaped like
-        the model (the image trainer's Lookahead copy) follows it. Nothing by default."""
-
-    def check_weights(self, learning_rate: float) -> None:
-        """Stop a run whose weights are no longer finite (:mod:`.divergence`)."""
-        check_weights(
-            self.model,
-            self.state.step,
-            learning_rate,
-            self.args.learning_rate,
-            self.accelerator.mixed_precision == "fp16",
-        )
-
-    def _describe(self, entry: dict) -> str:
-        shown = ", ".join(
-            f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}"
-            for k, v in entry.items()
-            if k not in ("step", "learning_rate")
-        )
-        return f"step {entry['step']}: {shown}"
-
-    def evaluate_and_keep_best(self, learning_rate: float) -> dict:
-        """Evaluate on dev, record it, write the model to ``best/`` if it is the best so far."""
-        accelerator, state = self.accelerator, self.state
-        result = self.evaluate(self.model)
-        mean_loss = torch.tensor(state.loss_sum / max(state.loss_count, 1), device=accelerator.device)
-        entry = {
-            "step": state.step,
-            **result,
-            "train_loss": accelerator.reduce(mean_loss, "mean").item(),
-            "num_basis": state.num_basis,
-            "num_steps": state.num_steps,
-            "learning_rate": learning_rate,
-        }
-        state.history.append(entry)
-        state.loss_sum, state.loss_count = 0.0, 0
-        if state.best is None or self._rank(entry) > self._rank(state.best):
-            state.best = entry
-            self.save_best(entry)
-        if self.args.report_to:
-            accelerator.log(
-                {f"dev/{k}": v for k, v in entry.items() if isinstance(v, (int, float)) and k != "step"},
-                step=state.step,
-            )
-        self.write_metrics()
-        return entry
-
-    def _rank(self, entry: dict) -> tuple[bool, float]:
-        """How ``entry`` competes for ``best/``: first whether it has the run's final K and
-        N_T, then the selection metric. A refined run's coarser models are kept only until
-        the first evaluation at the sizes it was asked for: the run delivers those sizes,
-        which halve for free (``compression_report``), never a coarser model that happened
-        to score as high on dev before the last refinement."""
-        schedule = self.schedule
-        final = (entry["num_basis"], entry["num_steps"]) == (schedule.num_basis, schedule.num_steps)
-        return final, entry[self.selection_metric]
-
     def save_checkpoint(self) -> None:
         """Accelerate's state and ``trainer_state.json`` in ``checkpoints/step-N``, complete
         or absent; all but the newest ``save_total_limit`` are deleted."""
@@ -573,11 +445,6 @@ class Trainer(RunRecords):
             state = dataclasses.replace(self.state, total_seconds=self._total_seconds())
             finish_checkpoint(self.output_dir, step, dataclasses.asdict(state), self.args.save_total_limit)
         accelerator.wait_for_everyone()
-
-
-def _sizes(model: nn.Module) -> tuple[int, int]:
-    """``(K, N_T)`` of an (unwrapped) model."""
-    return model.config.num_basis, model.config.num_steps
 
 
 def _loggable(values: dict) -> dict:
