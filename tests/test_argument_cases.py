@@ -187,11 +187,35 @@ def test_bad_values_are_refused_at_parse_time_naming_the_flag(tmp_path, capsys, 
 
 
 def test_a_hub_id_is_not_taken_for_a_missing_folder():
-    from cont_transformer.text.arguments import check_model_location
+    from cont_transformer.text.pretrained_encoder import check_model_location
 
     check_model_location("someone/tagger")  # left to transformers (no network here)
     with pytest.raises(FileNotFoundError, match="^model_name_or_path: no such folder: someone/tagger/best$"):
         check_model_location("someone/tagger/best")
+
+
+def test_the_arguments_read_no_folder_and_take_a_saved_model_s_choices_when_given_its_config(tmp_path):
+    from cont_transformer.configuration_cont_transformer import ContTransformerConfig
+    from cont_transformer.tagging.arguments import TrainingArguments
+
+    missing = str(tmp_path / "no-such-folder")
+    args = TrainingArguments(output_dir=str(tmp_path / "run"), model_name_or_path=missing, refine_steps="10")
+    assert args.sizes_pending and args.num_steps is None  # nothing read yet
+    saved = ContTransformerConfig(basis="piecewise_linear", num_basis=5, num_steps=4, scheme="rk4", time_horizon=2.0)
+    args.adopt_saved(saved)
+    assert (args.basis, args.scheme, args.time_horizon, args.num_basis, args.num_steps) == (
+        "piecewise_linear",
+        "rk4",
+        2.0,
+        9,
+        8,
+    )
+    assert (args.refinement_schedule.initial_num_basis, args.refinement_schedule.initial_num_steps) == (5, 4)
+    compressing = TrainingArguments(
+        output_dir=str(tmp_path / "run"), model_name_or_path=missing, refine_steps="none", best_num_basis=8
+    )
+    with pytest.raises(ValueError, match="^best_num_basis: 8 is more than --num-basis 5; it compresses the model$"):
+        compressing.adopt_saved(saved)
 
 
 @pytest.mark.slow

@@ -223,10 +223,11 @@ def _compression_load(folder):
     load_model(folder)
 
 
-def _fine_tuning_arguments(folder):
+def _fine_tuning_start(folder):
     from cont_transformer.tagging.arguments import TrainingArguments
+    from cont_transformer.tagging.starts import tagger_start
 
-    TrainingArguments(output_dir="unused", model_name_or_path=str(folder))
+    tagger_start(TrainingArguments(output_dir="unused", model_name_or_path=str(folder)))
 
 
 def _tag_combinations(folder):
@@ -241,7 +242,7 @@ def _image_processor(folder):
     return load_preprocessor(folder)
 
 
-LOADERS = [_load_tagger, _load_tokenizer, _compression_load, _fine_tuning_arguments, _tag_combinations]
+LOADERS = [_load_tagger, _load_tokenizer, _compression_load, _fine_tuning_start, _tag_combinations]
 
 
 @pytest.mark.parametrize("load", LOADERS, ids=lambda f: f.__name__.strip("_"))

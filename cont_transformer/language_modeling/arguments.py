@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ..checks import check_count
-from ..text.arguments import INVERSE_SQRT, INVERSE_SQRT_DESCRIPTION, EncoderArguments, adopt_saved_sizes
+from ..text.arguments import INVERSE_SQRT, INVERSE_SQRT_DESCRIPTION, EncoderArguments
 from ..text.pretrained_encoder import is_language_model
 from ..training.arguments import RunArguments, flag_help
 
@@ -89,9 +89,16 @@ class PretrainingArguments(EncoderArguments, RunArguments):
             self.cooldown_steps = round(0.2 * self.max_steps)
         if not 0 <= self.cooldown_steps <= self.max_steps:
             raise ValueError(f"cooldown_steps: must lie in [0, max_steps], got {self.cooldown_steps}")
-        if self.model_name_or_path is not None and not is_language_model(adopt_saved_sizes(self)):
+        super().__post_init__()
+
+    @property
+    def sizes_pending(self) -> bool:
+        return self.model_name_or_path is not None
+
+    def adopt_saved(self, config) -> None:
+        if not is_language_model(config):
             raise ValueError(
                 f"model_name_or_path: {self.model_name_or_path} holds a tagger; pretraining goes on only "
                 "from a language model (scripts/pretrain.py's best/)"
             )
-        super().__post_init__()
+        super().adopt_saved(config)

@@ -31,7 +31,7 @@ from ..runtime.model_folders import LANGUAGE_MODEL_RUN, METRICS_FILE
 from ..text.arguments import encoder_config
 from ..text.batching import LengthGroupedBatchSampler, LengthGroupedEpochs, PaddingCollator, eval_loader
 from ..text.optimization import build_optimizer
-from ..text.pretrained_encoder import language_model_words, load_language_model
+from ..text.pretrained_encoder import language_model_words, load_language_model, read_saved_config
 from ..text.reading import load_text, split_words, text_files, vocabulary, word_counts
 from ..text.tokenization import (
     build_tokenizer,
@@ -69,6 +69,8 @@ class MaskedLmTrainer(LengthGroupedEpochs, Trainer):
 
     def load_data(self) -> None:
         args, accelerator = self.args, self.accelerator
+        if args.model_name_or_path is not None:  # pretraining goes on: the saved model's choices
+            args.adopt_saved(read_saved_config(args.model_name_or_path))
         self.files = text_files(args.text_files) if args.text_files else []
         with accelerator.main_process_first():
             data = load_text(

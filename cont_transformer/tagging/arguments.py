@@ -26,7 +26,7 @@ from ..configuration_cont_transformer import (
     check_word_representation,
 )
 from ..runtime.model_folders import VECTORS_FILE, WORDS_FILE
-from ..text.arguments import INVERSE_SQRT, INVERSE_SQRT_DESCRIPTION, EncoderArguments, adopt_saved_sizes
+from ..text.arguments import INVERSE_SQRT, INVERSE_SQRT_DESCRIPTION, EncoderArguments
 from ..text.pretrained_encoder import is_language_model
 from ..training.arguments import RunArguments, flag_help
 from .data import TAG_COLUMNS, TREEBANKS
@@ -229,12 +229,23 @@ class TrainingArguments(EncoderArguments, RunArguments):
         if self.cooldown_steps is not None and not 0 <= self.cooldown_steps <= self.max_steps:
             raise ValueError(f"cooldown_steps: must lie in [0, max_steps], got {self.cooldown_steps}")
         check_word_representation(self.word_representation)
-        saved = adopt_saved_sizes(self) if self.model_name_or_path is not None else None
-        if self.word_vectors is not None:  # after a language model's representation is adopted
-            self._check_word_vectors(saved)
+        if self.word_vectors is not None and not self.sizes_pending:  # else once the saved model is read
+            self._check_word_vectors(None)
         if self.length_buckets is None:
             self.length_buckets = COMPILE_LENGTH_BUCKETS if self.torch_compile else 0
         super().__post_init__()
+
+    @property
+    def sizes_pending(self) -> bool:
+        return self.model_name_or_path is not None
+
+    def adopt_saved(self, config) -> None:
+        super().adopt_saved(config)
+        if self.word_vectors is not None:  # after a language model's representation is adopted
+            self._check_word_vectors(config)
+
+    def check_sizes(self) -> None:
+        super().check_sizes()
         late = [step for step in self.refine_steps if step >= self.max_steps]
         if late:
             logger.warning(

@@ -37,8 +37,8 @@ from ..lemma_scripts import vocabulary_words
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..pretrained import check_no_custom_code
 from ..runtime.model_folders import resolve_model_dir
-from ..text.arguments import MODEL_TYPE
 from ..text.batching import IGNORE_INDEX, WORD_INDEX, encode_for_evaluation, eval_loader
+from ..text.pretrained_encoder import MODEL_TYPE
 from ..text.tokenization import check_tokenizer, training_words
 from ..training.accelerator import end_distributed, make_accelerator
 from .columns import column_values, decode_columns, encode_column, label_field

@@ -22,11 +22,10 @@ from collections.abc import Mapping, Sequence
 
 import torch
 from torch import nn
-from transformers import AutoConfig, AutoTokenizer
+from transformers import AutoTokenizer
 
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
-from ..pretrained import check_no_custom_code
 from ..text.arguments import encoder_config
 from ..text.optimization import build_optimizer
 from ..text.pretrained_encoder import (
@@ -34,6 +33,7 @@ from ..text.pretrained_encoder import (
     freeze_rows,
     is_language_model,
     load_language_model,
+    read_saved_config,
     tagger_from_language_model,
 )
 from ..text.tokenization import build_tokenizer, check_tokenizer, spelling_tables, training_words
@@ -273,13 +273,14 @@ def _with_labels(model, primary: str, label_names: Sequence[str]):
 def tagger_start(args: TrainingArguments) -> TaggerStart:
     """The start ``args`` ask for: a new tagger, or one from the folder
     ``args.model_name_or_path`` (a language model's, or a saved tagger's), whose tokenizer
-    and config are read and checked against each other now."""
+    and config are read and checked against each other now, and whose continuous choices
+    ``args`` then adopt (:meth:`~..text.arguments.EncoderArguments.adopt_saved`)."""
     if args.model_name_or_path is None:
         return NewTagger(args)
     folder = args.model_name_or_path
-    check_no_custom_code(folder)
+    config = read_saved_config(folder)
+    args.adopt_saved(config)
     tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
-    config = AutoConfig.from_pretrained(folder, trust_remote_code=False)
     check_tokenizer(tokenizer, config, folder)
     if is_language_model(config):
         return FromLanguageModel(args, tokenizer, load_language_model(folder))

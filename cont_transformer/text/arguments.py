@@ -2,26 +2,21 @@
 
 :class:`EncoderArguments` holds the encoder's sizes and input representation (names match
 ``ContTransformerConfig``); :func:`encoder_config` turns them, a tokenizer and the
-refinement schedule's first K and N_T into config fields; :func:`adopt_saved_sizes` makes
-fine-tuning (or pretraining further) keep a saved model's continuous choices.
+refinement schedule's first K and N_T into config fields; :meth:`EncoderArguments.adopt_saved`
+makes fine-tuning (or pretraining further) keep a saved model's continuous choices, given
+its config (the run's start reads it: no argument reads a folder).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from pathlib import Path
-
-from transformers import AutoConfig, PretrainedConfig
 
 from ..basis import get_basis, refined_num_steps
 from ..configuration_cont_transformer import ContTransformerConfig
-from ..pretrained import check_no_custom_code
 from ..training.arguments import flag_help
-from ..training.schedules import parse_steps
 from .pretrained_encoder import ENCODER_FIELDS, is_language_model
 
-MODEL_TYPE = "cont_transformer"
 # The learning-rate schedule, as transformers names it (--lr-scheduler-type).
 INVERSE_SQRT = "inverse_sqrt"
 INVERSE_SQRT_DESCRIPTION = (
@@ -78,6 +73,21 @@ class EncoderArguments:
         names = [f.name for f in dataclasses.fields(EncoderArguments) if f.name != "max_length"]
         return {**{name: getattr(self, name) for name in names}, "max_position_embeddings": self.max_length}
 
+    def adopt_saved(self, config) -> None:
+        """Fine-tuning (and pretraining further) keeps the saved model's continuous choices:
+        the basis, scheme, time horizon, K and N_T of ``config`` (the model the run starts
+        from, :func:`~.pretrained_encoder.read_saved_config`), grown by the refinements
+        ``refine_steps`` asks for, and a language model's encoder sizes; then checked
+        (``adopt_sizes`` of the run's arguments, which these extend)."""
+        if is_language_model(config):  # a pretrained encoder: its sizes are kept
+            for name in ENCODER_FIELDS:
+                setattr(self, name, getattr(config, name))
+        current = get_basis(config.basis, config.num_basis, config.time_horizon)
+        for _ in self.refine_steps:
+            current = current.refine()
+        steps = refined_num_steps(config.num_steps, len(self.refine_steps))
+        self.adopt_sizes(config.basis, config.scheme, config.time_horizon, current.num_basis, steps)
+
 
 def encoder_config(args, tokenizer, language: str | None, char_vocab_size: int) -> dict:
     """The fields of a ``ContTransformerConfig`` that the encoder's arguments (a tagger's or a
@@ -97,39 +107,3 @@ def encoder_config(args, tokenizer, language: str | None, char_vocab_size: int) 
         "language": language,
         "char_vocab_size": char_vocab_size,
     }
-
-
-def check_model_location(name: str) -> None:
-    """Refuse, naming ``model_name_or_path``, a ``name`` that is a path (absolute, from ``.``
-    or ``~``, or of more parts than a Hub id's ``owner/name``) to no folder; transformers
-    would take it for a Hub id and say how one is spelt."""
-    path = Path(name).expanduser()
-    looks_like_path = path.is_absolute() or name.startswith((".", "~")) or len(Path(name).parts) > 2
-    if looks_like_path and not path.is_dir():
-        raise FileNotFoundError(f"model_name_or_path: no such folder: {name}")
-
-
-def adopt_saved_sizes(args) -> PretrainedConfig:
-    """Fine-tuning (and pretraining further) keeps the saved model's continuous choices:
-    ``args`` (a tagger's or a language model's arguments) take the basis, scheme, time
-    horizon, K and N_T of the model in ``args.model_name_or_path``, grown by the refinements
-    ``args.refine_steps`` asks for, and a language model's encoder sizes. Returns the saved
-    model's config; a folder of another model type is refused in one line."""
-    check_model_location(args.model_name_or_path)
-    check_no_custom_code(args.model_name_or_path)
-    config = AutoConfig.from_pretrained(args.model_name_or_path, trust_remote_code=False)
-    if config.model_type != MODEL_TYPE:
-        raise ValueError(
-            f"model_name_or_path: {args.model_name_or_path} holds a {config.model_type!r} "
-            f"model, not a {MODEL_TYPE!r} tagger or language model"
-        )
-    if is_language_model(config):  # a pretrained encoder: its sizes are kept
-        for name in ENCODER_FIELDS:
-            setattr(args, name, getattr(config, name))
-    current = get_basis(config.basis, config.num_basis, config.time_horizon)
-    refinements = len(parse_steps(args.refine_steps))
-    for _ in range(refinements):
-        current = current.refine()
-    args.basis, args.scheme, args.time_horizon = config.basis, config.scheme, config.time_horizon
-    args.num_basis, args.num_steps = current.num_basis, refined_num_steps(config.num_steps, refinements)
-    return config

@@ -1,4 +1,5 @@
-"""Start a tagger from a pretrained language model (``train_pos.py --model-name-or-path runs/en-lm``).
+"""A saved model a run starts from (``--model-name-or-path``: :func:`read_saved_config`), and
+a tagger started from a pretrained language model (``train_pos.py --model-name-or-path runs/en-lm``).
 
 The tagger keeps everything the language model learnt: its encoder (the ODE block's
 coefficients, the final LayerNorm), the character CNN and the word embeddings. Its
@@ -13,8 +14,10 @@ embedding. The heads are new; the masked-word head is dropped.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import torch
+from transformers import AutoConfig
 
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..modeling_cont_transformer import ContTransformerForMaskedLM, ContTransformerForTokenClassification
@@ -23,6 +26,7 @@ from ..word_encoding import continuation_prefix
 from .tokenization import build_tokenizer, character_ids, training_words
 
 LANGUAGE_MODEL = ContTransformerForMaskedLM.__name__
+MODEL_TYPE = ContTransformerConfig.model_type
 # The encoder's fields a tagger takes from the language model it starts from.
 ENCODER_FIELDS = (
     "hidden_size",
@@ -36,6 +40,31 @@ ENCODER_FIELDS = (
     "char_kernel_size",
     "max_word_length",
 )
+
+
+def check_model_location(name: str) -> None:
+    """Refuse, naming ``model_name_or_path``, a ``name`` that is a path (absolute, from ``.``
+    or ``~``, or of more parts than a Hub id's ``owner/name``) to no folder; transformers
+    would take it for a Hub id and say how one is spelt."""
+    path = Path(name).expanduser()
+    looks_like_path = path.is_absolute() or name.startswith((".", "~")) or len(Path(name).parts) > 2
+    if looks_like_path and not path.is_dir():
+        raise FileNotFoundError(f"model_name_or_path: no such folder: {name}")
+
+
+def read_saved_config(name: str):
+    """The config of the saved tagger or language model ``name`` (``--model-name-or-path``)
+    that a run starts from, read without running code of the folder's; a missing folder, a
+    folder asking for code of its own or one of another model type is refused in one line."""
+    check_model_location(name)
+    check_no_custom_code(name)
+    config = AutoConfig.from_pretrained(name, trust_remote_code=False)
+    if config.model_type != MODEL_TYPE:
+        raise ValueError(
+            f"model_name_or_path: {name} holds a {config.model_type!r} model, not a {MODEL_TYPE!r} "
+            "tagger or language model"
+        )
+    return config
 
 
 def is_language_model(config) -> bool:

@@ -242,8 +242,6 @@ class RunArguments:
     max_steps_optional: ClassVar[bool] = False
 
     def __post_init__(self):
-        if self.num_steps is None:
-            self.num_steps = self.num_basis
         self.refine_steps = parse_steps(self.refine_steps)
         check_count("max_steps", self.max_steps, optional=self.max_steps_optional)
         if not 0 <= self.seed < SEED_LIMIT:
@@ -258,14 +256,8 @@ class RunArguments:
         ):
             check_count(name, getattr(self, name))
         check_count("per_device_train_batch_size", self.per_device_train_batch_size, optional=True)
-        for name, trained in (("best_num_basis", self.num_basis), ("best_num_steps", self.num_steps)):
-            value = getattr(self, name)
-            check_count(name, value, optional=True)
-            if value is not None and value > trained:
-                flag = name.removeprefix("best_")
-                raise ValueError(
-                    f"{name}: {value} is more than --{flag.replace('_', '-')} {trained}; it compresses the model"
-                )
+        for name in ("best_num_basis", "best_num_steps"):
+            check_count(name, getattr(self, name), optional=True)
         check_basis_name("basis", self.basis)
         check_scheme_name("scheme", self.scheme)
         for name in ("learning_rate", "time_horizon", "max_grad_norm", "num_train_epochs"):
@@ -288,9 +280,36 @@ class RunArguments:
             if self.num_train_epochs != int(self.num_train_epochs):
                 raise ValueError(f"num_train_epochs: this trainer counts whole epochs, got {self.num_train_epochs}")
             self.epochs = int(self.num_train_epochs)
-        self.refinement_schedule  # noqa: B018 (validates K and N_T against the refinements)
         if self.num_train_epochs is None and self.max_steps is not None:  # else once the plan knows the steps
             self.resolve_warmup(self.max_steps)
+        if not self.sizes_pending:
+            self.check_sizes()
+
+    @property
+    def sizes_pending(self) -> bool:
+        """Whether the continuous choices (basis, scheme, T, K, N_T) come from a saved model
+        that the run reads, set by :meth:`adopt_sizes` once it is read (no argument reads a
+        folder); checked then, not before."""
+        return False
+
+    def adopt_sizes(self, basis: str, scheme: str, time_horizon: float, num_basis: int, num_steps: int) -> None:
+        """Take a saved model's continuous choices (the final K and N_T) and check them."""
+        self.basis, self.scheme, self.time_horizon = basis, scheme, time_horizon
+        self.num_basis, self.num_steps = num_basis, num_steps
+        self.check_sizes()
+
+    def check_sizes(self) -> None:
+        """N_T by default K; K and N_T fit the refinements; ``--best-num-*`` compress."""
+        if self.num_steps is None:
+            self.num_steps = self.num_basis
+        for name, trained in (("best_num_basis", self.num_basis), ("best_num_steps", self.num_steps)):
+            value = getattr(self, name)
+            if value is not None and value > trained:
+                flag = name.removeprefix("best_")
+                raise ValueError(
+                    f"{name}: {value} is more than --{flag.replace('_', '-')} {trained}; it compresses the model"
+                )
+        self.refinement_schedule  # noqa: B018 (validates K and N_T against the refinements)
 
     def _check_trainer_flags(self) -> None:
         """transformers' Trainer flags: a value this trainer cannot honour is refused in one
