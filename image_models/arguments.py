@@ -31,7 +31,7 @@ import torch
 
 from cont_transformer.checks import check_count
 from cont_transformer.configuration_ode_resnet import PRESETS, OdeResNetConfig
-from cont_transformer.training.arguments import RunArguments, flag_help
+from cont_transformer.training.arguments import FINAL_NUM_BASIS_FLAGS, RunArguments, flag_help
 from cont_transformer.training.schedules import RefinementSchedule
 
 from .augmentation import PADDING_MODES
@@ -82,8 +82,12 @@ class ImageTrainingArguments(RunArguments):
     refine_epochs: list[int] = field(
         default_factory=list, **flag_help("epochs (>= 1) at whose start K and N_T are refined")
     )
-    num_basis: int | None = field(
-        default=None, **flag_help("final K (default: the preset's); the start K follows from the refinements")
+    final_num_basis: int | None = field(
+        default=None,
+        **flag_help(
+            "final K (default: the preset's); the start K follows from the refinements",
+            aliases=FINAL_NUM_BASIS_FLAGS,
+        ),
     )
     scheme: str = field(default="rk4", **flag_help("Runge-Kutta scheme"))
     use_normalization: bool = field(
@@ -163,8 +167,8 @@ class ImageTrainingArguments(RunArguments):
         if self.preset not in PRESETS:
             raise ValueError(f"preset: choose one of {sorted(PRESETS)}, got {self.preset!r}")
         self.config_overrides = parse_config_overrides(self.config_overrides, self.preset)
-        if self.num_basis is None:
-            self.num_basis = PRESETS[self.preset]["num_basis"]
+        if self.final_num_basis is None:
+            self.final_num_basis = PRESETS[self.preset]["num_basis"]
         check_count("epochs", self.epochs)
         check_count("validation_size", self.validation_size)
         for name in ("max_train_samples", "samples_per_epoch", "max_eval_samples"):
@@ -203,7 +207,9 @@ class ImageTrainingArguments(RunArguments):
     def refinement_schedule(self) -> RefinementSchedule:
         """The refinements in epochs (the same order and count as in steps, so the same
         sizes); :meth:`.trainer.ImageTrainer.run_plan` converts them to steps."""
-        return RefinementSchedule(self.basis, self.num_basis, self.num_steps, tuple(sorted(self.refine_epochs)))
+        return RefinementSchedule(
+            self.basis, self.final_num_basis, self.final_num_steps, tuple(sorted(self.refine_epochs))
+        )
 
 
 # Training schedules of the presets, used for what the command line leaves out. The last

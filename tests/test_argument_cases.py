@@ -200,10 +200,10 @@ def test_the_arguments_read_no_folder_and_take_a_saved_model_s_choices_when_give
 
     missing = str(tmp_path / "no-such-folder")
     args = TrainingArguments(output_dir=str(tmp_path / "run"), model_name_or_path=missing, refine_steps="10")
-    assert args.sizes_pending and args.num_steps is None  # nothing read yet
+    assert args.sizes_pending and args.final_num_steps is None  # nothing read yet
     saved = ContTransformerConfig(basis="piecewise_linear", num_basis=5, num_steps=4, scheme="rk4", time_horizon=2.0)
     args.adopt_saved(saved)
-    assert (args.basis, args.scheme, args.time_horizon, args.num_basis, args.num_steps) == (
+    assert (args.basis, args.scheme, args.time_horizon, args.final_num_basis, args.final_num_steps) == (
         "piecewise_linear",
         "rk4",
         2.0,

@@ -19,7 +19,7 @@ TINY = {
     "max_steps": 4,
     "warmup_steps": 1,
     "refine_steps": "none",
-    "num_basis": 2,
+    "final_num_basis": 2,
     "eval_steps": 2,
     "save_steps": 4,
     "batch_size": 4,

@@ -71,6 +71,13 @@ def test_a_finished_run_extends_with_a_larger_max_steps(tmp_path):
     assert extended["history"] == reference["history"]
 
 
+def test_the_final_sizes_are_read_from_run_json_under_their_flags_names_too(tmp_path):
+    record_identity(tmp_path, {"num_basis": 8, "num_steps": 8, "learning_rate": 0.1}, "data")
+    check_identity(tmp_path, {"final_num_basis": 8, "final_num_steps": 8, "learning_rate": 0.1}, "data")
+    with pytest.raises(OutputFolderError, match="^--num-steps: 16 differs from 8"):
+        check_identity(tmp_path, {"final_num_basis": 8, "final_num_steps": 16, "learning_rate": 0.1}, "data")
+
+
 class _PaddedToy:
     """The toy trainer with an attention mask of 3 real positions in 4 (a padding ratio of 4/3)."""
 

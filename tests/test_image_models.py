@@ -283,7 +283,7 @@ def test_training_end_to_end_refines_saves_and_resumes(tmp_path, monkeypatch):
         "refine_epochs": [1],
         "lr_decay_epochs": [1],
         "scheme": "euler",
-        "num_basis": 2,
+        "final_num_basis": 2,
         "validation_size": 20,
     }
     metrics = train(ImageTrainingArguments(**args))

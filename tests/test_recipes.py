@@ -92,7 +92,7 @@ def test_a_flag_beats_the_recipe_file():
     args, extra = _parse("en_gum", "--max-steps", "3500", "--word_dropout", "1", "--output-dir", "x")
     assert (args.max_steps, args.word_dropout, args.output_dir) == (3500, 1.0, "x")
     # The recipe's schedule, written for 4,000 steps, keeps its shares of the 3,500.
-    assert (args.num_basis, args.warmup_steps, args.refine_steps, args.cooldown_steps) == (
+    assert (args.final_num_basis, args.warmup_steps, args.refine_steps, args.cooldown_steps) == (
         16,
         438,
         (175, 350, 525, 2625),
@@ -175,4 +175,4 @@ def test_the_sample_recipe_trains_end_to_end(tmp_path, capsys):
     assert summary["step"] == 4
     assert (out / METRICS_FILE).is_file()
     config = json.loads((out / BEST_MODEL_DIR / "config.json").read_text())
-    assert config["num_basis"] == tagging.SAMPLE_DEFAULTS["num_basis"]  # the sample's K, reached
+    assert config["num_basis"] == tagging.SAMPLE_DEFAULTS["final_num_basis"]  # the sample's K, reached

@@ -26,7 +26,7 @@ def test_a_shortened_sample_run_refines_to_its_final_k_within_its_steps(caplog):
         args = tagger(str(RECIPES / "sample.json"), "--max-steps", "100")
     assert (args.max_steps, args.warmup_steps, args.refine_steps) == (100, 17, (17, 33, 80))  # 50,100,240 of 300
     schedule = args.refinement_schedule
-    assert schedule.sizes(args.max_steps - 1) == (args.num_basis, args.num_steps) == (8, 8)
+    assert schedule.sizes(args.max_steps - 1) == (args.final_num_basis, args.final_num_steps) == (8, 8)
     assert "the schedule written for 300 steps is scaled to it" in caplog.text
     assert "at or past max_steps" not in caplog.text
 
@@ -53,7 +53,7 @@ def test_flags_given_with_max_steps_are_kept_and_a_late_refinement_is_named(capl
         args = tagger(str(RECIPES / "sample.json"), "--max-steps", "100", "--refine-steps", "50,100,240")
     assert args.refine_steps == (50, 100, 240) and args.warmup_steps == 17  # the warm-up still scales
     # Only the refinements at or past the end are named, with the K the run ends at.
-    assert "refine_steps 100,240: at or past max_steps=100, so this run ends at K = 2, below num_basis=8" in (
+    assert "refine_steps 100,240: at or past max_steps=100, so this run ends at K = 2, below --num-basis 8" in (
         caplog.text
     )
     ratio = tagger(str(RECIPES / "sample.json"), "--max-steps", "100", "--warmup-ratio", "0.1")

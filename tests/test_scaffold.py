@@ -118,7 +118,7 @@ def toy(tmp_path, **overrides) -> ToyArguments:
         "batch_size": 16,
         "eval_steps": 4,
         "save_steps": 4,
-        "num_basis": 4,
+        "final_num_basis": 4,
         "refine_steps": "4,8",
         "learning_rate": 0.05,
         "save_total_limit": 3,
@@ -219,9 +219,15 @@ def test_latest_falls_back_past_a_damaged_checkpoint(tmp_path, caplog):
 
 
 def test_gradient_accumulation_gives_the_whole_batch_gradient(tmp_path):
-    one = ToyTrainer(toy(tmp_path, output_dir=str(tmp_path / "a"), refine_steps="none", num_basis=2))
+    one = ToyTrainer(toy(tmp_path, output_dir=str(tmp_path / "a"), refine_steps="none", final_num_basis=2))
     two = ToyTrainer(
-        toy(tmp_path, output_dir=str(tmp_path / "b"), refine_steps="none", num_basis=2, gradient_accumulation_steps=4)
+        toy(
+            tmp_path,
+            output_dir=str(tmp_path / "b"),
+            refine_steps="none",
+            final_num_basis=2,
+            gradient_accumulation_steps=4,
+        )
     )
     two.model.load_state_dict(one.model.state_dict())
     for trainer in (one, two):
@@ -288,8 +294,8 @@ def test_arguments_take_both_spellings_and_presets():
     args, extra = parse_arguments(
         ToyArguments, ["--learning_rate", "0.5", "--num-basis", "4", "--refine-steps", "none"]
     )
-    assert args.learning_rate == 0.5 and args.num_basis == 4 and args.refine_steps == ()
-    assert extra["given_fields"] == {"learning_rate", "num_basis", "refine_steps"}
+    assert args.learning_rate == 0.5 and args.final_num_basis == 4 and args.refine_steps == ()
+    assert extra["given_fields"] == {"learning_rate", "final_num_basis", "refine_steps"}
     args, _ = parse_arguments(
         ToyArguments, ["--max-steps", "1000"], preset_defaults=lambda given: {"max_steps": 5, "seed": 7}
     )

@@ -139,7 +139,9 @@ def test_unreachable_num_basis_is_an_error():
 
 
 def test_refinement_schedule_sizes():
-    schedule = RefinementSchedule("piecewise_constant", num_basis=16, num_steps=32, refine_steps=(10, 20, 30, 40))
+    schedule = RefinementSchedule(
+        "piecewise_constant", final_num_basis=16, final_num_steps=32, refine_steps=(10, 20, 30, 40)
+    )
     assert (schedule.initial_num_basis, schedule.initial_num_steps) == (1, 2)
     assert schedule.sizes(0) == schedule.sizes(9) == (1, 2)
     assert schedule.sizes(10) == (2, 4)  # refined right after step 10
@@ -156,9 +158,9 @@ def test_parse_steps_and_sample_defaults():
     assert parse_steps("1000, 2000,3000") == (1000, 2000, 3000)
     assert parse_steps("none") == parse_steps("") == parse_steps(None) == ()
     sample = resolve_arguments({"treebank": "sample", "max_steps": None, "learning_rate": 3e-3})
-    assert sample.max_steps == 300 and sample.learning_rate == 3e-3 and sample.num_steps == 8
+    assert sample.max_steps == 300 and sample.learning_rate == 3e-3 and sample.final_num_steps == 8
     gum = resolve_arguments({"treebank": "en_gum"})
-    assert (gum.max_steps, gum.warmup_steps, gum.num_basis, gum.batch_size) == (35000, 8000, 64, 64)
+    assert (gum.max_steps, gum.warmup_steps, gum.final_num_basis, gum.batch_size) == (35000, 8000, 64, 64)
     assert gum.refine_steps == (1000, 2000, 3000, 4000, 5000, 28000) and gum.cooldown_steps == 7000
     assert resolve_arguments({"max_steps": 100, "cooldown_steps": 0}).cooldown_steps == 0
     with pytest.raises(ValueError, match="tag_column"):
@@ -791,7 +793,7 @@ def test_compiled_training_equals_eager_with_a_bounded_number_of_graphs(tmp_path
         "max_steps": 8,
         "eval_steps": 4,
         "save_steps": 8,
-        "num_basis": 2,
+        "final_num_basis": 2,
         "refine_steps": "4",
         "length_buckets": 4,
         "word_dropout": 0.0,

@@ -159,8 +159,12 @@ def column_labels(rng: random.Random, sizes: dict) -> dict[str, list[str]]:
 def recipe_arguments(sizes: dict) -> TrainingArguments:
     """The tagging recipe at its final K = N_T (no refinement), or the quick sizes."""
     if "hidden_size" in sizes:
-        values = {key: sizes[key] for key in ("hidden_size", "char_hidden_size", "num_basis")}
-        values.update(intermediate_size=sizes["hidden_size"], num_steps=sizes["num_basis"])
+        values = {key: sizes[key] for key in ("hidden_size", "char_hidden_size")}
+        values.update(
+            intermediate_size=sizes["hidden_size"],
+            final_num_basis=sizes["num_basis"],
+            final_num_steps=sizes["num_basis"],
+        )
     else:
         values = gum_recipe()
     return TrainingArguments(**{**values, "refine_steps": "none"})
@@ -247,11 +251,11 @@ def column_tagging_cases(mode: str, device: torch.device) -> list[Case]:
     a ratio <= 1 / 0.9."""
     sizes = COLUMN_TAGGING_SIZES[mode]
     args = recipe_arguments(sizes)
-    grid = f"K=N_T={args.num_basis}"
+    grid = f"K=N_T={args.final_num_basis}"
     model_sizes = {
         "hidden_size": args.hidden_size,
         "char_hidden_size": args.char_hidden_size,
-        "num_basis": args.num_basis,
+        "num_basis": args.final_num_basis,
     }
 
     def build() -> tuple[Workload, Workload]:

@@ -40,7 +40,7 @@ def gum_recipe() -> dict[str, object]:
 def recipe_run(steps: int, data_dir: str | None, **options) -> Workload:
     """A workload that trains the first ``steps`` steps of :func:`gum_recipe` (the sample
     treebank when ``data_dir`` is None) in a fresh folder each time, without evaluating."""
-    values = gum_recipe() if data_dir else {"treebank": "sample", "num_basis": 8, "refine_steps": "5,10,15"}
+    values = gum_recipe() if data_dir else {"treebank": "sample", "final_num_basis": 8, "refine_steps": "5,10,15"}
     # The recipe's first steps come before its cool-down (which must fit in max_steps).
     values.update(max_steps=steps, cooldown_steps=0, eval_steps=10**9, save_steps=10**9, data_dir=data_dir, **options)
     name = "compiled" if options.get("torch_compile") else "bf16" if options.get("bf16") else "eager"

@@ -13,7 +13,7 @@ from typing import ClassVar
 from ..checks import check_count
 from ..text.arguments import INVERSE_SQRT, INVERSE_SQRT_DESCRIPTION, EncoderArguments
 from ..text.pretrained_encoder import is_language_model
-from ..training.arguments import RunArguments, flag_help
+from ..training.arguments import FINAL_NUM_BASIS_FLAGS, RunArguments, flag_help
 
 
 @dataclass
@@ -63,7 +63,9 @@ class PretrainingArguments(EncoderArguments, RunArguments):
         default=None,
         **flag_help("the learning rate falls linearly to 0 over the last N steps (default: the last 20%%)"),
     )
-    num_basis: int = field(default=16, **flag_help("final K, the number of basis functions"))
+    final_num_basis: int = field(
+        default=16, **flag_help("final K, the number of basis functions", aliases=FINAL_NUM_BASIS_FLAGS)
+    )
     refine_steps: str | None = field(
         default=None, **flag_help("comma-separated steps after which K and N_T are refined ('none': never)")
     )

@@ -28,7 +28,7 @@ from ..configuration_cont_transformer import (
 from ..runtime.model_folders import VECTORS_FILE, WORDS_FILE
 from ..text.arguments import INVERSE_SQRT, INVERSE_SQRT_DESCRIPTION, EncoderArguments
 from ..text.pretrained_encoder import is_language_model
-from ..training.arguments import RunArguments, flag_help
+from ..training.arguments import FINAL_NUM_BASIS_FLAGS, RunArguments, flag_help
 from .data import TAG_COLUMNS, TREEBANKS
 from .self_training import check_agreement
 
@@ -49,7 +49,9 @@ UD_DATASET_NAMES = ("universal_dependencies", "universal-dependencies/universal_
 class TrainingArguments(EncoderArguments, RunArguments):
     """Everything ``trainer.train`` needs; the defaults are the paper's recipe (English-GUM,
     35,000 steps, K = N_T = 64). Names match ``ContTransformerConfig`` and the CLI flags
-    (``num_basis`` is ``--num-basis`` or ``--num_basis``)."""
+    (``refine_steps`` is ``--refine-steps`` or ``--refine_steps``); ``final_num_basis`` and
+    ``final_num_steps``, the K and N_T the run ends at, are ``--num-basis`` and
+    ``--num-steps``, as the config's K and N_T."""
 
     output_dir: str = field(
         default="runs/pos",
@@ -58,7 +60,9 @@ class TrainingArguments(EncoderArguments, RunArguments):
     max_steps: int = field(default=35000, **flag_help("optimiser steps to train for"))
     learning_rate: float = field(default=1e-3, **flag_help("peak learning rate, reached at the end of the warm-up"))
     weight_decay: float = field(default=0.1, **flag_help("AdamW weight decay (not on biases and LayerNorms)"))
-    num_basis: int = field(default=64, **flag_help("final K, the number of basis functions"))
+    final_num_basis: int = field(
+        default=64, **flag_help("final K, the number of basis functions", aliases=FINAL_NUM_BASIS_FLAGS)
+    )
     refine_steps: str | None = field(
         default=DEFAULT_REFINE_STEPS,
         **flag_help(
@@ -249,12 +253,12 @@ class TrainingArguments(EncoderArguments, RunArguments):
         late = [step for step in self.refine_steps if step >= self.max_steps]
         if late:
             logger.warning(
-                "refine_steps %s: at or past max_steps=%d, so this run ends at K = %d, below num_basis=%d "
+                "refine_steps %s: at or past max_steps=%d, so this run ends at K = %d, below --num-basis %d "
                 "(resume it with a larger --max-steps and the same --refine-steps to go on)",
                 ",".join(map(str, late)),
                 self.max_steps,
                 self.refinement_schedule.sizes(self.max_steps - 1)[0],
-                self.num_basis,
+                self.final_num_basis,
             )
 
     def _resolve_hub_dataset(self) -> None:
@@ -344,7 +348,7 @@ SAMPLE_DEFAULTS: dict[str, object] = {
     "max_steps": 300,
     "warmup_steps": 50,
     "learning_rate": 2e-3,
-    "num_basis": 8,
+    "final_num_basis": 8,
     "refine_steps": "50,100,240",
     "eval_steps": 100,
     "save_steps": 100,

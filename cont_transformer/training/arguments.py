@@ -55,6 +55,13 @@ TRACKERS = ("aim", "clearml", "comet_ml", "dvclive", "mlflow", "swanlab", "tenso
 STRATEGIES = ("steps", "epoch", "no")
 
 
+# The final K and N_T a run trains to are spelt on the command line and in recipes as the
+# config's K and N_T are (``--num-basis``, ``num_basis``); in the arguments they are
+# ``final_num_basis`` / ``final_num_steps``, apart from a model's current ``num_basis``.
+FINAL_NUM_BASIS_FLAGS = ["--num-basis", "--num_basis"]
+FINAL_NUM_STEPS_FLAGS = ["--num-steps", "--num_steps"]
+
+
 def flag_help(text: str, **extra) -> dict:
     return {"metadata": {"help": text, **extra}}
 
@@ -90,8 +97,12 @@ class RunArguments:
     learning_rate: float = field(default=1e-3, **flag_help("peak learning rate"))
     weight_decay: float = field(default=0.0, **flag_help("decoupled weight decay"))
     basis: str = field(default="piecewise_constant", **flag_help("basis of the ODE blocks' weights"))
-    num_basis: int = field(default=8, **flag_help("final K, the number of basis functions"))
-    num_steps: int | None = field(default=None, **flag_help("final N_T, integration steps (default: --num-basis)"))
+    final_num_basis: int = field(
+        default=8, **flag_help("final K, the number of basis functions", aliases=FINAL_NUM_BASIS_FLAGS)
+    )
+    final_num_steps: int | None = field(
+        default=None, **flag_help("final N_T, integration steps (default: --num-basis)", aliases=FINAL_NUM_STEPS_FLAGS)
+    )
     scheme: str = field(default="euler", **flag_help("Runge-Kutta scheme"))
     time_horizon: float = field(default=1.0, **flag_help("T, the end of depth-time"))
     coarse_step_fraction: float = field(
@@ -292,17 +303,19 @@ class RunArguments:
         folder); checked then, not before."""
         return False
 
-    def adopt_sizes(self, basis: str, scheme: str, time_horizon: float, num_basis: int, num_steps: int) -> None:
-        """Take a saved model's continuous choices (the final K and N_T) and check them."""
+    def adopt_sizes(
+        self, basis: str, scheme: str, time_horizon: float, final_num_basis: int, final_num_steps: int
+    ) -> None:
+        """Take a saved model's continuous choices (and the final K and N_T) and check them."""
         self.basis, self.scheme, self.time_horizon = basis, scheme, time_horizon
-        self.num_basis, self.num_steps = num_basis, num_steps
+        self.final_num_basis, self.final_num_steps = final_num_basis, final_num_steps
         self.check_sizes()
 
     def check_sizes(self) -> None:
         """N_T by default K; K and N_T fit the refinements; ``--best-num-*`` compress."""
-        if self.num_steps is None:
-            self.num_steps = self.num_basis
-        for name, trained in (("best_num_basis", self.num_basis), ("best_num_steps", self.num_steps)):
+        if self.final_num_steps is None:
+            self.final_num_steps = self.final_num_basis
+        for name, trained in (("best_num_basis", self.final_num_basis), ("best_num_steps", self.final_num_steps)):
             value = getattr(self, name)
             if value is not None and value > trained:
                 flag = name.removeprefix("best_")
@@ -376,7 +389,7 @@ class RunArguments:
 
     @property
     def refinement_schedule(self) -> RefinementSchedule:
-        return RefinementSchedule(self.basis, self.num_basis, self.num_steps, self.refine_steps)
+        return RefinementSchedule(self.basis, self.final_num_basis, self.final_num_steps, self.refine_steps)
 
     def identity(self) -> dict[str, Any]:
         """The arguments that determine what the run computes (see :data:`RESUMABLE`); with

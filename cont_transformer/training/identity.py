@@ -102,10 +102,14 @@ def file_fingerprints(paths: Iterable[PathLike]) -> dict[str, str]:
 
 # Recorded fields that are no flag of their own, by what sets them.
 DERIVED = {"network": "the network of --preset and --config-overrides"}
+# Fields spelt on the command line as the config's K and N_T are; run.json may record them
+# under either name, and is read with the field's.
+SPELT_AS_FLAGS = {"final_num_basis": "num_basis", "final_num_steps": "num_steps"}
+FIELD_OF_SPELLING = {spelling: name for name, spelling in SPELT_AS_FLAGS.items()}
 
 
 def _flag(name: str) -> str:
-    return DERIVED.get(name, "--" + name.replace("_", "-"))
+    return DERIVED.get(name, "--" + SPELT_AS_FLAGS.get(name, name).replace("_", "-"))
 
 
 def record_identity(
@@ -136,6 +140,7 @@ def read_identity(run_dir: PathLike) -> dict | None:
         identity = json.loads(path.read_text())
         if not isinstance(identity["arguments"], dict):
             raise TypeError("arguments is not an object")
+        identity["arguments"] = {FIELD_OF_SPELLING.get(k, k): v for k, v in identity["arguments"].items()}
     except (ValueError, KeyError, TypeError) as err:
         raise OutputFolderError(f"{path}: unreadable run record ({err})") from err
     return identity

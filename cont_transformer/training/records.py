@@ -113,7 +113,7 @@ class RunRecords:
         which halve for free (``compression_report``), never a coarser model that happened
         to score as high on dev before the last refinement."""
         schedule = self.schedule
-        final = (entry["num_basis"], entry["num_steps"]) == (schedule.num_basis, schedule.num_steps)
+        final = (entry["num_basis"], entry["num_steps"]) == (schedule.final_num_basis, schedule.final_num_steps)
         return final, entry[self.selection_metric]
 
     # --- after training ------------------------------------------------------------

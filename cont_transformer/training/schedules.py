@@ -76,14 +76,14 @@ class RefinementSchedule:
 
     Attributes:
         basis: basis name (refinement rules differ by basis).
-        num_basis: final K, reached after the last refinement.
-        num_steps: final N_T; it doubles at every refinement.
+        final_num_basis: K after the last refinement.
+        final_num_steps: N_T after the last refinement; it doubles at every refinement.
         refine_steps: strictly increasing optimiser steps, each >= 1.
     """
 
     basis: str
-    num_basis: int
-    num_steps: int
+    final_num_basis: int
+    final_num_steps: int
     refine_steps: tuple[int, ...] = ()
 
     def __post_init__(self):
@@ -92,22 +92,22 @@ class RefinementSchedule:
             raise ValueError(f"refine_steps: must be strictly increasing steps >= 1, got {list(steps)}")
         object.__setattr__(self, "refine_steps", steps)
         scale = refined_num_steps(1, len(steps))
-        if self.num_steps % scale:
+        if self.final_num_steps % scale:
             raise ValueError(
-                f"num_steps={self.num_steps} must be divisible by 2**{len(steps)}={scale}: "
+                f"num_steps={self.final_num_steps} must be divisible by 2**{len(steps)}={scale}: "
                 f"N_T doubles at each of the {len(steps)} refinements"
             )
-        initial_num_basis(self.basis, self.num_basis, len(steps))  # validates num_basis
+        initial_num_basis(self.basis, self.final_num_basis, len(steps))  # validates K
 
     @property
     def initial_num_basis(self) -> int:
         """K at step 0."""
-        return initial_num_basis(self.basis, self.num_basis, len(self.refine_steps))
+        return initial_num_basis(self.basis, self.final_num_basis, len(self.refine_steps))
 
     @property
     def initial_num_steps(self) -> int:
         """N_T at step 0."""
-        return self.num_steps // refined_num_steps(1, len(self.refine_steps))
+        return self.final_num_steps // refined_num_steps(1, len(self.refine_steps))
 
     def num_refinements(self, step: int) -> int:
         """Refinements done by the end of optimiser step ``step``."""
