@@ -27,6 +27,7 @@ from transformers import AutoConfig, AutoTokenizer
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..pretrained import check_no_custom_code
+from ..tagger_files import read_tagger_files
 from ..text.arguments import encoder_config
 from ..text.optimization import build_optimizer
 from ..text.pretrained_encoder import (
@@ -283,4 +284,4 @@ def tagger_start(args: TrainingArguments) -> TaggerStart:
     check_tokenizer(tokenizer, config, folder)
     if is_language_model(config):
         return FromLanguageModel(args, tokenizer, load_language_model(folder))
-    return FineTuned(args, tokenizer, config)
+    return FineTuned(args, tokenizer, read_tagger_files(config, folder))
