@@ -11,7 +11,7 @@ from transformers import PreTrainedConfig
 
 from .checks import check_count
 from .choices import check_continuous_choices
-from .tagger_files import write_config
+from .tagger_files import read_tagger_files, write_config
 
 POSITION_ENCODINGS = ("sinusoidal", "learned")
 # See word_representation.py: the paper's word embeddings, word embeddings plus a
@@ -175,9 +175,9 @@ class ContTransformerConfig(PreTrainedConfig):
     treebank's data, not the encoder's configuration: ``config.json`` holds none of them.
     Writing the config (``to_json_file``, as ``save_pretrained`` does) saves them beside it
     in files of their own, ``columns.json`` (the labels and combinations) and
-    ``lemma_lexicon.json`` (``tagger_files.py``); loading a model reads them back, and
-    ``tagger_files.read_tagger_files`` does for a config read alone
-    (``AutoConfig.from_pretrained`` reads ``config.json`` only). ``column_sizes`` stays in
+    ``lemma_lexicon.json`` (``tagger_files.py``); loading a model or
+    ``ContTransformerConfig.from_pretrained`` reads them back (``AutoConfig.from_pretrained``
+    reads ``config.json`` alone: ``tagger_files.read_tagger_files`` adds them). ``column_sizes`` stays in
     ``config.json``, so the heads are built before the labels are read. A ``config.json``
     that holds these fields itself loads with them, its files not read.
 
@@ -373,6 +373,15 @@ class ContTransformerConfig(PreTrainedConfig):
         primary = (self.primary_column,) if self.primary_column else ()
         others = tuple(c for c in PREDICTED_COLUMNS if c in (self.column_sizes or {}))
         return primary + others
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, **kwargs):
+        """``PreTrainedConfig.from_pretrained``, with the data files beside ``config.json``
+        (``tagger_files.read_tagger_files``)."""
+        loaded = super().from_pretrained(pretrained_model_name_or_path, **kwargs)
+        config = loaded[0] if isinstance(loaded, tuple) else loaded
+        read_tagger_files(config, pretrained_model_name_or_path, **kwargs)
+        return loaded
 
     def to_json_file(self, json_file_path, use_diff: bool = True):
         """``config.json`` (``save_pretrained`` writes it here) without the treebank's data,

@@ -12,8 +12,9 @@ the heads are built before the labels are read).
   ``save_pretrained`` calls) writes ``config.json`` without them and, beside it, each file
   whose fields are not all empty, staged and moved into place (``os.replace``); a file
   whose fields are empty is removed, so no other model's data stays in the folder.
-* Reading: :func:`read_tagger_files` (run by every model load before the weights are read,
-  and by callers that read a folder's config alone) puts each file's fields back into the
+* Reading: :func:`read_tagger_files` (run by ``ContTransformerConfig.from_pretrained``, by
+  every model load before the weights are read, so that their record of the config
+  (``config_record.py``) checks the labels too, and by callers of ``AutoConfig``) puts each file's fields back into the
   config, checked as the config checks its own fields (``validate_columns``); a file that
   is not JSON, or not this model's, is refused in one ``ValueError`` naming it. A file is
   read only where ``config.json`` holds none of its fields itself (such a folder keeps its
@@ -96,6 +97,8 @@ def read_tagger_files(config, source: str | os.PathLike, **options):
     model folder, or a Hub repository with ``options``: :data:`HUB_OPTIONS`) whose fields
     ``config.json`` left empty; a ``ValueError`` naming a file that is not this model's."""
     options = {name: options[name] for name in HUB_OPTIONS if options.get(name) is not None}
+    if os.path.isfile(source):  # a config.json named itself
+        source = os.path.dirname(source)
     for name, fields in TAGGER_FILES.items():
         if any(getattr(config, field, None) for field in fields):
             continue  # config.json holds them
