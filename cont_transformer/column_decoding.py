@@ -36,10 +36,17 @@ def canonical_feats(feats: str) -> str:
 def model_column_labels(config, column: str = "xpos") -> dict[str, list[str]]:
     """Every column a tagger's ``config`` predicts -> its labels (lemma scripts as text),
     the primary column first (``config.primary_column``, else ``column``: models saved
-    before there were several heads)."""
+    before there were several heads); a ``ValueError`` when the config's ``columns.json``
+    was not read."""
     primary = getattr(config, "primary_column", None) or column
     primary_labels = [config.id2label[i] for i in range(config.num_labels)]
-    return {primary: primary_labels, **(getattr(config, "column_labels", None) or {})}
+    others = getattr(config, "column_labels", None)
+    if others is None and getattr(config, "column_sizes", None):
+        raise ValueError(
+            "column_labels: not read; they are in the folder's columns.json (a loaded model's config has them, "
+            "tagger_files.read_tagger_files reads them into a config read alone)"
+        )
+    return {primary: primary_labels, **(others or {})}
 
 
 def parsed_labels(labels: dict[str, list]) -> dict[str, list]:

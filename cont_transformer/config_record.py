@@ -3,12 +3,14 @@
 ``save_pretrained`` records, in the metadata of every safetensors file it writes (beside
 transformers' ``"format": "pt"``), the config fields that change what the model computes
 (:func:`recorded_fields`: every field but :data:`UNRECORDED_FIELDS`, which are transformers'
-bookkeeping and training-only settings): under :data:`DIGEST_KEY` the SHA-256 of their
+bookkeeping, training-only settings and fields other fields give; :data:`NAMED_ONLY_FIELDS`
+by name only): under :data:`DIGEST_KEY` the SHA-256 of their
 canonical JSON, under :data:`FIELDS_KEY` each field's value (a scalar as it is, a list or
 mapping by its own SHA-256), so that a mismatch names the fields.
 
-At load (:func:`config_mismatch`), the model's config is compared with that record: an
-edited ``config.json`` that keeps every tensor's shape (another basis with the same K, T,
+At load (:func:`config_mismatch`), the model's config is compared with that record (a
+tagger's config as ``config.json`` and ``columns.json`` give it, ``tagger_files.py``): an
+edited ``config.json`` (or ``columns.json``) that keeps every tensor's shape (another basis with the same K, T,
 the activation, the heads, LayerNorm's epsilon, the positions, two labels exchanged, the tag
 combinations) is refused in one line naming the fields, where it would load and compute
 something else. Fields added to the config after a folder was saved are not in its record
@@ -59,8 +61,13 @@ UNRECORDED_FIELDS = frozenset(
         "attention_probs_dropout_prob",
         "initializer_range",
         "batch_norm_momentum",
+        # A tagger's head sizes, which its recorded column_labels give.
+        "column_sizes",
     }
 )
+# Config fields recorded by name with a null value: data beside the weights that they never
+# read, which may be rebuilt without them (a tagger's lemma lexicon, tagger_files.py).
+NAMED_ONLY_FIELDS = frozenset({"lemma_lexicon"})
 
 
 def _canonical(value) -> str:
@@ -74,10 +81,14 @@ def _sha256(value) -> str:
 
 def recorded_fields(config) -> dict[str, object]:
     """``{field: value}`` of every field of ``config`` (a ``PreTrainedConfig``) but
-    :data:`UNRECORDED_FIELDS`, as JSON gives them back (mapping keys as strings), so a config
+    :data:`UNRECORDED_FIELDS` (:data:`NAMED_ONLY_FIELDS` as None), as JSON gives them back (mapping keys as strings), so a config
     and its reload from ``config.json`` give the same record."""
     values = json.loads(json.dumps(config.to_dict(), default=str))
-    return {name: value for name, value in values.items() if name not in UNRECORDED_FIELDS}
+    return {
+        name: None if name in NAMED_ONLY_FIELDS else value
+        for name, value in values.items()
+        if name not in UNRECORDED_FIELDS
+    }
 
 
 def _summary(value):
@@ -200,6 +211,7 @@ def unrecorded_warning(path: str | os.PathLike) -> None:
 __all__ = [
     "DIGEST_KEY",
     "FIELDS_KEY",
+    "NAMED_ONLY_FIELDS",
     "UNRECORDED_FIELDS",
     "config_mismatch",
     "config_record",

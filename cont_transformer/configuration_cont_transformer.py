@@ -11,6 +11,7 @@ from transformers import PreTrainedConfig
 
 from .checks import check_count
 from .choices import check_continuous_choices
+from .tagger_files import read_tagger_files, write_config
 
 POSITION_ENCODINGS = ("sinusoidal", "learned")
 # See word_representation.py: the paper's word embeddings, word embeddings plus a
@@ -148,6 +149,9 @@ class ContTransformerConfig(PreTrainedConfig):
             (``"factored"``), lemma edit scripts as text
             (``cont_transformer.tagging.lemmas``), dependency relations (``"deprel"``, an
             auxiliary column: learnt, never given). None or empty: one column only.
+        column_sizes: the other predicted columns -> their number of labels, which sizes
+            their heads; set from ``column_labels`` when not given (and checked against
+            them when both are).
         feats_mode: ``"whole"`` (a class per FEATS string seen in training) or
             ``"factored"`` (a class per value of each feature, "_" for absent).
         tag_combinations: the ``[upos, xpos, feats]`` label triples seen in training
@@ -158,9 +162,7 @@ class ContTransformerConfig(PreTrainedConfig):
             ``column`` (``"xpos"``, else ``"upos"``) seen in training, the lemma seen most
             often with it; a word whose form and predicted tag are in it gets that lemma
             rather than its predicted edit script's (``column_decoding.decode_columns``).
-            None: the scripts alone. Saved beside ``config.json`` in a file of its own
-            (``lemma_lexicon.json``, :data:`~.modeling_cont_transformer.LEMMA_LEXICON_FILE`),
-            not in it: it is the training treebank's data, not the encoder's configuration.
+            None: the scripts alone.
         tie_word_embeddings: the masked-LM head's decoder shares the word embedding
             matrix (``ContTransformerForMaskedLM``; the tagger has no such head).
         vocab_fingerprint: SHA-256 of the vocabulary of the tokenizer saved beside the model
@@ -168,6 +170,16 @@ class ContTransformerConfig(PreTrainedConfig):
             language model is saved by the package's trainers; loading the folder's tokenizer
             checks it, so a tokenizer of another model is refused. None (folders saved
             before it, or by hand): only ``vocab_size`` is checked.
+
+    ``column_labels``, ``tag_combinations`` and ``lemma_lexicon`` are the training
+    treebank's data, not the encoder's configuration: ``config.json`` holds none of them.
+    Writing the config (``to_json_file``, as ``save_pretrained`` does) saves them beside it
+    in files of their own, ``columns.json`` (the labels and combinations) and
+    ``lemma_lexicon.json`` (``tagger_files.py``); loading a model or
+    ``ContTransformerConfig.from_pretrained`` reads them back (``AutoConfig.from_pretrained``
+    reads ``config.json`` alone: ``tagger_files.read_tagger_files`` adds them). ``column_sizes`` stays in
+    ``config.json``, so the heads are built before the labels are read. A ``config.json``
+    that holds these fields itself loads with them, its files not read.
 
     Example:
 
@@ -212,6 +224,7 @@ class ContTransformerConfig(PreTrainedConfig):
     num_word_embeddings: int = 0
     primary_column: str | None = None
     column_labels: dict[str, list[str]] | None = None
+    column_sizes: dict[str, int] | None = None
     feats_mode: str = "whole"
     tag_combinations: list[list[str]] | None = None
     lemma_lexicon: dict[str, dict[str, dict[str, str]]] | None = None
@@ -221,6 +234,8 @@ class ContTransformerConfig(PreTrainedConfig):
     def __post_init__(self, **kwargs):
         if self.num_steps is None:
             self.num_steps = self.num_basis
+        if self.column_labels and self.column_sizes is None:
+            self.column_sizes = {column: len(labels) for column, labels in self.column_labels.items()}
         super().__post_init__(**kwargs)
         # Plain ValueErrors at construction; `validate()` (run again by save_pretrained)
         # wraps the same checks in huggingface_hub's validation error.
@@ -314,17 +329,23 @@ class ContTransformerConfig(PreTrainedConfig):
             raise ValueError(f"primary_column: choose one of {OUTPUT_COLUMNS}, got {self.primary_column!r}")
         if self.primary_column == "feats" and self.feats_mode == "factored":
             raise ValueError("primary_column: factored features have several heads; predict them beside a tag column")
-        for column, labels in (self.column_labels or {}).items():
+        sizes = self.column_sizes or {}
+        if self.column_labels is not None:
+            given = {column: len(labels) for column, labels in self.column_labels.items()}
+            if given != sizes:
+                raise ValueError(f"column_labels: {given} labels per column, but column_sizes gives {sizes}")
+        named = "column_labels" if self.column_labels is not None else "column_sizes"
+        for column, size in sizes.items():
             if column not in PREDICTED_COLUMNS:
-                raise ValueError(f"column_labels: {column!r} is not one of {PREDICTED_COLUMNS}")
+                raise ValueError(f"{named}: {column!r} is not one of {PREDICTED_COLUMNS}")
             if column == self.primary_column:
-                raise ValueError(f"column_labels: {column!r} is the primary column (its labels are id2label)")
-            if not labels:
-                raise ValueError(f"column_labels: {column!r} has no labels")
-            if column == "feats" and self.feats_mode == "factored":
-                feature_groups(labels)
-        if self.column_labels and self.primary_column is None:
-            raise ValueError("primary_column: needed when column_labels names other columns")
+                raise ValueError(f"{named}: {column!r} is the primary column (its labels are id2label)")
+            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+                raise ValueError(f"{named}: {column!r} has no labels")
+        if "feats" in (self.column_labels or {}) and self.feats_mode == "factored":
+            feature_groups(self.column_labels["feats"])
+        if sizes and self.primary_column is None:
+            raise ValueError("primary_column: needed when column_sizes names other columns")
         if self.tag_combinations:
             if self.feats_mode != "whole":
                 raise ValueError("tag_combinations: joint decoding needs feats_mode='whole'")
@@ -350,8 +371,22 @@ class ContTransformerConfig(PreTrainedConfig):
         """The columns the model predicts, the primary first, the others in the order of
         ``PREDICTED_COLUMNS`` (() when the primary column is not recorded)."""
         primary = (self.primary_column,) if self.primary_column else ()
-        others = tuple(c for c in PREDICTED_COLUMNS if c in (self.column_labels or {}))
+        others = tuple(c for c in PREDICTED_COLUMNS if c in (self.column_sizes or {}))
         return primary + others
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, **kwargs):
+        """``PreTrainedConfig.from_pretrained``, with the data files beside ``config.json``
+        (``tagger_files.read_tagger_files``)."""
+        loaded = super().from_pretrained(pretrained_model_name_or_path, **kwargs)
+        config = loaded[0] if isinstance(loaded, tuple) else loaded
+        read_tagger_files(config, pretrained_model_name_or_path, **kwargs)
+        return loaded
+
+    def to_json_file(self, json_file_path, use_diff: bool = True):
+        """``config.json`` (``save_pretrained`` writes it here) without the treebank's data,
+        which go beside it in files of their own (``tagger_files.write_config``)."""
+        write_config(self, json_file_path, use_diff)
 
 
 def _pairs(mapping: dict):

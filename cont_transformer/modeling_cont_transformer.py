@@ -16,11 +16,8 @@ with ``trust_remote_code=True`` where this package is not installed.
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
 import torch
@@ -28,12 +25,13 @@ import torch.nn.functional as F
 from torch import nn
 from transformers.activations import ACT2FN
 from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput, TokenClassifierOutput
-from transformers.utils import cached_file, can_return_tuple
+from transformers.utils import can_return_tuple
 
 from .card_texts import LANGUAGE_MODEL_CARD, TAGGER_CARD
 from .configuration_cont_transformer import ContTransformerConfig, feature_groups
 from .ode_block import Coefficients, OdeBlock
 from .pretrained import ContinuousPreTrainedModel
+from .tagger_files import read_tagger_files
 from .transformer_rate import ContTransformerRate
 from .word_representation import WordRepresentation, WordVectors
 
@@ -86,29 +84,11 @@ class ContTransformerEmbeddings(WordRepresentation):
         return WordVectors(self.dropout(vectors + positions), words.mask, words.token_words)
 
 
-# A tagger's lemma lexicon (``config.lemma_lexicon``: the training treebank's lemma per form
-# and tag) travels beside config.json, in a file of its own.
-LEMMA_LEXICON_FILE = "lemma_lexicon.json"
-HUB_OPTIONS = ("cache_dir", "force_download", "local_files_only", "token", "revision", "subfolder")
-
-
-def read_lemma_lexicon(path: str | os.PathLike, config: ContTransformerConfig) -> dict:
-    """The lemma lexicon saved in ``path`` (:data:`LEMMA_LEXICON_FILE`), checked against
-    ``config`` as a config checks its own; a ``ValueError`` naming the file if it is not one."""
-    try:
-        lexicon = json.loads(Path(path).read_text(encoding="utf-8"))
-        config.lemma_lexicon = lexicon
-        config.validate_columns()
-    except (OSError, UnicodeDecodeError, ValueError) as err:
-        config.lemma_lexicon = None
-        raise ValueError(f"{path}: not this model's lemma lexicon ({err})") from err
-    return lexicon
-
-
 class ContTransformerPreTrainedModel(ContinuousPreTrainedModel):
     """Weight initialisation; parameter counts, complete save folders with a model card and
-    activation checkpointing come from :class:`ContinuousPreTrainedModel`; a tagger's lemma
-    lexicon is saved and read as its own file (:data:`LEMMA_LEXICON_FILE`)."""
+    activation checkpointing come from :class:`ContinuousPreTrainedModel`; a tagger's data
+    (labels, tag combinations, lemma lexicon) travel in files of their own beside
+    ``config.json`` (``tagger_files.py``): the config writes them, loading reads them."""
 
     config_class = ContTransformerConfig
     base_model_prefix = "cont_transformer"
@@ -117,42 +97,14 @@ class ContTransformerPreTrainedModel(ContinuousPreTrainedModel):
     _keys_to_ignore_on_load_missing = (r"embeddings\.word_dropout$",)
 
     @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
-        """``PreTrainedModel.from_pretrained``, and the folder's lemma lexicon into
-        ``config.lemma_lexicon`` (a folder whose config.json holds the lexicon keeps it)."""
-        loaded = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
-        model = loaded[0] if isinstance(loaded, tuple) else loaded
-        if not getattr(model.config, "lemma_lexicon", None):
-            options = {name: kwargs[name] for name in HUB_OPTIONS if name in kwargs}
-            path = cached_file(
-                pretrained_model_name_or_path,
-                LEMMA_LEXICON_FILE,
-                _raise_exceptions_for_missing_entries=False,
-                _raise_exceptions_for_connection_errors=False,
-                **options,
-            )
-            if path is not None:
-                model.config.lemma_lexicon = read_lemma_lexicon(path, model.config)
-        return loaded
-
-    def save_pretrained(self, save_directory: str | os.PathLike, *args, **kwargs) -> None:
-        """Save as :class:`ContinuousPreTrainedModel` does, the lemma lexicon in
-        :data:`LEMMA_LEXICON_FILE` rather than in ``config.json`` (and no stale one)."""
-        lexicon = getattr(self.config, "lemma_lexicon", None)
-        self.config.lemma_lexicon = None
-        try:
-            super().save_pretrained(save_directory, *args, **kwargs)
-        finally:
-            self.config.lemma_lexicon = lexicon
-        if not kwargs.get("is_main_process", True):
-            return
-        path = Path(save_directory) / LEMMA_LEXICON_FILE
-        if lexicon:
-            staging = path.with_name(f".{LEMMA_LEXICON_FILE}.tmp")
-            staging.write_text(json.dumps(lexicon, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
-            os.replace(staging, path)
-        elif path.exists():
-            path.unlink()  # another model's, from an earlier save into this folder
+    def _load_pretrained_model(cls, model, state_dict, checkpoint_files, load_config):
+        """Read the folder's data files into ``model.config`` (``tagger_files.read_tagger_files``:
+        a tagger's labels, tag combinations and lemma lexicon), then the weights, checked
+        against the whole config (``pretrained.py``)."""
+        source = load_config.pretrained_model_name_or_path
+        if source is not None:
+            read_tagger_files(model.config, source, **(load_config.download_kwargs or {}))
+        return super()._load_pretrained_model(model, state_dict, checkpoint_files, load_config)
 
     def num_parameters_split(self) -> dict[str, int]:
         """Parameter counts: ``embedding`` (the input representation: word embeddings, the
@@ -325,18 +277,19 @@ class ContTransformerForTokenClassification(ContTransformerPreTrainedModel):
         self.cont_transformer = ContTransformerModel(config)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-        column_labels = config.column_labels or {}
-        if column_labels:
+        if config.column_sizes:
             self.column_classifiers = nn.ModuleDict(
-                {column: nn.Linear(config.hidden_size, len(labels)) for column, labels in column_labels.items()}
+                {column: nn.Linear(config.hidden_size, size) for column, size in config.column_sizes.items()}
             )
         self.post_init()
 
     def feature_group_sizes(self) -> list[int] | None:
         """Labels per feature of a factored features head, in order; None without one."""
-        labels = (self.config.column_labels or {}).get("feats")
-        if labels is None or self.config.feats_mode != "factored":
+        if "feats" not in (self.config.column_sizes or {}) or self.config.feats_mode != "factored":
             return None
+        labels = (self.config.column_labels or {}).get("feats")
+        if labels is None:
+            raise ValueError("column_labels: the factored features head's groups need its labels (columns.json)")
         return [len(values) for _, values in feature_groups(labels)]
 
     def _column_loss(self, column: str, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

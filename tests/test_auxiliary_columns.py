@@ -83,8 +83,8 @@ def test_a_tagger_learns_deprel_scores_it_and_gives_it_to_a_student_only(sample_
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["columns"][-1] == "deprel" and 0.0 < metrics["best"]["deprel"] <= 1.0
     assert "deprel" not in {"upos", "xpos", "ufeats", "lemmas"} & set(metrics["best"])  # not selected on
-    config = json.loads((run / BEST_MODEL_DIR / "config.json").read_text())
-    relations = config["column_labels"]["deprel"]
+    assert json.loads((run / BEST_MODEL_DIR / "config.json").read_text())["column_sizes"]["deprel"] > 0
+    relations = json.loads((run / BEST_MODEL_DIR / "columns.json").read_text())["column_labels"]["deprel"]
     card = (run / BEST_MODEL_DIR / "README.md").read_text()
     assert f"| deprel head (labels), learnt as a training signal, not output | {len(relations)} |" in card
     tagger = Tagger.from_pretrained(run, device="cpu")

@@ -104,6 +104,7 @@ def test_a_treebank_without_lemmas_trains_without_a_lemma_head(tmp_path):
     assert metrics["columns"] == ["xpos", "upos", "feats"]
     assert set(reported_rows(metrics["columns"])) <= set(metrics["best"]) and "lemmas" not in metrics["best"]
     config = json.loads((tmp_path / "run" / BEST_MODEL_DIR / "config.json").read_text())
+    config.update(json.loads((tmp_path / "run" / BEST_MODEL_DIR / "columns.json").read_text()))
     assert config["primary_column"] == "xpos" and sorted(config["column_labels"]) == ["feats", "upos"]
     # The seen (UPOS, XPOS, FEATS) triples, each of known labels, for joint decoding.
     labels = {
@@ -128,7 +129,7 @@ def test_one_column_model_is_the_papers_and_multi_column_eval_sets_score_every_c
     assert single["columns"] == ["xpos"] and single["best"]["accuracy"] == single["best"]["xpos"]
     assert {"upos", "ufeats", "lemmas"}.isdisjoint(single["best"])
     config = json.loads((tmp_path / "one" / BEST_MODEL_DIR / "config.json").read_text())
-    assert not config.get("column_labels")
+    assert not config.get("column_sizes") and not (tmp_path / "one" / BEST_MODEL_DIR / "columns.json").exists()
     # The compression tools' eval set of a multi-column model scores every column.
     train(resolve_arguments({**common, "output_dir": str(tmp_path / "all")}))
     from transformers import AutoModelForTokenClassification, AutoTokenizer

@@ -249,7 +249,7 @@ def test_old_single_column_configs_load_and_behave_as_before(tmp_path):
     model = ContTransformerForTokenClassification(config).eval()
     model.save_pretrained(tmp_path)
     saved = json.loads((tmp_path / "config.json").read_text())
-    for key in ("primary_column", "column_labels", "feats_mode"):
+    for key in ("primary_column", "column_sizes", "feats_mode"):
         saved.pop(key)  # as written before the fields existed
     (tmp_path / "config.json").write_text(json.dumps(saved))
     loaded = AutoModelForTokenClassification.from_pretrained(tmp_path).eval()

@@ -37,6 +37,7 @@ MODELS = [
     "transformer_rate",  # the rate the continuous transformer's ODE block integrates
     "card_texts",  # what the model cards say
     "config_record",  # the config fields a model's weights were saved with
+    "tagger_files",  # a tagger's data beside config.json: labels, tag combinations, lemma lexicon
     "pretrained",
     "model_card",
     # What a saved tagger's pipeline shares with the tagging application:

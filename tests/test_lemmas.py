@@ -125,7 +125,7 @@ def test_the_lexicon_is_saved_in_a_file_of_its_own_and_read_back(tmp_path):
     import json
 
     from cont_transformer import ContTransformerForTokenClassification
-    from cont_transformer.modeling_cont_transformer import LEMMA_LEXICON_FILE
+    from cont_transformer.tagger_files import LEMMA_LEXICON_FILE
 
     lexicon = {"xpos": {"NNS": {"leaves": "leaf"}}}
     config = ContTransformerConfig(

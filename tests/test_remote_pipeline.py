@@ -43,6 +43,7 @@ CODE_FILES = (
     "lemma_scripts.py",
     "column_decoding.py",
     "configuration_cont_transformer.py",
+    "tagger_files.py",
 )
 TEXT = (
     "The old dog saw a bird. Tom didn't see it!\n\n"
@@ -126,7 +127,7 @@ def test_the_folders_pipeline_gives_every_column_per_word_as_the_tagger_does(sav
     # The columns vary, lemma scripts are applied, UPOS / XPOS / FEATS are decoded jointly.
     assert len({entry["xpos"] for entry in entries}) > 2
     assert any(entry["lemma"].lower() != entry["word"].lower() for entry in entries)
-    seen = {tuple(triple) for triple in json.loads((saved / "config.json").read_text())["tag_combinations"]}
+    seen = {tuple(triple) for triple in json.loads((saved / "columns.json").read_text())["tag_combinations"]}
     assert all((entry["upos"], entry["xpos"], entry["feats"] or "_") in seen for entry in entries)
     # The package's class, without remote code, gives the same; token-classification is unchanged.
     local = pipeline(model=str(saved), pipeline_class=ContTransformerTaggingPipeline)

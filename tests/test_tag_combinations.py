@@ -104,7 +104,8 @@ def test_adding_combinations_to_a_saved_model(tmp_path, capsys):
     build_tokenizer(WORDS).save_pretrained(folder)
     train.write_text(TRAIN)
     assert add_main([str(folder), str(train)]) == 0
-    assert json.loads((folder / "config.json").read_text())["tag_combinations"] == SEEN
+    assert json.loads((folder / "columns.json").read_text())["tag_combinations"] == SEEN
+    assert "tag_combinations" not in json.loads((folder / "config.json").read_text())
     assert not list(folder.glob("*.tmp"))
     (sentence,) = Tagger.from_pretrained(folder, device="cpu")([["the"]])
     assert (sentence.upos, sentence.xpos) == (["NOUN"], ["NN"])
@@ -112,8 +113,11 @@ def test_adding_combinations_to_a_saved_model(tmp_path, capsys):
     assert "missing" in capsys.readouterr().err
     # The weights record the config they go with: a config.json edited by hand is refused, untouched.
     config = json.loads((folder / "config.json").read_text())
-    (folder / "config.json").write_text(json.dumps({**config, "tag_combinations": None, "time_horizon": 2.0}))
-    before = (folder / "config.json").read_bytes()
+    (folder / "config.json").write_text(json.dumps({**config, "time_horizon": 2.0}))
+    (folder / "columns.json").write_text(
+        json.dumps({"column_labels": json.loads((folder / "columns.json").read_text())["column_labels"]})
+    )
+    before = [(folder / name).read_bytes() for name in ("config.json", "columns.json")]
     assert add_main([str(folder), str(train)]) == 1
     assert "time_horizon (2.0, saved with 1.0)" in capsys.readouterr().err
-    assert (folder / "config.json").read_bytes() == before
+    assert [(folder / name).read_bytes() for name in ("config.json", "columns.json")] == before

@@ -10,7 +10,6 @@ adds them to a model trained before, from its train file:
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -21,6 +20,7 @@ import datasets
 from ..config_record import config_mismatch, read_metadata, record_config, weights_files
 from ..configuration_cont_transformer import JOINT_COLUMNS
 from ..runtime.model_folders import resolve_model_dir
+from ..tagger_files import read_tagger_files
 from .columns import canonical_feats, column_values
 from .data import load_treebank
 from .tag import model_column_labels, saved_tag_column
@@ -45,18 +45,17 @@ def tag_combinations(
 
 
 def add_tag_combinations(model_dir: str | os.PathLike, train_file: str | os.PathLike) -> int:
-    """Record in ``model_dir``'s ``config.json`` (a run folder's and its ``best/``
-    model's; each replaced atomically, and the config recorded in its weights with it) the
-    combinations of ``train_file`` (CoNLL-U); returns how many. A folder whose config.json
-    is not the one its weights record is refused first, untouched. Raises ``ValueError`` when the model does
-    not predict UPOS, XPOS and whole FEATS."""
-    from transformers import AutoConfig
-
+    """Record in ``model_dir``'s tagger (a run folder's and its ``best/`` model's) the
+    combinations of ``train_file`` (CoNLL-U); returns how many. Each folder's config is
+    written again (``config.json`` and its data files, ``columns.json`` holding the
+    combinations, each replaced atomically) and recorded in its weights. A folder whose
+    config is not the one its weights record is refused first, untouched. Raises
+    ``ValueError`` when the model does not predict UPOS, XPOS and whole FEATS."""
     from ..pretrained import check_no_custom_code
 
     folder = resolve_model_dir(model_dir)
     check_no_custom_code(folder)
-    config = AutoConfig.from_pretrained(folder, trust_remote_code=False)
+    config = _whole_config(folder)
     labels = model_column_labels(config, saved_tag_column(folder))
     train = load_treebank({"train": [str(train_file)]})["train"]
     combinations = tag_combinations(train, labels, getattr(config, "feats_mode", "whole"))
@@ -64,23 +63,29 @@ def add_tag_combinations(model_dir: str | os.PathLike, train_file: str | os.Path
         raise ValueError(f"{model_dir}: the model does not predict {', '.join(JOINT_COLUMNS)} with whole FEATS")
     # A run folder may hold the model at its top besides best/: both get them, and the
     # config recorded in their weights follows (config_record.py), once it is found to be
-    # the config.json they hold.
-    paths = [path for path in {Path(model_dir) / "config.json", Path(folder) / "config.json"} if path.is_file()]
-    for path in paths:
-        for weights in weights_files(path.parent):
-            problem = config_mismatch(
-                AutoConfig.from_pretrained(path.parent, trust_remote_code=False), read_metadata(weights)
-            )
+    # the config they hold.
+    folders = [
+        path.parent for path in {Path(model_dir) / "config.json", Path(folder) / "config.json"} if path.is_file()
+    ]
+    configs = [_whole_config(path) for path in folders]
+    for path, saved in zip(folders, configs):
+        for weights in weights_files(path):
+            problem = config_mismatch(saved, read_metadata(weights))
             if problem is not None:
-                raise ValueError(f"{path.parent}: {problem} (recorded in {weights.name}); not adding to it")
-    for path in paths:
-        saved = json.loads(path.read_text())
-        saved["tag_combinations"] = combinations
-        temporary = path.with_name(path.name + ".tmp")
-        temporary.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n")
-        os.replace(temporary, path)
-        record_config(AutoConfig.from_pretrained(path.parent, trust_remote_code=False), path.parent)
+                raise ValueError(f"{path}: {problem} (recorded in {weights.name}); not adding to it")
+    for path, saved in zip(folders, configs):
+        saved.tag_combinations = combinations
+        saved.validate_columns()
+        saved.to_json_file(path / "config.json")
+        record_config(saved, path)
     return len(combinations)
+
+
+def _whole_config(folder: Path):
+    """The config of the tagger in ``folder``: ``config.json`` and its data files."""
+    from transformers import AutoConfig
+
+    return read_tagger_files(AutoConfig.from_pretrained(folder, trust_remote_code=False), folder)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

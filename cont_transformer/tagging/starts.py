@@ -26,6 +26,7 @@ from transformers import AutoTokenizer
 
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
+from ..tagger_files import read_tagger_files
 from ..text.arguments import encoder_config
 from ..text.optimization import build_optimizer
 from ..text.pretrained_encoder import (
@@ -284,4 +285,4 @@ def tagger_start(args: TrainingArguments) -> TaggerStart:
     check_tokenizer(tokenizer, config, folder)
     if is_language_model(config):
         return FromLanguageModel(args, tokenizer, load_language_model(folder))
-    return FineTuned(args, tokenizer, config)
+    return FineTuned(args, tokenizer, read_tagger_files(config, folder))
