@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from tiny import labels
 from transformers import AutoConfig, AutoModelForTokenClassification, PreTrainedModel, pipeline
 
 from cont_transformer import ContTransformerConfig, ContTransformerForTokenClassification
@@ -22,29 +23,29 @@ LEXICON = {"xpos": {"NN": {"dogs": "dog"}}}
 SENTENCES = [["The", "old", "dog", "saw", "a", "bird", "."], ["Tom", "did", "n't", "see", "it", "!"]]
 
 
-def tagger(**overrides) -> ContTransformerForTokenClassification:
-    options = {
-        "vocab_size": 9,
-        "hidden_size": 16,
-        "num_attention_heads": 2,
-        "intermediate_size": 24,
-        "num_basis": 2,
-        "id2label": dict(enumerate(XPOS)),
-        "label2id": {tag: i for i, tag in enumerate(XPOS)},
-        "primary_column": "xpos",
-        "column_labels": {**LABELS, "lemma": ["keep|-0+|-0+"]},
-        "tag_combinations": SEEN,
-        "lemma_lexicon": LEXICON,
-    }
-    torch.manual_seed(0)
-    return ContTransformerForTokenClassification(ContTransformerConfig(**{**options, **overrides})).eval()
+@pytest.fixture
+def tagger(tiny_tagger):
+    """``tagger(**overrides)``: the tiny tagger over :data:`XPOS`, with UPOS, FEATS and lemma
+    heads, the triples seen and a lemma lexicon."""
+
+    def make(**overrides) -> ContTransformerForTokenClassification:
+        options = {
+            **labels(XPOS),
+            "primary_column": "xpos",
+            "column_labels": {**LABELS, "lemma": ["keep|-0+|-0+"]},
+            "tag_combinations": SEEN,
+            "lemma_lexicon": LEXICON,
+        }
+        return tiny_tagger(**{**options, **overrides})
+
+    return make
 
 
 def saved_json(folder: Path, name: str):
     return json.loads((folder / name).read_text())
 
 
-def test_config_json_keeps_the_head_sizes_and_the_data_files_the_rest(tmp_path):
+def test_config_json_keeps_the_head_sizes_and_the_data_files_the_rest(tagger, tmp_path):
     model = tagger()
     model.save_pretrained(tmp_path)
     config = saved_json(tmp_path, "config.json")
@@ -70,7 +71,7 @@ def test_config_json_keeps_the_head_sizes_and_the_data_files_the_rest(tmp_path):
     assert ContTransformerForTokenClassification.from_pretrained(tmp_path).config.predicted_columns == ("xpos",)
 
 
-def test_transformers_own_save_keeps_the_data_files(tmp_path):
+def test_transformers_own_save_keeps_the_data_files(tagger, tmp_path):
     """transformers' ``save_pretrained`` (as its ``Trainer`` saves where the package's
     override is not reached) writes the config through the config, so the files come too."""
     model = tagger()
@@ -92,7 +93,7 @@ def test_transformers_own_save_keeps_the_data_files(tmp_path):
         ('{"column_labels": {"upos": 3, "feats": 3, "lemma": 1}}', "column_labels"),
     ],
 )
-def test_a_columns_file_that_is_not_the_models_is_refused_naming_it(tmp_path, text, reason):
+def test_a_columns_file_that_is_not_the_models_is_refused_naming_it(tagger, tmp_path, text, reason):
     tagger().save_pretrained(tmp_path)
     (tmp_path / COLUMNS_FILE).write_text(text)
     for load in (
@@ -103,7 +104,7 @@ def test_a_columns_file_that_is_not_the_models_is_refused_naming_it(tmp_path, te
             load(tmp_path)
 
 
-def test_labels_exchanged_in_the_columns_file_are_refused_by_the_weights_record(tmp_path):
+def test_labels_exchanged_in_the_columns_file_are_refused_by_the_weights_record(tagger, tmp_path):
     tagger().save_pretrained(tmp_path)
     columns = saved_json(tmp_path, COLUMNS_FILE)
     columns["column_labels"]["upos"] = ["NOUN", "DET", "VERB"]
