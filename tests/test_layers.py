@@ -185,6 +185,29 @@ def test_the_text_applications_never_import_each_other():
     assert not violations, "\n".join(violations)
 
 
+# The sizes a newcomer reads a module and a function at (docs/design.md §1).
+MAX_MODULE_LINES, MAX_FUNCTION_LINES, MAX_TAGGING_MODULES = 500, 80, 20
+
+
+def test_modules_and_functions_stay_readable():
+    """No library module over 500 lines, no function over 80, ``tagging/`` at most 20 modules."""
+    too_long = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            source = path.read_text(encoding="utf-8")
+            lines = source.count("\n")
+            if lines > MAX_MODULE_LINES:
+                too_long.append(f"{path.relative_to(ROOT)}: {lines} lines")
+            for node in ast.walk(ast.parse(source)):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    length = node.end_lineno - node.lineno + 1
+                    if length > MAX_FUNCTION_LINES:
+                        too_long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {length} lines")
+    assert not too_long, "\n".join(too_long)
+    tagging = [p for p in (ROOT / "cont_transformer" / "tagging").glob("*.py") if p.name != "__init__.py"]
+    assert len(tagging) <= MAX_TAGGING_MODULES, sorted(p.name for p in tagging)
+
+
 def test_no_tool_imports_an_application():
     """``cont_transformer/tools/`` holds only what serves every model family: an application's
     own tools live in the application, and the benchmark cases in cont_transformer/benchmarks/."""
