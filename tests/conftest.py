@@ -6,6 +6,8 @@ visible where it asserts. The factories are pure, so the fixtures are session-sc
 module-scoped fixtures may use them. Their words, tags and label maps are in ``tiny.py``.
 """
 
+import importlib.util
+import io
 import os
 import subprocess
 import sys
@@ -20,6 +22,7 @@ from cont_transformer import (
     ContTransformerForTokenClassification,
     OdeResNetConfig,
 )
+from cont_transformer.tools.cli import run_cli
 
 
 def _tiny_tagger_config(**overrides) -> ContTransformerConfig:
@@ -88,3 +91,29 @@ def sample_run_60(tmp_path_factory) -> Path:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return output
+
+
+@pytest.fixture
+def script_here(capsys, monkeypatch):
+    """``script_here(script, *args, stdin="")``: the script at path ``script`` run as its command
+    line runs it (``main(args)`` under ``run_cli``), but in this process, with ``stdin`` on
+    ``sys.stdin``; its exit status, stdout and stderr as a ``subprocess.CompletedProcess``. For
+    a refusal or a quick result, where a fresh interpreter costs seconds of imports; each
+    script keeps tests of its own process elsewhere."""
+
+    def run(script, *args, stdin: str = "") -> subprocess.CompletedProcess:
+        spec = importlib.util.spec_from_file_location(f"script_{Path(script).stem}", script)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        capsys.readouterr()
+        argv = [str(arg) for arg in args]
+        try:
+            run_cli(module.main, argv)
+            code = 0
+        except SystemExit as exit_info:
+            code = exit_info.code if isinstance(exit_info.code, int) else int(exit_info.code is not None)
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess([str(script), *argv], code, out, err)
+
+    return run
