@@ -11,6 +11,10 @@ loads neither the training scaffold nor ``datasets``; and importing the package 
 its modules registers both model kinds with the Auto classes (``cont_transformer.runtime.auto``):
 at once when that import loads transformers, and when transformers is imported after the
 core otherwise.
+
+Each fresh process is forked from one server process (``fresh``) that has imported torch and
+the libraries under it (``PRELOADED``) and nothing of transformers, datasets or the package,
+which it checks: a process per check, without each paying seconds to import torch.
 """
 
 import ast
@@ -197,6 +201,75 @@ def test_no_tool_imports_an_application():
     assert not violations, "\n".join(violations)
 
 
+# Imported by the fork server before it forks a check: torch and what lies under transformers'
+# import of it, never a module whose loading a check watches (NEVER_PRELOADED).
+PRELOADED = ("torch", "torch._dynamo", "torch.distributed.tensor", "torch.export", "numpy", "scipy.optimize", "sympy")
+NEVER_PRELOADED = ("transformers", "datasets", "cont_transformer", "image_models")
+
+# Reads one request a line ({"code", "argv", "out", "err"}) and runs it as ``python -c code
+# *argv`` would, in a child forked for it (stdout and stderr to the files named, stdin empty);
+# answers with the child's exit status.
+FORK_SERVER = """
+import importlib, json, os, sys, traceback
+for name in sys.argv[2:]:
+    importlib.import_module(name)
+early = [name for name in sys.modules if name.split(".")[0] in sys.argv[1].split(",")]
+assert not early, f"the server loaded {early}"
+print(json.dumps("ready"), flush=True)
+for line in sys.stdin:
+    request = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        for fd, path in ((1, request["out"]), (2, request["err"])):
+            os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
+        sys.argv = ["-c", *request["argv"]]
+        status = 0
+        try:
+            exec(compile(request["code"], "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+        except SystemExit as exit_info:
+            status = exit_info.code if isinstance(exit_info.code, int) else int(exit_info.code is not None)
+        except BaseException:
+            traceback.print_exc()
+            status = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    print(json.dumps(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])), flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory):
+    """``fresh(code, *argv)``: the last line ``code`` prints, run as ``python -c code *argv`` in
+    the source tree by a fresh process, forked from the fork server (which has imported
+    ``PRELOADED`` and nothing of ``NEVER_PRELOADED``)."""
+    folder = tmp_path_factory.mktemp("fresh")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    command = [sys.executable, "-c", FORK_SERVER, ",".join(NEVER_PRELOADED), *PRELOADED]
+    with (folder / "server.err").open("w") as server_err:
+        server = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=server_err, text=True, env=env, cwd=ROOT
+        )
+    assert server.stdout.readline(), (folder / "server.err").read_text()
+
+    def run(code: str, *argv: str) -> str:
+        out, err = folder / "out", folder / "err"
+        server.stdin.write(json.dumps({"code": code, "argv": argv, "out": str(out), "err": str(err)}) + "\n")
+        server.stdin.flush()
+        reply = server.stdout.readline()
+        assert reply, (folder / "server.err").read_text()
+        assert json.loads(reply) == 0, err.read_text()
+        return out.read_text().splitlines()[-1]
+
+    yield run
+    server.stdin.close()
+    server.wait(timeout=60)
+
+
 # Lowest first: a module that loads an application is reported before those above it.
 ENTRY_MODULES = [
     "cont_transformer",
@@ -225,21 +298,8 @@ print(json.dumps(loaded))
 
 
 @pytest.fixture(scope="module")
-def loaded_by_import() -> dict[str, list[str]]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE, *ENTRY_MODULES],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-    )
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.splitlines()[-1])
+def loaded_by_import(fresh) -> dict[str, list[str]]:
+    return json.loads(fresh(PROBE, *ENTRY_MODULES))
 
 
 @pytest.mark.parametrize("module", ENTRY_MODULES)
@@ -259,19 +319,6 @@ def test_the_top_level_conveniences_load_on_first_use():
     assert isinstance(cont_transformer.__version__, str)
     with pytest.raises(AttributeError, match="no_such_name"):
         cont_transformer.no_such_name  # noqa: B018
-
-
-def run_fresh(code: str) -> str:
-    """The last line ``code`` prints, run by a fresh interpreter in the source tree."""
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
-    result = subprocess.run(
-        [sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env, cwd=ROOT
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout.splitlines()[-1]
 
 
 CORE = [
@@ -302,10 +349,8 @@ NOT_FOR_THE_CORE = (
 )
 
 
-def test_the_core_loads_no_transformers_and_nothing_above_it():
-    loaded = json.loads(
-        run_fresh(f"import json, sys\nimport {', '.join(CORE)}\nprint(json.dumps(sorted(sys.modules)))")
-    )
+def test_the_core_loads_no_transformers_and_nothing_above_it(fresh):
+    loaded = json.loads(fresh(f"import json, sys\nimport {', '.join(CORE)}\nprint(json.dumps(sorted(sys.modules)))"))
     assert not [name for name in loaded if name.startswith(NOT_FOR_THE_CORE)]
     assert {name for name in loaded if name.split(".")[0] == "cont_transformer"} == CORE_LOADS
 
@@ -314,12 +359,12 @@ def test_the_core_loads_no_transformers_and_nothing_above_it():
 INFERENCE = ["cont_transformer.tagging.tag", "cont_transformer.tagging.tag_files", "cont_transformer.tools.compression"]
 
 
-def test_inference_loads_no_training_scaffold():
+def test_inference_loads_no_training_scaffold(fresh):
     """Loading and tagging with a saved model, or compressing one, imports nothing of
     ``cont_transformer/training/``: the file I/O it shares with training (``safe_files``,
     ``model_folders``) and ``compiling`` sit in ``runtime/``, below the scaffold."""
     loaded = json.loads(
-        run_fresh(f"import json, sys\nimport {', '.join(INFERENCE)}\nprint(json.dumps(sorted(sys.modules)))")
+        fresh(f"import json, sys\nimport {', '.join(INFERENCE)}\nprint(json.dumps(sorted(sys.modules)))")
     )
     assert set(INFERENCE) <= set(loaded)
     assert not [name for name in loaded if name.startswith("cont_transformer.training")]
@@ -337,9 +382,9 @@ def test_the_shared_file_io_sits_below_the_training_scaffold():
     ]
 
 
-def test_augmentation_loads_no_training_scaffold_and_no_datasets():
+def test_augmentation_loads_no_training_scaffold_and_no_datasets(fresh):
     loaded = json.loads(
-        run_fresh("import json, sys\nimport image_models.augmentation\nprint(json.dumps(sorted(sys.modules)))")
+        fresh("import json, sys\nimport image_models.augmentation\nprint(json.dumps(sorted(sys.modules)))")
     )
     assert not [name for name in loaded if name.startswith(("cont_transformer.training", "datasets"))]
 
@@ -385,22 +430,22 @@ def registered():
         "import transformers\nimport cont_transformer.basis",  # transformers first
     ],
 )
-def test_importing_the_package_or_any_module_of_it_registers_the_models(imports):
-    assert run_fresh(f"{imports}\n{REGISTERED}\nprint(registered())") == "True"
+def test_importing_the_package_or_any_module_of_it_registers_the_models(imports, fresh):
+    assert fresh(f"{imports}\n{REGISTERED}\nprint(registered())") == "True"
 
 
 @pytest.mark.parametrize("module", ["cont_transformer.tools.compression", "image_models.trainer"])
-def test_tools_and_applications_register_the_models(module):
-    assert run_fresh(REGISTERED + f"import {module}\nprint(registered())") == "True"
+def test_tools_and_applications_register_the_models(module, fresh):
+    assert fresh(REGISTERED + f"import {module}\nprint(registered())") == "True"
 
 
 WATCHING = "watching = lambda: any(type(f).__module__ == 'cont_transformer.runtime.auto' for f in sys.meta_path)\n"
 
 
-def test_importing_the_core_alone_registers_nothing_and_imports_no_transformers():
+def test_importing_the_core_alone_registers_nothing_and_imports_no_transformers(fresh):
     code = (
         f"import sys\nimport cont_transformer.basis\n{WATCHING}before = ('transformers' in sys.modules, watching())\n"
         "import transformers\nprint(*before, watching())"
     )
     # The watch for transformers waits on sys.meta_path, and leaves once it has registered.
-    assert run_fresh(code) == "False True False"
+    assert fresh(code) == "False True False"
