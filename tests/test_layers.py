@@ -12,16 +12,13 @@ its modules registers both model kinds with the Auto classes (``cont_transformer
 at once when that import loads transformers, and when transformers is imported after the
 core otherwise.
 
-Each fresh process is forked from one server process (``fresh``) that has imported torch and
-the libraries under it (``PRELOADED``) and nothing of transformers, datasets or the package,
-which it checks: a process per check, without each paying seconds to import torch.
+Each fresh process is forked from one server process (conftest's ``fresh``) that has imported
+torch and the libraries under it and nothing of transformers, datasets or the package, which
+it checks: a process per check, without each paying seconds to import torch.
 """
 
 import ast
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -199,75 +196,6 @@ def test_no_tool_imports_an_application():
         if f"{imported}.".startswith(applications)
     ]
     assert not violations, "\n".join(violations)
-
-
-# Imported by the fork server before it forks a check: torch and what lies under transformers'
-# import of it, never a module whose loading a check watches (NEVER_PRELOADED).
-PRELOADED = ("torch", "torch._dynamo", "torch.distributed.tensor", "torch.export", "numpy", "scipy.optimize", "sympy")
-NEVER_PRELOADED = ("transformers", "datasets", "cont_transformer", "image_models")
-
-# Reads one request a line ({"code", "argv", "out", "err"}) and runs it as ``python -c code
-# *argv`` would, in a child forked for it (stdout and stderr to the files named, stdin empty);
-# answers with the child's exit status.
-FORK_SERVER = """
-import importlib, json, os, sys, traceback
-for name in sys.argv[2:]:
-    importlib.import_module(name)
-early = [name for name in sys.modules if name.split(".")[0] in sys.argv[1].split(",")]
-assert not early, f"the server loaded {early}"
-print(json.dumps("ready"), flush=True)
-for line in sys.stdin:
-    request = json.loads(line)
-    pid = os.fork()
-    if pid == 0:
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        for fd, path in ((1, request["out"]), (2, request["err"])):
-            os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
-        sys.argv = ["-c", *request["argv"]]
-        status = 0
-        try:
-            exec(compile(request["code"], "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
-        except SystemExit as exit_info:
-            status = exit_info.code if isinstance(exit_info.code, int) else int(exit_info.code is not None)
-        except BaseException:
-            traceback.print_exc()
-            status = 1
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(status)
-    print(json.dumps(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])), flush=True)
-"""
-
-
-@pytest.fixture(scope="module")
-def fresh(tmp_path_factory):
-    """``fresh(code, *argv)``: the last line ``code`` prints, run as ``python -c code *argv`` in
-    the source tree by a fresh process, forked from the fork server (which has imported
-    ``PRELOADED`` and nothing of ``NEVER_PRELOADED``)."""
-    folder = tmp_path_factory.mktemp("fresh")
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
-    command = [sys.executable, "-c", FORK_SERVER, ",".join(NEVER_PRELOADED), *PRELOADED]
-    with (folder / "server.err").open("w") as server_err:
-        server = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=server_err, text=True, env=env, cwd=ROOT
-        )
-    assert server.stdout.readline(), (folder / "server.err").read_text()
-
-    def run(code: str, *argv: str) -> str:
-        out, err = folder / "out", folder / "err"
-        server.stdin.write(json.dumps({"code": code, "argv": argv, "out": str(out), "err": str(err)}) + "\n")
-        server.stdin.flush()
-        reply = server.stdout.readline()
-        assert reply, (folder / "server.err").read_text()
-        assert json.loads(reply) == 0, err.read_text()
-        return out.read_text().splitlines()[-1]
-
-    yield run
-    server.stdin.close()
-    server.wait(timeout=60)
 
 
 # Lowest first: a module that loads an application is reported before those above it.
