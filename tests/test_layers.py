@@ -11,13 +11,14 @@ loads neither the training scaffold nor ``datasets``; and importing the package 
 its modules registers both model kinds with the Auto classes (``cont_transformer.runtime.auto``):
 at once when that import loads transformers, and when transformers is imported after the
 core otherwise.
+
+Each fresh process is forked from one server process (conftest's ``fresh``) that has imported
+torch and the libraries under it and nothing of transformers, datasets or the package, which
+it checks: a process per check, without each paying seconds to import torch.
 """
 
 import ast
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -249,21 +250,8 @@ print(json.dumps(loaded))
 
 
 @pytest.fixture(scope="module")
-def loaded_by_import() -> dict[str, list[str]]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE, *ENTRY_MODULES],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-    )
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.splitlines()[-1])
+def loaded_by_import(fresh) -> dict[str, list[str]]:
+    return json.loads(fresh(PROBE, *ENTRY_MODULES))
 
 
 @pytest.mark.parametrize("module", ENTRY_MODULES)
@@ -283,19 +271,6 @@ def test_the_top_level_conveniences_load_on_first_use():
     assert isinstance(cont_transformer.__version__, str)
     with pytest.raises(AttributeError, match="no_such_name"):
         cont_transformer.no_such_name  # noqa: B018
-
-
-def run_fresh(code: str) -> str:
-    """The last line ``code`` prints, run by a fresh interpreter in the source tree."""
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
-    result = subprocess.run(
-        [sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env, cwd=ROOT
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout.splitlines()[-1]
 
 
 CORE = [
@@ -326,10 +301,8 @@ NOT_FOR_THE_CORE = (
 )
 
 
-def test_the_core_loads_no_transformers_and_nothing_above_it():
-    loaded = json.loads(
-        run_fresh(f"import json, sys\nimport {', '.join(CORE)}\nprint(json.dumps(sorted(sys.modules)))")
-    )
+def test_the_core_loads_no_transformers_and_nothing_above_it(fresh):
+    loaded = json.loads(fresh(f"import json, sys\nimport {', '.join(CORE)}\nprint(json.dumps(sorted(sys.modules)))"))
     assert not [name for name in loaded if name.startswith(NOT_FOR_THE_CORE)]
     assert {name for name in loaded if name.split(".")[0] == "cont_transformer"} == CORE_LOADS
 
@@ -338,12 +311,12 @@ def test_the_core_loads_no_transformers_and_nothing_above_it():
 INFERENCE = ["cont_transformer.tagging.tag", "cont_transformer.tagging.tag_files", "cont_transformer.tools.compression"]
 
 
-def test_inference_loads_no_training_scaffold():
+def test_inference_loads_no_training_scaffold(fresh):
     """Loading and tagging with a saved model, or compressing one, imports nothing of
     ``cont_transformer/training/``: the file I/O it shares with training (``safe_files``,
     ``model_folders``) and ``compiling`` sit in ``runtime/``, below the scaffold."""
     loaded = json.loads(
-        run_fresh(f"import json, sys\nimport {', '.join(INFERENCE)}\nprint(json.dumps(sorted(sys.modules)))")
+        fresh(f"import json, sys\nimport {', '.join(INFERENCE)}\nprint(json.dumps(sorted(sys.modules)))")
     )
     assert set(INFERENCE) <= set(loaded)
     assert not [name for name in loaded if name.startswith("cont_transformer.training")]
@@ -361,9 +334,9 @@ def test_the_shared_file_io_sits_below_the_training_scaffold():
     ]
 
 
-def test_augmentation_loads_no_training_scaffold_and_no_datasets():
+def test_augmentation_loads_no_training_scaffold_and_no_datasets(fresh):
     loaded = json.loads(
-        run_fresh("import json, sys\nimport image_models.augmentation\nprint(json.dumps(sorted(sys.modules)))")
+        fresh("import json, sys\nimport image_models.augmentation\nprint(json.dumps(sorted(sys.modules)))")
     )
     assert not [name for name in loaded if name.startswith(("cont_transformer.training", "datasets"))]
 
@@ -409,22 +382,22 @@ def registered():
         "import transformers\nimport cont_transformer.basis",  # transformers first
     ],
 )
-def test_importing_the_package_or_any_module_of_it_registers_the_models(imports):
-    assert run_fresh(f"{imports}\n{REGISTERED}\nprint(registered())") == "True"
+def test_importing_the_package_or_any_module_of_it_registers_the_models(imports, fresh):
+    assert fresh(f"{imports}\n{REGISTERED}\nprint(registered())") == "True"
 
 
 @pytest.mark.parametrize("module", ["cont_transformer.tools.compression", "image_models.trainer"])
-def test_tools_and_applications_register_the_models(module):
-    assert run_fresh(REGISTERED + f"import {module}\nprint(registered())") == "True"
+def test_tools_and_applications_register_the_models(module, fresh):
+    assert fresh(REGISTERED + f"import {module}\nprint(registered())") == "True"
 
 
 WATCHING = "watching = lambda: any(type(f).__module__ == 'cont_transformer.runtime.auto' for f in sys.meta_path)\n"
 
 
-def test_importing_the_core_alone_registers_nothing_and_imports_no_transformers():
+def test_importing_the_core_alone_registers_nothing_and_imports_no_transformers(fresh):
     code = (
         f"import sys\nimport cont_transformer.basis\n{WATCHING}before = ('transformers' in sys.modules, watching())\n"
         "import transformers\nprint(*before, watching())"
     )
     # The watch for transformers waits on sys.meta_path, and leaves once it has registered.
-    assert run_fresh(code) == "False True False"
+    assert fresh(code) == "False True False"

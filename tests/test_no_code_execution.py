@@ -5,7 +5,8 @@ passes ``trust_remote_code=False`` and first refuses, in one line, a folder whos
 
 Each planted folder carries a module that writes a marker file when imported: a test
 answers transformers' "[y/N]" prompt with yes on stdin and checks the marker was never
-written. The package's own folders, whose ``config.json`` names its classes, still load.
+written (``tag.py`` once in its own process; the scripts otherwise in the test's process,
+through conftest's ``script_here``, with the same stdin). The package's own folders, whose ``config.json`` names its classes, still load.
 """
 
 import builtins
@@ -104,6 +105,12 @@ def run_script(args: list[str], answer: str, tmp_path: Path) -> subprocess.Compl
     )
 
 
+def run_here(script_here, monkeypatch, args: list[str], answer: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    """:func:`run_script` in this process (conftest's ``script_here``): the same stdin and directory."""
+    monkeypatch.chdir(tmp_path)
+    return script_here(*args, stdin=f"{answer}\nThe dog sat.\n")
+
+
 def assert_refused(result: subprocess.CompletedProcess, marker: Path, expected: str) -> None:
     """Exit status 2, stderr one ``error:`` line holding ``expected``, no prompt, no marker."""
     lines = [line for line in result.stderr.splitlines() if line.strip()]
@@ -115,10 +122,14 @@ def assert_refused(result: subprocess.CompletedProcess, marker: Path, expected: 
 
 
 # --- the scripts, with "yes" on stdin -------------------------------------------------------
-@pytest.mark.parametrize("answer", ["y", "1"])
-def test_tag_script_refuses_a_planted_tokenizer(saved, tmp_path, answer):
+@pytest.mark.parametrize(("answer", "own_process"), [("y", True), ("1", False)], ids=["y-process", "1-here"])
+def test_tag_script_refuses_a_planted_tokenizer(saved, tmp_path, answer, own_process, script_here, monkeypatch):
     folder, marker = plant(saved, tmp_path, "tokenizer_config.json", PLANTED_TOKENIZER)
-    result = run_script([str(REPO / "scripts" / "tag.py"), str(folder)], answer, tmp_path)
+    args = [str(REPO / "scripts" / "tag.py"), str(folder)]
+    if own_process:
+        result = run_script(args, answer, tmp_path)
+    else:
+        result = run_here(script_here, monkeypatch, args, answer, tmp_path)
     assert_refused(
         result,
         marker,
@@ -126,29 +137,30 @@ def test_tag_script_refuses_a_planted_tokenizer(saved, tmp_path, answer):
     )
 
 
-def test_compress_script_refuses_a_planted_model_class(saved, tmp_path):
+def test_compress_script_refuses_a_planted_model_class(saved, tmp_path, script_here, monkeypatch):
     folder, marker = plant(
         saved, tmp_path, "config.json", {"auto_map": {"AutoModelForTokenClassification": "evil_mod.EvilModel"}}
     )
     args = [str(REPO / "scripts" / "compress.py"), str(folder), "--num-basis", "2", "--output-dir", "out"]
-    result = run_script(args, "y", tmp_path)
+    result = run_here(script_here, monkeypatch, args, "y", tmp_path)
     assert_refused(result, marker, "config.json: auto_map names custom code (AutoModelForTokenClassification ->")
     assert not (tmp_path / "out").exists()
 
 
-def test_train_pos_eval_only_refuses_a_planted_config(saved, tmp_path):
+def test_train_pos_eval_only_refuses_a_planted_config(saved, tmp_path, script_here, monkeypatch):
     # An unknown model_type: transformers would ask before importing the folder's config class.
     folder, marker = plant(
         saved, tmp_path, "config.json", {"model_type": "evil", "auto_map": {"AutoConfig": "evil_mod.EvilConfig"}}
     )
-    result = run_script([str(REPO / "scripts" / "train_pos.py"), "--eval-only", str(folder)], "y", tmp_path)
+    args = [str(REPO / "scripts" / "train_pos.py"), "--eval-only", str(folder)]
+    result = run_here(script_here, monkeypatch, args, "y", tmp_path)
     assert_refused(result, marker, "config.json: auto_map names custom code (AutoConfig -> evil_mod.EvilConfig)")
 
 
-def test_fine_tuning_refuses_a_planted_tokenizer(saved, tmp_path):
+def test_fine_tuning_refuses_a_planted_tokenizer(saved, tmp_path, script_here, monkeypatch):
     folder, marker = plant(saved, tmp_path, "tokenizer_config.json", PLANTED_TOKENIZER)
     args = [str(REPO / "scripts" / "train_pos.py"), "--model-name-or-path", str(folder), "--output-dir", "run"]
-    result = run_script([*args, "--max-steps", "1"], "y", tmp_path)
+    result = run_here(script_here, monkeypatch, [*args, "--max-steps", "1"], "y", tmp_path)
     assert_refused(result, marker, "tokenizer_config.json: auto_map names custom code (AutoTokenizer ->")
     assert not (tmp_path / "run").exists()
 

@@ -145,20 +145,16 @@ def test_a_tagger_from_a_language_model_takes_vectors_too(language_model, vector
         (["--word-representation", "word"], "needs a spelling representation"),
     ],
 )
-def test_word_vectors_refuse_contradictory_flags(vectors, tmp_path, flags, message):
+def test_word_vectors_refuse_contradictory_flags(vectors, tmp_path, flags, message, script_here):
     output = tmp_path / "run"
-    result = _run(
-        TRAIN_POS, *TINY_TAGGER, "--word-vectors", str(vectors), *flags, "--output-dir", str(output), check=False
-    )
+    result = script_here(TRAIN_POS, *TINY_TAGGER, "--word-vectors", vectors, *flags, "--output-dir", output)
     assert result.returncode == 2
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not output.exists()
 
 
-def test_a_folder_without_vectors_is_refused_before_training(tmp_path):
-    result = _run(
-        TRAIN_POS, *TINY_TAGGER, "--word-vectors", str(tmp_path), "--output-dir", str(tmp_path / "run"), check=False
-    )
+def test_a_folder_without_vectors_is_refused_before_training(tmp_path, script_here):
+    result = script_here(TRAIN_POS, *TINY_TAGGER, "--word-vectors", tmp_path, "--output-dir", tmp_path / "run")
     assert result.returncode == 2
     assert f"{tmp_path} has no {VECTORS_FILE}" in result.stderr
     assert not (tmp_path / "run").exists()
@@ -186,27 +182,28 @@ def test_non_finite_vectors_are_refused(tmp_path):
         load_word_vectors(tmp_path)
 
 
-def test_vector_training_keeps_a_users_folder(vectors, tmp_path):
+def test_vector_training_keeps_a_users_folder(vectors, tmp_path, script_here):
     folder = tmp_path / "mine"
     folder.mkdir()
     (folder / "notes.txt").write_text("keep me")
     text = write_text(tmp_path / "t.txt.gz", lines=50)
-    result = _run(TRAIN_VECTORS, "--text-files", str(text), "--output-dir", str(folder), check=False)
+    result = script_here(TRAIN_VECTORS, "--text-files", text, "--output-dir", folder)
     assert result.returncode == 2 and "is not empty" in result.stderr
-    result = _run(TRAIN_VECTORS, "--text-files", str(text), "--output-dir", str(folder), "--overwrite", check=False)
+    result = script_here(TRAIN_VECTORS, "--text-files", text, "--output-dir", folder, "--overwrite")
     assert result.returncode == 2 and "holds no vectors of this package" in result.stderr
     assert (folder / "notes.txt").read_text() == "keep me"
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n")
-    result = _run(TRAIN_VECTORS, "--text-files", str(empty), "--output-dir", str(tmp_path / "v"), check=False)
+    result = script_here(TRAIN_VECTORS, "--text-files", empty, "--output-dir", tmp_path / "v")
     assert result.returncode == 2 and "holds no text" in result.stderr
     assert not (tmp_path / "v").exists()
 
 
-def test_word2vec_vectors_for_the_comparison(tmp_path):
+def test_word2vec_vectors_for_the_comparison(tmp_path, script_here):
     text = write_text(tmp_path / "t.txt.gz", lines=200)
     output = tmp_path / "w2v"
-    result = _run(TRAIN_VECTORS, "--text-files", str(text), "--output-dir", str(output), "--method", "word2vec")
+    result = script_here(TRAIN_VECTORS, "--text-files", text, "--output-dir", output, "--method", "word2vec")
+    assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.strip().splitlines()[-1])["method"] == "word2vec skip-gram (gensim)"
     words, vectors = load_word_vectors(output)
     assert "the" in words and vectors.shape == (len(words), 100)
@@ -330,7 +327,7 @@ def test_a_saved_vector_tagger_has_rows_for_its_whole_words_only(vectors, tmp_pa
     torch.testing.assert_close(torch.tensor(remote["logits"]), logits)
 
 
-def test_vectors_refuse_a_language_model_without_spelling(vectors, tiny_tagger_config, tmp_path):
+def test_vectors_refuse_a_language_model_without_spelling(vectors, tiny_tagger_config, tmp_path, script_here):
     """A word-only language model would give the vectors' new words untrained embeddings."""
     from cont_transformer import ContTransformerForMaskedLM
 
@@ -338,6 +335,6 @@ def test_vectors_refuse_a_language_model_without_spelling(vectors, tiny_tagger_c
     ContTransformerForMaskedLM(tiny_tagger_config(word_representation="word")).save_pretrained(lm)
     output = tmp_path / "run"
     flags = ["--treebank", "sample", "--model-name-or-path", str(lm), "--word-vectors", str(vectors)]
-    result = _run(TRAIN_POS, *flags, "--output-dir", str(output), check=False)
+    result = script_here(TRAIN_POS, *flags, "--output-dir", output)
     assert result.returncode == 2 and not output.exists()
     assert "needs a spelling representation" in result.stderr.strip().splitlines()[-1]
