@@ -35,8 +35,8 @@ def canonical_feats(feats: str) -> str:
 
 def model_column_labels(config, column: str = "xpos") -> dict[str, list[str]]:
     """Every column a tagger's ``config`` predicts -> its labels (lemma scripts as text),
-    the primary column first (``config.primary_column``, else ``column``: models saved
-    before there were several heads); a ``ValueError`` when the config's ``columns.json``
+    the primary column first (``config.primary_column``, else ``column``: a config
+    that does not record it); a ``ValueError`` when the config's ``columns.json``
     was not read."""
     primary = getattr(config, "primary_column", None) or column
     primary_labels = [config.id2label[i] for i in range(config.num_labels)]

@@ -14,8 +14,7 @@ edited ``config.json`` (or ``columns.json``) that keeps every tensor's shape (an
 the activation, the heads, LayerNorm's epsilon, the positions, two labels exchanged, the tag
 combinations) is refused in one line naming the fields, where it would load and compute
 something else. Fields added to the config after a folder was saved are not in its record
-and are not compared. A weights file without a record (saved before this module existed)
-loads with one warning per file and process (:func:`unrecorded_warning`).
+and are not compared. A weights file without a record loads with one warning per file and process (:func:`unrecorded_warning`).
 
 This module is one of a saved folder's code files (``pretrained.py`` imports it), so it
 imports nothing of the package: the folder's remote code checks its own loads the same way.

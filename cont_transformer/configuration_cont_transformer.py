@@ -140,9 +140,8 @@ class ContTransformerConfig(PreTrainedConfig):
     and change of basis never touch them):
 
         primary_column: the column ``id2label`` names (one of ``OUTPUT_COLUMNS``:
-            ``"upos"``, ``"xpos"``, ``"feats"``, ``"lemma"``); None in configs saved
-            before there were several heads (the column is then recorded beside the
-            model, in ``metrics.json``).
+            ``"upos"``, ``"xpos"``, ``"feats"``, ``"lemma"``); None in a config that does
+            not record it (the column is then recorded beside the model, in ``metrics.json``).
         column_labels: the other predicted columns -> their labels: UPOS or XPOS tags,
             FEATS strings (``feats_mode="whole"``) or ``Name=Value`` per feature value,
             ``Name=_`` for an absent feature, labels of one feature together
@@ -168,8 +167,8 @@ class ContTransformerConfig(PreTrainedConfig):
         vocab_fingerprint: SHA-256 of the vocabulary of the tokenizer saved beside the model
             (``text.tokenization.vocabulary_fingerprint``), written when a tagger or
             language model is saved by the package's trainers; loading the folder's tokenizer
-            checks it, so a tokenizer of another model is refused. None (folders saved
-            before it, or by hand): only ``vocab_size`` is checked.
+            checks it, so a tokenizer of another model is refused. None (a folder that
+            does not record it, e.g. one saved by hand): only ``vocab_size`` is checked.
 
     ``column_labels``, ``tag_combinations`` and ``lemma_lexicon`` are the training
     treebank's data, not the encoder's configuration: ``config.json`` holds none of them.
@@ -212,8 +211,8 @@ class ContTransformerConfig(PreTrainedConfig):
     bos_token_id: int | None = None
     language: str | None = None
     unk_token_id: int | None = None
-    # "word" here so that configs saved before the field existed load as what they are;
-    # the trainer's default is "word+chars".
+    # "word" here: a config without the field is the paper's word-only model; the trainer's
+    # default is "word+chars".
     word_representation: str = "word"
     char_vocab_size: int = 256
     char_embedding_size: int = 32

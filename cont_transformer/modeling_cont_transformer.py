@@ -93,7 +93,7 @@ class ContTransformerPreTrainedModel(ContinuousPreTrainedModel):
     config_class = ContTransformerConfig
     base_model_prefix = "cont_transformer"
     _supports_sdpa = True
-    # Word-only models saved before word dropout moved into the model have no such buffer.
+    # A word-only model's weights may lack the word-dropout buffer (it holds no learnt value).
     _keys_to_ignore_on_load_missing = (r"embeddings\.word_dropout$",)
 
     @classmethod

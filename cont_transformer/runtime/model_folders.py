@@ -17,8 +17,8 @@ Kinds. The manifest of every folder the package writes records its kind: a tagge
 a language model's or an image classifier's training run, a model folder (a run's
 ``best/``), a compressed model, a compression sweep, word vectors (and, inside a run,
 its ``checkpoints/`` and ``predictions/``). ``--overwrite`` / ``--overwrite-output-dir``
-replaces only a folder of the kind its command writes. A manifest written before kinds
-were told apart says ``run``, ``model`` or nothing: its kind is read from its files where
+replaces only a folder of the kind its command writes. A manifest whose kind says
+``run``, ``model`` or nothing tells no kind: its kind is read from its files where
 they tell it (a run's ``run.json`` arguments, the vector files, a compressed model's card),
 and a folder whose files do not tell is replaced by no command.
 """
@@ -41,8 +41,8 @@ UNCOMPRESSED_MODEL_DIR = "uncompressed"
 METRICS_FILE = "metrics.json"
 RUN_FILE = "run.json"
 CHECKPOINTS_DIR = "checkpoints"
-# What a run writes into its output folder; in a folder without a manifest (written before
-# manifests existed) --overwrite-output-dir removes these and the published model files.
+# What a run writes into its output folder; in a run folder without a manifest
+# --overwrite-output-dir removes these and the published model files.
 RUN_OUTPUTS = (BEST_MODEL_DIR, CHECKPOINTS_DIR, METRICS_FILE, RUN_FILE)
 # Files of a model folder that hold its weights (as transformers looks for them).
 _WEIGHTS_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
@@ -79,7 +79,7 @@ KINDS = {
     PREDICTIONS_DIR: ("a run's predictions", "a run's predictions", None),
 }
 RUN_KINDS = frozenset({TAGGER_RUN, LANGUAGE_MODEL_RUN, IMAGE_RUN, TRAINING_RUN})
-# What manifests said before kinds were told apart: read from the files instead.
+# Manifest kinds that tell no kind: read from the files instead.
 _UNTOLD_KINDS = (None, "run", "model")
 # The argument only the run of that kind records in run.json (for a run of an untold kind).
 _RUN_MARKS = {TAGGER_RUN: "treebank", LANGUAGE_MODEL_RUN: "mask_probability", IMAGE_RUN: "preset"}
@@ -103,7 +103,7 @@ def _card_metadata_keys(card: Path) -> set[str]:
 
 
 def _kind_from_files(folder: Path) -> str | None:
-    """The kind the files of ``folder`` show (a folder whose manifest predates kinds), None
+    """The kind the files of ``folder`` show (a folder whose manifest tells no kind), None
     where they show none or more than one."""
     if (folder / RUN_FILE).is_file():
         try:
@@ -121,7 +121,7 @@ def _kind_from_files(folder: Path) -> str | None:
 
 def folder_kind(folder: PathLike) -> str | None:
     """What ``folder`` holds (a key of :data:`KINDS`, or the kind string of a newer
-    manifest): its manifest's kind, or for a manifest that predates kinds and a run folder
+    manifest): its manifest's kind, or for a manifest that tells no kind and a run folder
     without a manifest (``run.json``), the kind its files show. None for a folder the
     package did not write and one whose files do not tell. Raises
     :class:`OutputFolderError` naming a damaged manifest."""

@@ -171,7 +171,7 @@ def _link_or_copy(source: str, destination: str) -> None:
 def _carry_over(target: Path, staging: Path) -> None:
     """Put into ``staging`` what ``target`` holds that its manifest does not name (a user's
     files, the lock file), as hard links where the file system allows. Without a manifest
-    (a folder written before manifests) only the lock file is carried."""
+    only the lock file is carried."""
     manifest = read_manifest(target)
     owned = set(manifest["outputs"]) if manifest is not None else None
     for path in target.iterdir():

@@ -268,7 +268,7 @@ def evaluate_saved_model(
     unseen in its training data (see ``tokenization.training_words``).
 
     ``model_dir`` is a model folder or a training run's folder (its ``best/`` model).
-    ``tag_column``: the primary column of a model saved before configs recorded it
+    ``tag_column``: the primary column of a model whose config does not record it
     (None: from the folder's ``metrics.json``, ``xpos`` if absent). Sentences longer
     than the model's ``max_position_embeddings`` are scored in full, in windows.
     """

@@ -151,7 +151,7 @@ class Tagger:
             ``config.id2label`` names the tags); it is put in eval mode while tagging.
         tokenizer: its tokenizer (one or more tokens per word, a root token first).
         column: the CoNLL-U column of the model's ``logits`` (its primary column:
-            ``config.primary_column``; for models saved before it existed, this, default
+            ``config.primary_column``; for a model whose config does not record it, this, default
             ``"xpos"``); the model's other heads (``config.column_labels``) fill theirs.
         language: ``"en"`` or ``"de"`` for raw text; None reads ``model.config.language``
             when the config has one, else English.
@@ -229,8 +229,8 @@ class Tagger:
         with _no_progress_bars():  # read in that precision: no second copy of the weights
             model = AutoModelForTokenClassification.from_pretrained(folder, trust_remote_code=False, dtype=dtype)
         model = model.to(device)
-        # No length limit: the tagger windows long sentences itself (older folders saved
-        # the training length here, and the tokenizer would warn about it).
+        # No length limit: the tagger windows long sentences itself (a folder's tokenizer
+        # may hold the training length, and would warn about it).
         tokenizer = load_tokenizer(folder, model, model_max_length=VERY_LARGE_INTEGER)
         return cls(model, tokenizer, column=options.pop("column", saved_tag_column(folder)), **options)
 
