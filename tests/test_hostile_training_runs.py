@@ -28,6 +28,7 @@ def test_a_checkpoint_of_another_run_must_carry_this_runs_identity(tmp_path):
     foreign = str(tmp_path / "a" / "checkpoints" / "step-8")
     with pytest.raises(OutputFolderError, match="step-8 is a checkpoint of another run: --learning-rate"):
         ToyTrainer(toy(tmp_path, output_dir=str(tmp_path / "new"), learning_rate=0.01, resume_from_checkpoint=foreign))
+    assert not (tmp_path / "new").exists()  # refused before the folder is made
     # A folder that holds a run of its own (b) is not resumed from another run's checkpoint.
     with pytest.raises(OutputFolderError, match="step-8 is a checkpoint of another run folder, and --output-dir"):
         ToyTrainer(toy(tmp_path, output_dir=str(tmp_path / "b"), learning_rate=0.01, resume_from_checkpoint=foreign))

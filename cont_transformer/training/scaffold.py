@@ -17,7 +17,8 @@ of a batch and the evaluation; the scaffold does the rest the same way for all:
   optimiser's state is projected like the coefficients); a checkpoint if due. A checkpoint therefore holds the sizes the
   refinement schedule gives after ``s``, and resuming rebuilds them before loading.
 * Folders. The folder's rules are checked first (touching nothing), then the data is
-  loaded (and checked), and only then is ``output_dir`` touched. A new run
+  loaded (and checked) and a resumed run's identity compared, and only then is
+  ``output_dir`` touched. A new run
   refuses a non-empty ``output_dir`` unless ``overwrite_output_dir``, which deletes only
   what the earlier run's manifest names (:mod:`.outputs`), never a model the run reads
   (:meth:`Trainer.sources`) inside the folder;
@@ -150,11 +151,6 @@ class Trainer(RunRecords, OptimizerSteps):
         }
         check_run_folder(self.output_dir, **folder_rules)
         self.load_data()
-        if accelerator.is_main_process:
-            prepare_run_folder(self.output_dir, **folder_rules)
-            record_run_outputs(self.output_dir, RUN_WRITES, self.run_kind)
-            remove_abandoned(self.output_dir)
-        accelerator.wait_for_everyone()
         self.plan = self._follow_strategies(self.run_plan())  # derived once, after the data size is known
         args.resolve_warmup(self.plan.max_steps)  # --warmup-ratio: a share of the planned steps
         identity = (args.identity(), self.data_fingerprint(), file_fingerprints(self.data_files()))
@@ -167,8 +163,14 @@ class Trainer(RunRecords, OptimizerSteps):
                 ) from None
         if resume_here:
             check_identity(self.output_dir, *identity)
-        elif accelerator.is_main_process:
-            record_identity(self.output_dir, *identity, mixed_precision=accelerator.mixed_precision)
+        # Only a run whose data, arguments and checkpoint were accepted touches its folder.
+        if accelerator.is_main_process:
+            prepare_run_folder(self.output_dir, **folder_rules)
+            record_run_outputs(self.output_dir, RUN_WRITES, self.run_kind)
+            remove_abandoned(self.output_dir)
+            if not resume_here:
+                record_identity(self.output_dir, *identity, mixed_precision=accelerator.mixed_precision)
+        accelerator.wait_for_everyone()
         candidates = resume_candidates(args.resume_from_checkpoint, self.output_dir) if resuming else [None]
         for index, checkpoint in enumerate(candidates):
             try:
