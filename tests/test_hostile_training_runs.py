@@ -60,6 +60,18 @@ def test_a_diverging_run_stops_naming_the_step_and_saves_nothing_non_finite(tmp_
         assert all(torch.isfinite(v).all() for v in load_file(checkpoint / "model.safetensors").values())
 
 
+def test_a_resume_from_no_checkpoint_says_what_it_was_given(tmp_path):
+    ToyTrainer, toy = toy_trainer()
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("not a checkpoint")
+    for spec, problem in ((tmp_path / "missing", "does not exist"), (a_file, "is a file")):
+        with pytest.raises(CheckpointError, match=f"^--resume-from-checkpoint: {spec} {problem}; give a checkpoint"):
+            ToyTrainer(toy(tmp_path, output_dir=str(tmp_path / "run"), resume_from_checkpoint=str(spec)))
+    with pytest.raises(OutputFolderError, match="run holds no run to resume .no run.json.; start a new run there"):
+        ToyTrainer(toy(tmp_path, output_dir=str(tmp_path / "run"), resume_from_checkpoint="latest"))
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_finished_run_extends_with_a_larger_max_steps(tmp_path):
     record_identity(tmp_path, {"max_steps": 100, "cooldown_steps": 20, "learning_rate": 0.1}, "data")
     check_identity(tmp_path, {"max_steps": 200, "cooldown_steps": 40, "learning_rate": 0.1}, "data")

@@ -124,10 +124,17 @@ def foreign_run_folder(spec: str, output_dir: PathLike) -> Path | None:
     """The run folder of ``--resume-from-checkpoint spec`` when it is not ``output_dir``
     (None for ``latest`` and for a checkpoint of ``output_dir``). Raises
     :class:`CheckpointError` for a checkpoint outside ``output_dir`` that is in no run
-    folder (no ``run.json`` beside its ``checkpoints/``): whose run it is cannot be checked."""
+    folder (no ``run.json`` beside its ``checkpoints/``): whose run it is cannot be checked;
+    and for a ``spec`` that is no folder."""
     if spec == "latest":
         return None
     checkpoint = Path(spec).resolve()
+    if not checkpoint.is_dir():
+        problem = "is a file" if checkpoint.exists() else "does not exist"
+        raise CheckpointError(
+            f"--resume-from-checkpoint: {spec} {problem}; give a checkpoint folder "
+            f"(RUN/{CHECKPOINTS_DIR}/step-N) or latest"
+        )
     run_dir = checkpoint.parent.parent
     if checkpoint.parent.name == CHECKPOINTS_DIR and run_dir == Path(output_dir).resolve():
         return None

@@ -162,8 +162,8 @@ def check_identity(
     identity = read_identity(output_dir)
     if identity is None:
         raise OutputFolderError(
-            f"--resume-from-checkpoint: {output_dir} has no {RUN_FILE}, so it is not a run "
-            "of this version of the package to resume"
+            f"--resume-from-checkpoint: {output_dir} holds no run to resume (no {RUN_FILE}); "
+            "start a new run there without --resume-from-checkpoint"
         )
     recorded = identity["arguments"]
     # Through JSON, so tuples compare with the lists JSON gives back.
