@@ -153,24 +153,7 @@ class Trainer(RunRecords, OptimizerSteps):
         self.load_data()
         self.plan = self._follow_strategies(self.run_plan())  # derived once, after the data size is known
         args.resolve_warmup(self.plan.max_steps)  # --warmup-ratio: a share of the planned steps
-        identity = (args.identity(), self.data_fingerprint(), file_fingerprints(self.data_files()))
-        if self.source_run is not None:
-            try:
-                check_identity(self.source_run, *identity)
-            except OutputFolderError as err:
-                raise OutputFolderError(
-                    f"--resume-from-checkpoint: {args.resume_from_checkpoint} is a checkpoint of another run: {err}"
-                ) from None
-        if resume_here:
-            check_identity(self.output_dir, *identity)
-        # Only a run whose data, arguments and checkpoint were accepted touches its folder.
-        if accelerator.is_main_process:
-            prepare_run_folder(self.output_dir, **folder_rules)
-            record_run_outputs(self.output_dir, RUN_WRITES, self.run_kind)
-            remove_abandoned(self.output_dir)
-            if not resume_here:
-                record_identity(self.output_dir, *identity, mixed_precision=accelerator.mixed_precision)
-        accelerator.wait_for_everyone()
+        self._check_identity_and_prepare_folder(folder_rules)
         candidates = resume_candidates(args.resume_from_checkpoint, self.output_dir) if resuming else [None]
         for index, checkpoint in enumerate(candidates):
             try:
@@ -203,6 +186,29 @@ class Trainer(RunRecords, OptimizerSteps):
                 config=_loggable(dataclasses.asdict(args)),
                 init_kwargs={"wandb": {"name": args.run_name}} if args.run_name else None,
             )
+
+    def _check_identity_and_prepare_folder(self, folder_rules: dict) -> None:
+        """Compare a resumed run's identity (here, or of the other folder whose checkpoint it
+        resumes), then prepare the output folder and record a new run's identity: only a run
+        whose data, arguments and checkpoint were accepted touches its folder."""
+        args, accelerator, resume_here = self.args, self.accelerator, folder_rules["resuming"]
+        identity = (args.identity(), self.data_fingerprint(), file_fingerprints(self.data_files()))
+        if self.source_run is not None:
+            try:
+                check_identity(self.source_run, *identity)
+            except OutputFolderError as err:
+                raise OutputFolderError(
+                    f"--resume-from-checkpoint: {args.resume_from_checkpoint} is a checkpoint of another run: {err}"
+                ) from None
+        if resume_here:
+            check_identity(self.output_dir, *identity)
+        if accelerator.is_main_process:
+            prepare_run_folder(self.output_dir, **folder_rules)
+            record_run_outputs(self.output_dir, RUN_WRITES, self.run_kind)
+            remove_abandoned(self.output_dir)
+            if not resume_here:
+                record_identity(self.output_dir, *identity, mixed_precision=accelerator.mixed_precision)
+        accelerator.wait_for_everyone()
 
     def _resolve_batch_size(self) -> None:
         args, processes = self.args, self.accelerator.num_processes
