@@ -93,10 +93,6 @@ class PretrainingArguments(EncoderArguments, RunArguments):
             raise ValueError(f"cooldown_steps: must lie in [0, max_steps], got {self.cooldown_steps}")
         super().__post_init__()
 
-    @property
-    def sizes_pending(self) -> bool:
-        return self.model_name_or_path is not None
-
     def adopt_saved(self, config) -> None:
         if not is_language_model(config):
             raise ValueError(

@@ -239,10 +239,6 @@ class TrainingArguments(EncoderArguments, RunArguments):
             self.length_buckets = COMPILE_LENGTH_BUCKETS if self.torch_compile else 0
         super().__post_init__()
 
-    @property
-    def sizes_pending(self) -> bool:
-        return self.model_name_or_path is not None
-
     def adopt_saved(self, config) -> None:
         super().adopt_saved(config)
         if self.word_vectors is not None:  # after a language model's representation is adopted

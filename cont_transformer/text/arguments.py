@@ -73,6 +73,12 @@ class EncoderArguments:
         names = [f.name for f in dataclasses.fields(EncoderArguments) if f.name != "max_length"]
         return {**{name: getattr(self, name) for name in names}, "max_position_embeddings": self.max_length}
 
+    @property
+    def sizes_pending(self) -> bool:
+        """A run that starts from a saved model (``model_name_or_path``, a field of the
+        arguments these extend) takes its sizes from it (:meth:`adopt_saved`)."""
+        return getattr(self, "model_name_or_path", None) is not None
+
     def adopt_saved(self, config) -> None:
         """Fine-tuning (and pretraining further) keeps the saved model's continuous choices:
         the basis, scheme, time horizon, K and N_T of ``config`` (the model the run starts

@@ -42,7 +42,7 @@ from typing import Any, ClassVar
 from ..checks import check_count
 from ..choices import check_basis_name, check_scheme_name
 from ..runtime.compiling import check_compile_mode
-from .identity import RESUMABLE
+from .identity import RESUMABLE, SPELT_AS_FLAGS
 from .schedules import RefinementSchedule, parse_steps
 
 logger = logging.getLogger(__name__)
@@ -55,11 +55,13 @@ TRACKERS = ("aim", "clearml", "comet_ml", "dvclive", "mlflow", "swanlab", "tenso
 STRATEGIES = ("steps", "epoch", "no")
 
 
-# The final K and N_T a run trains to are spelt on the command line and in recipes as the
-# config's K and N_T are (``--num-basis``, ``num_basis``); in the arguments they are
-# ``final_num_basis`` / ``final_num_steps``, apart from a model's current ``num_basis``.
-FINAL_NUM_BASIS_FLAGS = ["--num-basis", "--num_basis"]
-FINAL_NUM_STEPS_FLAGS = ["--num-steps", "--num_steps"]
+# The final K and N_T a run trains to are ``final_num_basis`` / ``final_num_steps`` in the
+# arguments, apart from a model's current ``num_basis``; on the command line they are also
+# spelt as the config's K and N_T are (``--num-basis``: identity.SPELT_AS_FLAGS).
+FINAL_NUM_BASIS_FLAGS, FINAL_NUM_STEPS_FLAGS = (
+    [f"--{SPELT_AS_FLAGS[name].replace('_', '-')}", f"--{SPELT_AS_FLAGS[name]}"]
+    for name in ("final_num_basis", "final_num_steps")
+)
 
 
 def flag_help(text: str, **extra) -> dict:
