@@ -27,6 +27,7 @@ KINDS = {
     "en_gum_bf16": TAGGER,
     "de_lit": TAGGER,
     "sample": TAGGER,
+    "ud": TAGGER,
     "en_gum_pretrained": TAGGER,
     "en_gum_vectors": TAGGER,
     "en_gum_vectors_self_trained": TAGGER,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import re
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +29,8 @@ from ..runtime.model_folders import VECTORS_FILE, WORDS_FILE
 from ..text.arguments import INVERSE_SQRT, INVERSE_SQRT_DESCRIPTION, EncoderArguments
 from ..text.pretrained_encoder import is_language_model
 from ..training.arguments import FINAL_NUM_BASIS_FLAGS, RunArguments, flag_help
-from .data import TAG_COLUMNS, TREEBANKS
+from .data import TAG_COLUMNS, TREEBANKS, count_words, find_ud_treebank, resolve_treebank, treebank_files
+from .sample_treebank import write_sample_treebank
 from .self_training import check_agreement
 
 logger = logging.getLogger(__name__)
@@ -197,6 +198,13 @@ class TrainingArguments(EncoderArguments, RunArguments):
     )
     eval_steps: int = field(default=1000, **flag_help("evaluate on dev every N steps"))
     save_steps: int = field(default=1000, **flag_help("checkpoint every N steps"))
+    fit_to_treebank: bool = field(
+        default=False,
+        **flag_help(
+            "the run's length, warm-up, refinements, cool-down, evaluations and saves follow the number of "
+            "words of the train split, each unless given (recipes/ud.json)"
+        ),
+    )
 
     lr_scheduler_types: ClassVar[tuple[str, ...]] = (INVERSE_SQRT,)
     lr_schedule_description: ClassVar[str] = INVERSE_SQRT_DESCRIPTION
@@ -205,6 +213,8 @@ class TrainingArguments(EncoderArguments, RunArguments):
     def __post_init__(self):
         self.train_file, self.dev_file = list(self.train_file), list(self.dev_file)
         self._resolve_hub_dataset()
+        if not (self.train_file and self.dev_file):  # else the files replace the treebank
+            self.treebank = resolve_treebank(self.treebank, self.data_dir)
         if self.tag_column not in TAG_COLUMNS:
             raise ValueError(f"tag_column: choose one of {TAG_COLUMNS}, got {self.tag_column!r}")
         if self.columns is not None:
@@ -302,13 +312,13 @@ def ud_treebank(config: str, data_dir: str | None = None) -> str:
         return config
     if not re.fullmatch(r"[A-Za-z0-9_]+", config):
         raise ValueError(f"dataset_config_name: a UD treebank's name (letters, digits, _: en_gum), got {config!r}")
-    root = data_dir or os.environ.get("UD_DIR")
-    found = sorted({path.parent for path in Path(root).glob(f"UD_*/{config}-ud-train*.conllu")}) if root else []
-    if len(found) == 1:
-        return str(found[0])
-    where = f"under {root}" if root else "(no --data-dir or $UD_DIR to look under)"
-    problem = f"is in several release folders {where}" if found else f"has no UD_*/{config}-ud-train*.conllu {where}"
-    raise ValueError(f"dataset_config_name: {config!r} is none of the treebanks {', '.join(TREEBANKS)} and {problem}")
+    try:
+        return str(find_ud_treebank(config, data_dir))
+    except ValueError as err:
+        problem = str(err).removeprefix(f"treebank: {config!r} ")
+        raise ValueError(
+            f"dataset_config_name: {config!r} is none of the treebanks {', '.join(TREEBANKS)} and {problem}"
+        ) from None
 
 
 def check_column_flags(given: Mapping[str, object]) -> None:
@@ -351,12 +361,49 @@ SAMPLE_DEFAULTS: dict[str, object] = {
 }
 
 
+def fitted_schedule(words: int) -> dict[str, object]:
+    """The schedule of a run on a train split of ``words`` words (``--fit-to-treebank``): a
+    step per 20 words, at least 1,500 and at most 8,000 (from 150 passes over a 3,000-word
+    treebank to 8 over a million words); English-GUM's shape (a 6% warm-up, three early
+    refinements and a late one at 75%, the learning rate cooled over the last 3/8); eight
+    evaluations and saves."""
+    steps = min(max(round(words / 20), FIT_MIN_STEPS), FIT_MAX_STEPS)
+    every = math.ceil(steps / 8)
+    return {
+        "max_steps": steps,
+        "warmup_steps": round(steps / 16),
+        "refine_steps": ",".join(str(round(steps * share)) for share in (0.025, 0.05, 0.075, 0.75)),
+        "cooldown_steps": round(steps * 3 / 8),
+        "eval_steps": every,
+        "save_steps": every,
+    }
+
+
+FIT_MIN_STEPS, FIT_MAX_STEPS = 1500, 8000
+
+
 def preset_defaults(given: Mapping[str, object]) -> Mapping[str, object]:
     """Defaults for what the user did not give: with ``treebank="sample"`` (the default)
-    :data:`SAMPLE_DEFAULTS`; when fine-tuning a saved model, no refinement. Contradictory
-    column flags are refused (:func:`check_column_flags`)."""
+    :data:`SAMPLE_DEFAULTS`; with ``fit_to_treebank``, the schedule that fits the train
+    split's size (:func:`fitted_schedule`); when fine-tuning a saved model, no refinement.
+    Contradictory column flags are refused (:func:`check_column_flags`)."""
     check_column_flags(given)
-    defaults = dict(SAMPLE_DEFAULTS) if given.get("treebank", TrainingArguments.treebank) == "sample" else {}
+    treebank = str(given.get("treebank", TrainingArguments.treebank))
+    train_file = list(given.get("train_file") or [])
+    defaults = dict(SAMPLE_DEFAULTS) if treebank == "sample" and not given.get("fit_to_treebank") else {}
+    if given.get("fit_to_treebank"):
+        data_dir = given.get("data_dir")
+        named = treebank if train_file and given.get("dev_file") else resolve_treebank(treebank, data_dir)
+        replace = {"train": train_file, "validation": list(given.get("dev_file") or [])}
+        files = treebank_files(named, data_dir, replace).get("train")
+        if files:
+            words = count_words(files)
+        elif named == "sample":
+            with tempfile.TemporaryDirectory(prefix="cont_transformer_sample_") as folder:
+                words = count_words([write_sample_treebank(folder)["train"]])
+        else:
+            raise ValueError(f"fit_to_treebank: {treebank!r} has no train files to count (give --train-file)")
+        defaults.update(fitted_schedule(words))
     if given.get("model_name_or_path") is not None:
         defaults["refine_steps"] = "none"
     return defaults

@@ -127,6 +127,16 @@ def read_conllu(path: PathLike) -> list[dict[str, list[str]]]:
     return sentences
 
 
+def count_words(paths: Sequence[PathLike]) -> int:
+    """The syntactic words of CoNLL-U files (lines whose ID is a whole number), read fast:
+    what sizes a run (``--fit-to-treebank``)."""
+    words = 0
+    for path in paths:
+        with open(path, "rb") as lines:
+            words += sum(1 for line in lines if line[:1].isdigit() and line.split(b"\t", 1)[0].isdigit())
+    return words
+
+
 def _expand(split: str, spec: SplitFiles) -> list[Path]:
     """Files of one split: paths must exist, globs must match at least one file."""
     items = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
@@ -209,14 +219,43 @@ def treebank_facts(files: Sequence[PathLike]) -> TreebankFacts | None:
     )
 
 
+UD_CODE = re.compile(r"[a-z]{2,3}_[a-z0-9]+")
+
+
+def find_ud_treebank(code: str, data_dir: PathLike | None = None) -> Path:
+    """The UD release folder under ``data_dir`` or ``$UD_DIR`` that holds
+    ``{code}-ud-train*.conllu`` (``tr_imst`` -> ``.../UD_Turkish-IMST``); ``ValueError``
+    naming ``treebank`` when there is none, or several."""
+    root = data_dir if data_dir is not None else os.environ.get("UD_DIR")
+    found = sorted({path.parent for path in Path(root).glob(f"UD_*/{code}-ud-train*.conllu")}) if root else []
+    if len(found) == 1:
+        return found[0]
+    where = f"under {root}" if root else "(give --data-dir or set UD_DIR to the folder of UD_* folders)"
+    problem = f"is in several release folders {where}" if found else f"has no UD_*/{code}-ud-train*.conllu {where}"
+    raise ValueError(f"treebank: {code!r} {problem}")
+
+
+def resolve_treebank(name: str, data_dir: PathLike | None = None) -> str:
+    """``name`` as :func:`load_treebank` reads it: a UD treebank code that this package does
+    not name (``tr_imst``) becomes its release folder under ``data_dir`` or ``$UD_DIR``
+    (:func:`find_ud_treebank`); any other name is returned as it is."""
+    if name in TREEBANKS or name == "sample" or UD_CODE.fullmatch(name) is None or Path(name).is_dir():
+        return name
+    return str(find_ud_treebank(name, data_dir))
+
+
 def treebank_files(
     name: str, data_dir: PathLike | None = None, replace: Mapping[str, Sequence[PathLike]] | None = None
 ) -> dict[str, list[Path]]:
     """Split (``train``, ``validation``, ``test``) -> the CoNLL-U files a treebank name
     resolves to, with the splits in ``replace`` (file paths or globs) replacing its own;
-    no files of its own for the generated sample and Hub data sets."""
+    no files of its own for the generated sample and Hub data sets, nor when ``replace``
+    gives both the train and the dev split."""
     files: dict[str, list[Path]] = {}
-    if name in TREEBANKS:
+    replaced = {SPLIT_ALIASES.get(split, split) for split, spec in (replace or {}).items() if spec}
+    if {"train", "validation"} <= replaced:
+        pass
+    elif name in TREEBANKS:
         files = _known_treebank_files(name, data_dir)
     elif name != "sample" and Path(name).is_dir():
         files = _release_folder_files(Path(name))

@@ -186,6 +186,8 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
         train_split, dev_split = data["train"], data["validation"]
         self.num_silver_sentences = len(silver)
         self.primary, self.labels = choose_columns(args, train_split, start.saved_labels)
+        if self.primary in TAG_COLUMNS:  # run.json records the column trained, not the default asked for
+            args.tag_column = self.primary
         if silver and set(self.labels) - set(silver_columns):
             raise ValueError(
                 f"teacher: {', '.join(args.teacher)} predict(s) {', '.join(silver_columns)}; the student "

@@ -6,8 +6,8 @@ convention with the command line on top: ``train_pos.py recipes/en_gum.json --ma
 values are checked and converted as the flags' values are) and then the flags, so a flag
 beats the file. A recipe's values count as given, like flags. A ``--max-steps`` flag that
 changes the run's length scales its schedule with it (:func:`scale_schedule`): the
-warm-up, refinement and cool-down steps that no flag gives (the recipe's, the preset's or
-the defaults') keep their share of the run, as transformers' ratios do, so ``--max-steps
+warm-up, refinement and cool-down steps, and how often it evaluates and saves, that no flag
+gives (the recipe's, the preset's or the defaults') keep their share of the run, as transformers' ratios do, so ``--max-steps
 100`` trains the recipe's whole schedule, refinements included, in 100 steps. A resumed
 run (``--resume-from-checkpoint``) keeps the steps its ``run.json`` recorded, so a larger
 ``--max-steps`` extends it without moving a refinement it has passed.
@@ -232,6 +232,9 @@ def parse_arguments(
 
 # The schedule's step counts, which --max-steps scales when no flag gives them.
 SCHEDULE_STEPS = ("warmup_steps", "refine_steps", "cooldown_steps")
+# How often a run evaluates and saves: scaled with it too (at least every step; 0, no
+# checkpoints, stays 0), but free to change when a run is resumed.
+INTERVAL_STEPS = ("eval_steps", "save_steps")
 
 
 def _recorded_schedule(written_for: Mapping[str, Any], output_dir: str) -> dict[str, Any]:
@@ -259,7 +262,7 @@ def scale_schedule(written_for: Mapping[str, Any], max_steps: int, keep: set[str
         return {}  # no length to scale from (a recipe's bad max_steps is replaced by the flag)
     ratio = max_steps / length
     scaled: dict[str, Any] = {}
-    for name in SCHEDULE_STEPS:
+    for name in SCHEDULE_STEPS + INTERVAL_STEPS:
         value = written_for.get(name)
         if name in keep or value is None:
             continue
@@ -267,6 +270,9 @@ def scale_schedule(written_for: Mapping[str, Any], max_steps: int, keep: set[str
             steps = scale_steps(parse_steps(value), ratio)
             if steps:
                 scaled[name] = ",".join(map(str, steps))
+        elif name in INTERVAL_STEPS:
+            if isinstance(value, int) and value > 0:
+                scaled[name] = min(max(round(value * ratio), 1), max_steps)
         else:
             scaled[name] = min(round(value * ratio), max_steps)
     return scaled
