@@ -123,3 +123,31 @@ def test_real_treebanks_resolve_and_fit():
     assert thai.max_steps == fitted_schedule(62011)["max_steps"]
     marathi = _parse(str(RECIPES / "ud.json"), "--treebank", "mr_ufal", "--data-dir", str(UD_DIR))
     assert marathi.max_steps == FIT_MIN_STEPS
+
+
+@pytest.mark.parametrize(
+    ("readme", "license_text", "expected", "source"),
+    [
+        ("License: CC BY-SA 4.0\n", "", "cc-by-sa-4.0", "README metadata"),
+        ("", "licensed under ... https://creativecommons.org/licenses/by-nc-sa/4.0/", "cc-by-nc-sa-4.0", "LICENSE.txt"),
+        ("", "Creative Commons Attribution-NonCommercial- ShareAlike 3.0 Generic", "cc-by-nc-sa-3.0", "LICENSE.txt"),
+        (
+            "License: CC BY-NC-SA 4.0\n",
+            "creativecommons.org/licenses/by-nc-sa/3.0",
+            "cc-by-nc-sa-4.0",
+            "names cc-by-nc",
+        ),
+        ("# Summary\n", "All rights reserved.", None, "unknown"),
+    ],
+)
+def test_a_treebank_s_licence_is_read_from_its_metadata_or_licence_or_said_unknown(
+    tmp_path, readme, license_text, expected, source
+):
+    from cont_transformer.tagging.data import treebank_facts
+
+    folder = _release(tmp_path, "xx_test", 20)
+    (folder / "README.md").write_text(readme, encoding="utf-8")
+    (folder / "LICENSE.txt").write_text(license_text, encoding="utf-8")
+    facts = treebank_facts([folder / "xx_test-ud-train.conllu"])
+    assert facts.license == expected
+    assert source in facts.license_source

@@ -184,38 +184,80 @@ def _release_folder_files(folder: Path) -> dict[str, list[Path]]:
 @dataclass(frozen=True)
 class TreebankFacts:
     """What a model card says about the training data: its name, the Hub id and config of
-    a UD treebank (``universal_dependencies`` / ``en_gum``), its language and licence."""
+    a UD treebank (``universal_dependencies`` / ``en_gum``), its language and licence, and
+    where the licence was read (or why it is unknown)."""
 
     name: str
     language: str | None = None
     license: str | None = None
     dataset_id: str | None = None
     dataset_config: str | None = None
+    license_source: str | None = None
 
 
-_CC_LICENSE = re.compile(r"creativecommons\.org/licenses/([a-z-]+)/(\d\.\d)")
 _UD_FILE = re.compile(r"([a-z]{2,3})_([a-z0-9]+)-ud-")
+# UD's machine-readable metadata in a treebank's README: "License: CC BY-SA 4.0".
+_README_LICENSE = re.compile(
+    r"^License:\s*CC[ -]?(BY(?:[ -]NC)?(?:[ -]SA|[ -]ND)?)\s+(\d\.\d)", re.MULTILINE | re.IGNORECASE
+)
+_CC_URL = re.compile(r"creativecommons\.org/licenses/([a-z-]+)/(\d\.\d)")
+_CC_WORDS = re.compile(r"Attribution((?:-NonCommercial)?(?:-ShareAlike|-NoDerivatives|-NoDerivs)?)[\s-]+(\d\.\d)")
+_CC_WORD_PARTS = {"-NonCommercial": "-nc", "-ShareAlike": "-sa", "-NoDerivatives": "-nd", "-NoDerivs": "-nd"}
+
+
+def _license_in_words(text: str) -> str | None:
+    """The Creative Commons licence a LICENSE.txt names, by its URL or its name in words."""
+    text = re.sub(r"-\s+", "-", text)  # "NonCommercial- ShareAlike", broken over a line
+    found = _CC_URL.search(text)
+    if found:
+        return f"cc-{found[1]}-{found[2]}"
+    found = _CC_WORDS.search(text)
+    if found is None:
+        return None
+    parts = "".join(code for word, code in _CC_WORD_PARTS.items() if word in found[1])
+    return f"cc-by{parts}-{found[2]}"
+
+
+def treebank_license(folder: PathLike) -> tuple[str | None, str]:
+    """The Hub licence id of the UD treebank in ``folder`` and where it was read: UD's
+    metadata in README.md (``License: CC BY-SA 4.0``, what UD publishes), else the licence
+    that LICENSE.txt names; a disagreement between the two is said, and so is no licence."""
+    folder = Path(folder)
+    texts = {}
+    for name in ("README.md", "README.txt", "LICENSE.txt"):
+        path = folder / name
+        texts[name] = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    readme = next((m for m in map(_README_LICENSE.search, (texts["README.md"], texts["README.txt"])) if m), None)
+    from_readme = f"cc-{readme[1].lower().replace(' ', '-')}-{readme[2]}" if readme else None
+    from_license = _license_in_words(texts["LICENSE.txt"])
+    if from_readme and from_license and from_readme != from_license:
+        return from_readme, f"the treebank's README metadata ({from_readme}; its LICENSE.txt names {from_license})"
+    if from_readme:
+        return from_readme, "the treebank's README metadata"
+    if from_license:
+        return from_license, "the treebank's LICENSE.txt"
+    return None, "unknown: the treebank's README and LICENSE.txt name no Creative Commons licence"
 
 
 def treebank_facts(files: Sequence[PathLike]) -> TreebankFacts | None:
     """Facts about the UD treebank of ``files`` (train files), read from UD's file names
-    (``en_gum-ud-train.conllu``), release folder (``UD_English-GUM``) and ``LICENSE.txt``;
-    None when the files do not look like a UD release."""
+    (``en_gum-ud-train.conllu``), release folder (``UD_English-GUM``) and its licence
+    (:func:`treebank_license`); None when the files do not look like a UD release."""
     if not files:
         return None
     path = Path(files[0])
     match = _UD_FILE.match(path.name)
     if match is None:
         return None
-    license_file = path.parent / "LICENSE.txt"
-    license_match = _CC_LICENSE.search(license_file.read_text()) if license_file.is_file() else None
+    license, source = treebank_license(path.parent)
     folder = path.parent.name
     return TreebankFacts(
         name=folder.replace("_", " ", 1) if folder.startswith("UD_") else f"UD {match[0][:-4]}",
         language=match[1],
-        license=f"cc-{license_match[1]}-{license_match[2]}" if license_match else None,
+        license=license,
         dataset_id="universal_dependencies",
         dataset_config=f"{match[1]}_{match[2]}",
+        license_source=source,
     )
 
 

@@ -152,6 +152,11 @@ def choose_columns(args: TrainingArguments, train, saved=None) -> tuple[str, dic
     return primary, {column: labels[column] for column in ordered}
 
 
+def _licence_note(facts: TreebankFacts) -> str:
+    """The card's licence row: the licence and where it was read, or why it is unknown."""
+    return f"{facts.license}, from {facts.license_source}" if facts.license else facts.license_source
+
+
 # --- the trainer --------------------------------------------------------------------------
 
 
@@ -343,6 +348,8 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
                 "training data": f"{name}, {self.num_sentences[0]:,} sentences" + self.silver_note(),
                 "dev data": f"{dev_name}, {self.num_sentences[1]:,} sentences",
                 "best dev step": entry["step"],
+                **({"language": facts.language} if facts and facts.language else {}),
+                **({"licence": _licence_note(facts)} if facts and facts.license_source else {}),
                 **({"static word vectors": self.vector_note()} if self.start.word_vectors is not None else {}),
             },
             "language": facts and facts.language,
