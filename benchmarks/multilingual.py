@@ -185,6 +185,37 @@ def table(code: str, entry: dict[str, Path], result: dict, udpipe2: dict) -> lis
     return [*lines, ""]
 
 
+def summary(found: dict, all_scores: dict) -> list[str]:
+    """One row per treebank, each cell ``ours / UDPipe 1`` (gold words; raw text), and the
+    mean UPOS margin over the treebanks both have scored."""
+    columns = [("gold", t) for t in GOLD_ROWS.values()] + [("raw", "Words"), ("raw", "Sentences")]
+    lines = [
+        "| treebank | " + " | ".join(("raw " if mode == "raw" else "") + t for mode, t in columns) + " | CPU min |",
+        "|---|" + "---:|" * (len(columns) + 1),
+    ]
+    margins = []
+
+    def pair(mode: str, title: str, ours: dict, peer: dict) -> str:
+        a, b = ours.get(mode, {}).get(title), peer.get(mode, {}).get(title)
+        if a is None and b is None:
+            return "–"
+        return f"{'' if a is None else f'{a:.2f}'} / {'' if b is None else f'{b:.2f}'}"
+
+    for code, result in all_scores.items():
+        ours, peer = result.get("ours", {}), result.get("udpipe1", {})
+        cells = [pair(mode, title, ours, peer) for mode, title in columns]
+        cpu = f"{ours.get('cpu_min', 0):.1f} / {peer.get('cpu_min', 0):.1f}"
+        lines.append(f"| {found[code]['folder'].name.removeprefix('UD_')} | " + " | ".join(cells) + f" | {cpu} |")
+        if ours.get("gold", {}).get("UPOS") is not None and peer.get("gold", {}).get("UPOS") is not None:
+            margins.append(ours["gold"]["UPOS"] - peer["gold"]["UPOS"])
+    if margins:
+        lines.append("")
+        lines.append(
+            f"Mean UPOS margin, ours - UDPipe 1, over {len(margins)} treebanks: {sum(margins) / len(margins):+.2f}"
+        )
+    return [*lines, ""]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", default=os.environ.get("UD_DIR"), help="folder of UD_* folders ($UD_DIR)")
@@ -235,7 +266,8 @@ def main(argv: list[str] | None = None) -> None:
     }
     all_scores = {code: result for code, result in all_scores.items() if result}
     (output / "scores.json").write_text(json.dumps(all_scores, indent=2) + "\n")
-    lines = [line for code, result in all_scores.items() for line in table(code, found[code], result, udpipe2)]
+    lines = ["## Every treebank: ours / UDPipe 1 (dev)", "", *summary(found, all_scores)]
+    lines += [line for code, result in all_scores.items() for line in table(code, found[code], result, udpipe2)]
     (output / "scores.md").write_text("\n".join(lines))
     print("\n".join(lines))
 

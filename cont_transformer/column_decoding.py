@@ -2,8 +2,8 @@
 ``Tagger``, dev scoring and the pipeline a saved tagger carries.
 
 :func:`model_column_labels` / :func:`parsed_labels` read a config's columns and labels;
-:func:`combination_index` and :func:`predicted_label_ids` decode UPOS, XPOS and FEATS
-jointly over the triples seen in training (``config.tag_combinations``), or each head
+:func:`combination_index` and :func:`predicted_label_ids` decode UPOS, XPOS and FEATS (those
+a tagger predicts, two or more) jointly over the triples seen in training (``config.tag_combinations``), or each head
 alone; :func:`decode_column` turns label ids into values (a lemma by its edit script,
 :mod:`.lemma_scripts`; factored features into one canonical FEATS string,
 :func:`canonical_feats`); :func:`decode_columns` decodes a sentence's every column, a word
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import torch
 
-from .configuration_cont_transformer import ABSENT_FEATURE, JOINT_COLUMNS, feature_groups
+from .configuration_cont_transformer import ABSENT_FEATURE, JOINT_COLUMNS, feature_groups, joint_columns
 from .lemma_scripts import choose_lemma, lemma_candidates, parse_script
 
 
@@ -57,19 +57,19 @@ def parsed_labels(labels: dict[str, list]) -> dict[str, list]:
 
 
 def combination_index(config, labels: dict[str, list], device=None) -> torch.Tensor | None:
-    """``(n, 3)`` label ids of the config's ``tag_combinations`` (UPOS, XPOS, FEATS) whose
-    labels are all in ``labels``, on ``device``; None when the config records none
-    (each column is then decoded on its own)."""
+    """``(n, j)`` label ids of the config's ``tag_combinations`` in the ``j`` joint columns
+    that ``labels`` has (:func:`joint_columns`: UPOS, XPOS, FEATS, those predicted), for
+    the combinations whose labels are all in ``labels``, on ``device``; None when the config
+    records none or fewer than two columns are joint (each column is then decoded on its own)."""
     combinations = getattr(config, "tag_combinations", None)
-    if not combinations or getattr(config, "feats_mode", "whole") != "whole":
+    joint = joint_columns(labels)
+    if not combinations or getattr(config, "feats_mode", "whole") != "whole" or len(joint) < 2:
         return None
-    if any(column not in labels for column in JOINT_COLUMNS):
-        return None
-    ids = [{label: i for i, label in enumerate(labels[column])} for column in JOINT_COLUMNS]
+    ids = [{label: i for i, label in enumerate(labels[column])} for column in joint]
+    places = [JOINT_COLUMNS.index(column) for column in joint]
+    values = [[triple[place] for place in places] for triple in combinations]
     index = [
-        [i[label] for i, label in zip(ids, triple)]
-        for triple in combinations
-        if all(label in i for i, label in zip(ids, triple))
+        [i[label] for i, label in zip(ids, row)] for row in values if all(label in i for i, label in zip(ids, row))
     ]
     return torch.tensor(index, dtype=torch.long, device=device) if index else None
 
@@ -85,22 +85,22 @@ def predicted_label_ids(
     """Each of ``columns`` -> its ``(batch, seq)`` label ids from a tagger's ``output``
     (``logits`` for the ``primary`` column; factored features ``(batch, seq, features)``).
     Each column's argmax, except with ``combinations`` (from :func:`combination_index`):
-    UPOS, XPOS and FEATS then come from the combination with the highest summed
-    log-probability. Lemmas: ``(batch, seq, LEMMA_CANDIDATES)`` script ids
-    (:func:`lemma_candidates`), for :func:`choose_lemma`."""
+    the joint columns (UPOS, XPOS and FEATS, those predicted) then come from the combination
+    with the highest summed log-probability. Lemmas: ``(batch, seq, LEMMA_CANDIDATES)``
+    script ids (:func:`lemma_candidates`), for :func:`choose_lemma`."""
 
     def logits(column: str) -> torch.Tensor:
         return output.logits if column == primary else output[f"{column}_logits"]
 
     ids: dict[str, torch.Tensor] = {}
     if combinations is not None:
+        joint = joint_columns(labels)
         combinations = combinations.to(output.logits.device)
         total = sum(
-            torch.log_softmax(logits(column).float(), -1)[..., combinations[:, i]]
-            for i, column in enumerate(JOINT_COLUMNS)
+            torch.log_softmax(logits(column).float(), -1)[..., combinations[:, i]] for i, column in enumerate(joint)
         )  # (batch, seq, combinations)
-        best = combinations[total.argmax(-1)]  # (batch, seq, 3)
-        ids = {column: best[..., i] for i, column in enumerate(JOINT_COLUMNS)}
+        best = combinations[total.argmax(-1)]  # (batch, seq, joint columns)
+        ids = {column: best[..., i] for i, column in enumerate(joint)}
     for column in columns:
         if column in ids:
             continue

@@ -30,8 +30,18 @@ PREDICTED_COLUMNS = OUTPUT_COLUMNS + AUXILIARY_COLUMNS
 FEATS_MODES = ("whole", "factored")
 # The columns a lemma lexicon may be keyed by (with the form), the first predicted chosen.
 LEXICON_COLUMNS = ("xpos", "upos")
-# The columns decoded jointly when the config records their tag_combinations.
+# The columns decoded jointly when the config records their tag_combinations: those of
+# them that a tagger predicts, when two or more (joint_columns).
 JOINT_COLUMNS = ("upos", "xpos", "feats")
+
+
+def joint_columns(columns) -> tuple[str, ...]:
+    """The :data:`JOINT_COLUMNS` among ``columns``: decoded jointly when there are two or more
+    (a treebank without XPOS: UPOS and FEATS). A combination is always an ``[upos, xpos,
+    feats]`` triple, ``"_"`` standing for a column the tagger does not predict."""
+    return tuple(column for column in JOINT_COLUMNS if column in columns)
+
+
 ABSENT_FEATURE = "_"  # the value of a feature a word does not have (factored features)
 
 
@@ -348,8 +358,8 @@ class ContTransformerConfig(PreTrainedConfig):
         if self.tag_combinations:
             if self.feats_mode != "whole":
                 raise ValueError("tag_combinations: joint decoding needs feats_mode='whole'")
-            if set(JOINT_COLUMNS) - set(self.predicted_columns):
-                raise ValueError(f"tag_combinations: the model does not predict all of {JOINT_COLUMNS}")
+            if len(joint_columns(self.predicted_columns)) < 2:
+                raise ValueError(f"tag_combinations: the model predicts fewer than two of {JOINT_COLUMNS}")
             if any(len(triple) != len(JOINT_COLUMNS) for triple in self.tag_combinations):
                 raise ValueError("tag_combinations: every combination is an [upos, xpos, feats] triple")
         if self.lemma_lexicon:

@@ -88,13 +88,20 @@ def test_joint_decoding_picks_the_best_seen_triple():
 def test_config_round_trips_and_rejects_bad_combinations(tmp_path):
     rigged_model(SEEN).config.save_pretrained(tmp_path)
     assert ContTransformerConfig.from_pretrained(tmp_path).tag_combinations == SEEN
-    with pytest.raises(ValueError, match="tag_combinations"):
+    with pytest.raises(ValueError, match="tag_combinations: the model predicts fewer than two"):
+        ContTransformerConfig(  # XPOS alone: nothing to decode jointly
+            vocab_size=9,
+            id2label={0: "DT"},
+            primary_column="xpos",
+            tag_combinations=[["DET", "DT", "_"]],
+        )
+    with pytest.raises(ValueError, match="tag_combinations: every combination is an"):
         ContTransformerConfig(
             vocab_size=9,
             id2label={0: "DT"},
             primary_column="xpos",
             column_labels={"upos": ["DET"]},
-            tag_combinations=[["DET", "DT", "_"]],
+            tag_combinations=[["DET", "DT"]],
         )
 
 
@@ -121,3 +128,49 @@ def test_adding_combinations_to_a_saved_model(tmp_path, capsys):
     assert add_main([str(folder), str(train)]) == 1
     assert "time_horizon (2.0, saved with 1.0)" in capsys.readouterr().err
     assert [(folder / name).read_bytes() for name in ("config.json", "columns.json")] == before
+
+
+def upos_feats_model(combinations=None):
+    """A tagger without XPOS (Marathi-UFAL, Hungarian-Szeged): UPOS primary, FEATS beside it.
+    Independent argmax: VERB / Number=Sing, never seen together; of the seen pairs,
+    NOUN / Number=Sing beats VERB / Tense=Past."""
+    upos = LABELS["upos"]
+    config = ContTransformerConfig(
+        vocab_size=len(WORDS) + 3,
+        hidden_size=16,
+        num_attention_heads=2,
+        intermediate_size=24,
+        num_basis=2,
+        id2label=dict(enumerate(upos)),
+        label2id={t: i for i, t in enumerate(upos)},
+        primary_column="upos",
+        column_labels={"feats": LABELS["feats"]},
+        tag_combinations=combinations,
+    )
+    model = ContTransformerForTokenClassification(config).eval()
+    biases = {"classifier": [0.0, 2.5, 3.0], "feats": [3.0, 0.0, 0.0]}
+    heads = {"classifier": model.classifier, **model.column_classifiers}
+    with torch.no_grad():
+        for name, head in heads.items():
+            head.weight.zero_()
+            head.bias.copy_(torch.tensor(biases[name]))
+    return model
+
+
+def test_two_joint_columns_are_decoded_jointly_without_the_third():
+    from datasets import Dataset
+
+    from cont_transformer.tagging.combinations import tag_combinations
+
+    train = Dataset.from_dict(
+        {"tokens": [WORDS], "upos": [["DET", "NOUN", "VERB"]], "feats": [["_", "Number=Sing", "Tense=Past"]]}
+    )
+    labels = {"upos": LABELS["upos"], "feats": LABELS["feats"]}
+    pairs = tag_combinations(train, labels)
+    assert pairs == [["DET", "_", "_"], ["NOUN", "_", "Number=Sing"], ["VERB", "_", "Tense=Past"]]
+    assert tag_combinations(train, {"upos": LABELS["upos"]}) is None  # one column: nothing to join
+    alone = tagged(upos_feats_model())
+    assert (alone.upos, alone.feats) == (["VERB"] * 2, ["Number=Sing"] * 2)
+    joint = tagged(upos_feats_model(pairs))
+    assert (joint.upos, joint.feats) == (["NOUN"] * 2, ["Number=Sing"] * 2)
+    assert joint.xpos is None  # not predicted: written _

@@ -1,4 +1,5 @@
-"""The (UPOS, XPOS, FEATS) combinations seen in training, which a tagger decodes jointly.
+"""The (UPOS, XPOS, FEATS) combinations seen in training, which a tagger decodes jointly
+(those of the three it predicts, two or more).
 
 A model whose config records ``tag_combinations`` chooses, per word, the seen triple of
 highest summed log-probability of its three heads (``column_decoding.predicted_label_ids``)
@@ -18,7 +19,7 @@ from pathlib import Path
 import datasets
 
 from ..config_record import config_mismatch, read_metadata, record_config, weights_files
-from ..configuration_cont_transformer import JOINT_COLUMNS
+from ..configuration_cont_transformer import JOINT_COLUMNS, joint_columns
 from ..runtime.model_folders import resolve_model_dir
 from ..tagger_files import read_tagger_files
 from .columns import canonical_feats, column_values
@@ -29,18 +30,22 @@ from .tag import model_column_labels, saved_tag_column
 def tag_combinations(
     train: datasets.Dataset, labels: Mapping[str, Sequence[str]], feats_mode: str = "whole"
 ) -> list[list[str]] | None:
-    """The ``[upos, xpos, feats]`` triples of ``train`` whose values are all among
-    ``labels`` (sorted); None unless the three columns are predicted with whole FEATS."""
-    if feats_mode != "whole" or any(column not in labels for column in JOINT_COLUMNS):
+    """The ``[upos, xpos, feats]`` triples of ``train`` whose values in the joint columns
+    that ``labels`` has (:func:`joint_columns`) are all among ``labels``, ``"_"`` for a column
+    not predicted (sorted); None with fewer than two joint columns, or factored FEATS."""
+    joint = joint_columns(labels)
+    if len(joint) < 2 or ("feats" in joint and feats_mode != "whole"):
         return None
-    known = [set(labels[column]) for column in JOINT_COLUMNS]
-    upos, xpos, feats = (column_values(train, column) for column in JOINT_COLUMNS)
-    seen = {
-        triple
-        for sentence in zip(upos, xpos, feats)
-        for triple in zip(sentence[0], sentence[1], map(canonical_feats, sentence[2]))
-        if all(value in values for value, values in zip(triple, known))
-    }
+    known = [set(labels[column]) for column in joint]
+    values = [column_values(train, column) for column in joint]
+    normalise = [canonical_feats if column == "feats" else str for column in joint]
+    seen = set()
+    for sentence in zip(*values):
+        for word in zip(*sentence):
+            word = tuple(f(value) for f, value in zip(normalise, word))
+            if all(value in labels for value, labels in zip(word, known)):
+                by_column = dict(zip(joint, word))
+                seen.add(tuple(by_column.get(column, "_") for column in JOINT_COLUMNS))
     return [list(triple) for triple in sorted(seen)] or None
 
 
@@ -60,7 +65,7 @@ def add_tag_combinations(model_dir: str | os.PathLike, train_file: str | os.Path
     train = load_treebank({"train": [str(train_file)]})["train"]
     combinations = tag_combinations(train, labels, getattr(config, "feats_mode", "whole"))
     if combinations is None:
-        raise ValueError(f"{model_dir}: the model does not predict {', '.join(JOINT_COLUMNS)} with whole FEATS")
+        raise ValueError(f"{model_dir}: the model predicts fewer than two of {', '.join(JOINT_COLUMNS)} with whole FEATS")
     # A run folder may hold the model at its top besides best/: both get them, and the
     # config recorded in their weights follows (config_record.py), once it is found to be
     # the config they hold.
