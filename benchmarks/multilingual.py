@@ -6,15 +6,20 @@ For each treebank (every ``UD_*`` folder holding a ``*-ud-train*.conllu`` and a
 German-LIT selected on German-GSD dev), in separate processes, one thread each:
 
 * ``ours``: ``scripts/train_pos.py recipes/ud.json`` (the recipe that fits the treebank's
-  size) into ``OUTPUT/CODE/ours``; then ``scripts/tag.py`` on the dev file's gold words
-  (LEMMA, UPOS, XPOS and FEATS blanked) and on its raw text (the ``# text`` lines, a blank
-  line at each ``# newpar``/``# newdoc``).
+  size) into ``OUTPUT/CODE/ours`` and ``scripts/train_segmenter.py`` into the same folder;
+  then ``scripts/tag.py`` on the dev file's gold words (LEMMA, UPOS, XPOS and FEATS
+  blanked) and on its raw text (the ``# text`` lines, a blank line at each
+  ``# newpar``/``# newdoc``).
 * ``udpipe1``: ``benchmarks/peers/udpipe1.py``, UDPipe 1's tagger and lemmatizer with its
-  default options, on the same gold words.
+  default options on the same gold words, and its tokenizer (``--tokenizer``, its default
+  options unless ``--udpipe-tokenizer-options``) on the raw text, whose words the tagger
+  then tags.
 
 Each step writes its outputs and a JSON record (CPU seconds of its process tree) under
 ``OUTPUT/CODE/``; a step whose record exists is not run again, so the command resumes where
-it stopped, and the two steps may run at once in two processes. The scores (gold words: UPOS, XPOS, UFeats, AllTags, Lemmas; raw text: Words,
+it stopped, and the two steps may run at once in two processes. CPU minutes are the
+training's: the tagger's and the segmenter's (ours), the tagger's and the tokenizer's
+(UDPipe 1). The scores (gold words: UPOS, XPOS, UFeats, AllTags, Lemmas; raw text: Words,
 Sentences, UPOS) go to ``OUTPUT/scores.json`` and a markdown table per language to
 ``OUTPUT/scores.md``, with UDPipe 2's published test-split figures (release 2.17, with
 multilingual BERT) beside them where ``--udpipe2`` gives the file. A column that the
@@ -96,6 +101,11 @@ def run_ours(code: str, entry: dict[str, Path], out: Path) -> dict:
         [python, "scripts/train_pos.py", "recipes/ud.json", *train_flags(entry), "--output-dir", str(model)],
         out / "ours.train.log",
     )
+    segmenter = run_step(
+        out / "ours.segmenter.json",
+        [python, "scripts/train_segmenter.py", *train_flags(entry), "--output-dir", str(model)],
+        out / "ours.segmenter.log",
+    )
     blanked = out / "dev.blanked.conllu"
     blanked.write_text(Conllu.read(entry["dev"]).blanked(), encoding="utf-8")
     raw = out / "dev.txt"
@@ -111,14 +121,32 @@ def run_ours(code: str, entry: dict[str, Path], out: Path) -> dict:
         [*tag, "--input", str(raw), "--output", str(out / "ours.raw.conllu")],
         out / "ours.raw.log",
     )
-    return {"train": train, "gold": gold, "raw": text}
+    return {"train": train, "segmenter": segmenter, "gold": gold, "raw": text}
 
 
-def run_udpipe1(code: str, entry: dict[str, Path], out: Path) -> dict:
+def run_udpipe1(code: str, entry: dict[str, Path], out: Path, tokenizer_options: str) -> dict:
+    """UDPipe 1's tagger on the gold words, and its tokenizer on the raw text, whose words
+    the tagger then tags (``udpipe1.raw.tagged.conllu``)."""
     folder = out / "udpipe1"
-    command = [sys.executable, "benchmarks/peers/udpipe1.py", *train_flags(entry)[:2], "--dev-file", str(entry["dev"])]
-    train = run_step(out / "udpipe1.train.json", [*command, "--output-dir", str(folder)], out / "udpipe1.log")
-    return {"train": train}
+    command = [sys.executable, "benchmarks/peers/udpipe1.py", *train_flags(entry), "--output-dir", str(folder)]
+    train = run_step(out / "udpipe1.train.json", command, out / "udpipe1.log")
+    tokenizer = run_step(
+        out / "udpipe1.tokenizer.json",
+        [*command, "--tokenizer", "--tokenizer-options", tokenizer_options],
+        out / "udpipe1.tokenizer.log",
+    )
+    tagged = folder / "udpipe1.raw.tagged.conllu"
+    if not tagged.is_file():
+        from ufal import udpipe  # a peer, measured here only
+
+        model = udpipe.Model.load(str(folder / "udpipe1.model"))
+        pipeline = udpipe.Pipeline(model, "conllu", udpipe.Pipeline.DEFAULT, udpipe.Pipeline.NONE, "conllu")
+        error = udpipe.ProcessingError()
+        output = pipeline.process((folder / "udpipe1.raw.conllu").read_text(encoding="utf-8"), error)
+        if error.occurred():
+            raise RuntimeError(f"UDPipe 1 could not tag its tokenizer's output: {error.message}")
+        tagged.write_text(output, encoding="utf-8")
+    return {"train": train, "tokenizer": tokenizer}
 
 
 def empty_columns(gold: Path) -> set[str]:
@@ -222,6 +250,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output-dir", default="runs/multilingual")
     parser.add_argument("--treebanks", nargs="+", help="treebank codes (default: every one found)")
     parser.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS), help="what to run")
+    parser.add_argument(
+        "--udpipe-tokenizer-options", default="", help="UDPipe 1's tokenizer options (default: its own defaults)"
+    )
     parser.add_argument("--udpipe2", help="UDPipe 2's published table (../shared/data/udpipe2-ud217.md)")
     args = parser.parse_args(argv)
     if not args.data_dir or not Path(args.data_dir).is_dir():
@@ -243,15 +274,16 @@ def main(argv: list[str] | None = None) -> None:
             result = {
                 "gold": scores(entry["dev"], out / "ours.gold.conllu", GOLD_ROWS, empty),
                 "raw": scores(entry["dev"], out / "ours.raw.conllu", RAW_ROWS, empty),
-                "cpu_min": steps["train"]["cpu_s"] / 60,
+                "cpu_min": (steps["train"]["cpu_s"] + steps["segmenter"]["cpu_s"]) / 60,
             }
             (out / "ours.scores.json").write_text(json.dumps(result, indent=2) + "\n")
             print(json.dumps({code: {"ours": result}}), flush=True)
         if "udpipe1" in args.steps:
-            steps = run_udpipe1(code, entry, out)
+            steps = run_udpipe1(code, entry, out, args.udpipe_tokenizer_options)
             result = {
                 "gold": scores(entry["dev"], out / "udpipe1" / "udpipe1.dev.conllu", GOLD_ROWS, empty),
-                "cpu_min": steps["train"]["cpu_s"] / 60,
+                "raw": scores(entry["dev"], out / "udpipe1" / "udpipe1.raw.tagged.conllu", RAW_ROWS, empty),
+                "cpu_min": (steps["train"]["cpu_s"] + steps["tokenizer"]["cpu_s"]) / 60,
             }
             (out / "udpipe1.scores.json").write_text(json.dumps(result, indent=2) + "\n")
             print(json.dumps({code: {"udpipe1": result}}), flush=True)
