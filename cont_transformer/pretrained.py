@@ -44,7 +44,6 @@
 from __future__ import annotations
 
 import copy
-import importlib
 import json
 import os
 import pickle
@@ -52,7 +51,7 @@ import warnings
 from pathlib import Path
 
 import torch
-from transformers import PreTrainedModel
+from transformers import PreTrainedConfig, PreTrainedModel
 from transformers.dynamic_module_utils import custom_object_save
 
 from .config_record import DIGEST_KEY, config_mismatch, read_metadata, record_config, unrecorded_warning
@@ -210,19 +209,19 @@ def check_model_kind(folder: str | os.PathLike, wanted: type) -> None:
         raise ValueError(f"{folder} {problem}")
 
 
-# The modules of this package whose classes a saved folder's ``auto_map`` may name (the
-# code files ``save_pretrained`` copies), and the prefixes of those classes' names.
-OWN_CODE_MODULES = (
-    "configuration_cont_transformer",
-    "modeling_cont_transformer",
-    "configuration_ode_resnet",
-    "modeling_ode_resnet",
-    "image_processing_ode_resnet",
-    "pipeline_cont_transformer",  # the tagger's pipeline (config.json's custom_pipelines)
-)
-OWN_CLASS_PREFIXES = ("ContTransformer", "OdeResNet")
 # The files of a model folder through which transformers' Auto classes import code.
 CODE_NAMING_FILES = ("config.json", "tokenizer_config.json", "preprocessor_config.json", "processor_config.json")
+# The classes of this package a saved folder's ``auto_map`` or ``custom_pipelines`` may name
+# (``"module.Class"`` -> the class): those registered with the Auto classes and the
+# pipeline registry (``runtime/auto.py`` registers them here too), so this file never
+# imports the modeling files that import it.
+_OWN_CLASSES: dict[str, type] = {}
+
+
+def register_own_class(cls: type) -> None:
+    """Allow ``auto_map`` entries naming ``cls`` (:func:`is_own_class`); a configuration
+    class adds its ``model_type`` to :func:`own_model_types`."""
+    _OWN_CLASSES[class_reference(cls)] = cls
 
 
 class CustomCodeError(ValueError):
@@ -230,35 +229,16 @@ class CustomCodeError(ValueError):
     does not ship; this package does not run it."""
 
 
-def _own_module(module: str):
-    """One of :data:`OWN_CODE_MODULES`, imported as a sibling of this module."""
-    return importlib.import_module(f".{module}", __package__)
-
-
 def own_model_types() -> set[str]:
-    """The ``model_type`` of every configuration class of this package."""
-    return {
-        cls.model_type
-        for module in OWN_CODE_MODULES
-        if module.startswith("configuration_")
-        for name, cls in vars(_own_module(module)).items()
-        if isinstance(cls, type) and name.startswith(OWN_CLASS_PREFIXES) and getattr(cls, "model_type", "")
-    }
+    """The ``model_type`` of every configuration class of this package (registered)."""
+    return {cls.model_type for cls in _OWN_CLASSES.values() if issubclass(cls, PreTrainedConfig)}
 
 
 def is_own_class(reference: str) -> bool:
     """Whether ``reference`` (``"module.Class"`` of an ``auto_map``) names a class of this
-    package: one of :data:`OWN_CODE_MODULES`, a class of that module whose name starts with
-    one of :data:`OWN_CLASS_PREFIXES` (so a class added to those modules is allowed
-    without a list to keep up to date)."""
-    module, _, name = reference.rpartition(".")
-    if module not in OWN_CODE_MODULES or not name.startswith(OWN_CLASS_PREFIXES):
-        return False
-    try:
-        found = getattr(_own_module(module), name, None)
-    except ImportError:
-        return False
-    return isinstance(found, type)
+    package registered with :func:`register_own_class` (importing the package registers
+    every one with the Auto classes)."""
+    return reference in _OWN_CLASSES
 
 
 def _references(auto_map) -> list[tuple[str, str]]:
@@ -487,5 +467,6 @@ __all__ = [
     "load_error",
     "loading_problem",
     "own_model_types",
+    "register_own_class",
     "unreadable_weights",
 ]
