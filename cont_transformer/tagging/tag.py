@@ -345,6 +345,7 @@ class Tagger:
         columns = iter(self.predict_columns(words))
         for document in documents:
             document.fill(list(islice(columns, len(document.sentences))), self.column)
+            document.lang = document.lang or self.language
         return documents
 
     def pipe(
