@@ -77,6 +77,7 @@ from transformers import Pipeline
 from .column_decoding import combination_index, decode_columns, model_column_labels, parsed_labels, predicted_label_ids
 from .configuration_cont_transformer import OUTPUT_COLUMNS
 from .lemma_scripts import vocabulary_words
+from .pretrained import inference_dtype
 from .sentence_windows import evaluation_windows
 from .text_segmentation import check_language, split_text
 from .token_batches import token_batches
@@ -139,7 +140,13 @@ class ContTransformerTaggingPipeline(Pipeline):
     _load_tokenizer = True
 
     def __init__(self, *args, **kwargs):
+        dtype = kwargs.get("dtype", "auto")
         super().__init__(*args, **kwargs)
+        # The Tagger's default precision (pretrained.inference_dtype), so that every door gives
+        # the same columns: bfloat16 on a CPU with bfloat16 arithmetic unless a dtype is given.
+        chosen = inference_dtype(self.device) if isinstance(dtype, str) and dtype == "auto" else None
+        if chosen is not None and self.model.dtype != chosen:
+            self.model.to(chosen)
         config = self.model.config
         self.column = getattr(config, "primary_column", None) or "xpos"
         # Column -> its labels (lemma scripts parsed once), the primary column's from id2label.

@@ -64,6 +64,26 @@ def class_reference(cls: type) -> str:
     return f"{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}"
 
 
+def native_bfloat16(device: torch.device) -> bool:
+    """Whether ``device`` is a CPU with bfloat16 arithmetic in its instruction set
+    (AVX-512 BF16 or AMX), where a model runs several times faster in bfloat16."""
+    if device.type != "cpu":
+        return False
+    # torch's own probes of the instruction set (private names: absent, they answer no)
+    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
+
+
+def inference_dtype(device: torch.device, dtype: torch.dtype | None = None) -> torch.dtype | None:
+    """The precision to run a model in for inference, the default of every door to a
+    tagger (``Tagger``, ``tag.py``, the folder's pipeline): ``dtype`` when given; otherwise
+    bfloat16 on a CPU with native bfloat16 arithmetic (:func:`native_bfloat16`), and None
+    (as saved) elsewhere."""
+    if dtype is not None:
+        return dtype
+    return torch.bfloat16 if native_bfloat16(device) else None
+
+
 # The weights files transformers looks for, in the order it prefers them.
 WEIGHTS_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "*.pt", "*.pth")
 
@@ -463,9 +483,11 @@ __all__ = [
     "check_model_kind",
     "check_no_custom_code",
     "class_reference",
+    "inference_dtype",
     "is_own_class",
     "load_error",
     "loading_problem",
+    "native_bfloat16",
     "own_model_types",
     "register_own_class",
     "unreadable_weights",

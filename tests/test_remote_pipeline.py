@@ -22,11 +22,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 from huggingface_hub import ModelCard
 from transformers import AutoModelForTokenClassification, pipeline
 
 from cont_transformer.pipeline_cont_transformer import TASK, ContTransformerTaggingPipeline, split_sentences
-from cont_transformer.pretrained import CustomCodeError, check_no_custom_code
+from cont_transformer.pretrained import CustomCodeError, check_no_custom_code, inference_dtype
+from cont_transformer.tagging.conllu_document import ConlluDocument
+from cont_transformer.tagging.sample_treebank import write_sample_treebank
 from cont_transformer.tagging.tag import Tagger
 from cont_transformer.text.tokenization import load_tokenizer
 from cont_transformer.tools.compression import compress
@@ -138,6 +141,26 @@ def test_the_folders_pipeline_gives_every_column_per_word_as_the_tagger_does(sav
     assert list(local((text for text in [TEXT, CARD_TEXT]), batch_size=2)) == [entries, local(CARD_TEXT)]
     pieces = pipeline("token-classification", model=str(saved), trust_remote_code=True)("The old dog")
     assert [piece["word"] for piece in pieces] == ["The", "old", "dog"] and all("entity" in p for p in pieces)
+
+
+def test_the_tagger_tag_py_and_the_pipeline_give_the_same_columns_by_default(saved, tmp_path, script_here):
+    """One default precision for every door (bfloat16 on a CPU with bfloat16 arithmetic, as
+    saved elsewhere): the same columns, byte for byte, for 400 sentences of the sample's dev
+    text (in float32 the pipeline's columns differ from the bfloat16 Tagger's in a few words)."""
+    text = ConlluDocument.read(write_sample_treebank(tmp_path, seed=1, num_train=1)["validation"]).text()
+    tagger = Tagger.from_pretrained(saved, device="cpu")
+    doc = tagger(text)
+    (tmp_path / "dev.txt").write_text(text, encoding="utf-8")
+    written = script_here("scripts/tag.py", saved, "--input", tmp_path / "dev.txt")
+    assert written.returncode == 0 and written.stdout == doc.to_conllu()
+    door = pipeline(model=str(saved), trust_remote_code=True)  # the folder's own code, no option
+    assert door.model.dtype == tagger.model.dtype == (inference_dtype(torch.device("cpu")) or torch.float32)
+    entries = door(text)
+    assert [[e["word"], *(e[c] for c in COLUMNS)] for e in entries] == [
+        [w.text, *(getattr(w, c) for c in COLUMNS)] for w in doc.iter_words()
+    ]
+    exact = pipeline(model=str(saved), trust_remote_code=True, dtype=torch.float32)  # as saved, when asked
+    assert exact.model.dtype == torch.float32
 
 
 def test_the_folders_pipeline_looks_seen_words_up_in_the_lemma_lexicon(saved, tmp_path):

@@ -44,7 +44,7 @@ from ..column_decoding import combination_index, decode_columns, model_column_la
 from ..configuration_cont_transformer import AUXILIARY_COLUMNS
 from ..lemma_scripts import vocabulary_words
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
-from ..pretrained import check_model_kind, check_no_custom_code
+from ..pretrained import check_model_kind, check_no_custom_code, inference_dtype
 from ..runtime.collection import paused_cycle_collection
 from ..runtime.compiling import compiled
 from ..runtime.model_folders import METRICS_FILE, resolve_model_dir
@@ -79,24 +79,6 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
         reason = (str(err).strip().splitlines() or [type(err).__name__])[0].split(". ")[0]
         raise ValueError(f"--device: {device} is not available here ({reason})") from err
     return resolved
-
-
-def native_bfloat16(device: torch.device) -> bool:
-    """Whether ``device`` is a CPU with bfloat16 arithmetic in its instruction set
-    (AVX-512 BF16 or AMX), where a tagger runs several times faster in bfloat16."""
-    if device.type != "cpu":
-        return False
-    # torch's own probes of the instruction set (private names: absent, they answer no)
-    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
-    return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
-
-
-def inference_dtype(device: torch.device, dtype: torch.dtype | None = None) -> torch.dtype | None:
-    """The precision to tag in: ``dtype`` when given; otherwise bfloat16 on a CPU with
-    native bfloat16 arithmetic (:func:`native_bfloat16`), and None (as saved) elsewhere."""
-    if dtype is not None:
-        return dtype
-    return torch.bfloat16 if native_bfloat16(device) else None
 
 
 def saved_tag_column(folder: str | os.PathLike) -> str:
