@@ -36,7 +36,8 @@ from cont_transformer.tools.compression import compress
 
 REPO = Path(__file__).resolve().parents[1]
 COLUMNS = ("upos", "xpos", "feats", "lemma")
-KEYS = ["word", "start", "end", "sentence", "token", *COLUMNS, "score"]
+# transformers' token-classification entry first (the card's pipeline_tag), then the tagger's.
+KEYS = ["entity", "score", "index", "word", "start", "end", "sentence", "token", *COLUMNS]
 CODE_FILES = (
     "pipeline_cont_transformer.py",
     "text_segmentation.py",
@@ -113,9 +114,13 @@ def test_every_save_path_writes_the_pipeline_and_its_code(run, saved, tmp_path):
 
 
 def test_the_folders_pipeline_gives_every_column_per_word_as_the_tagger_does(saved):
-    tagger = pipeline(model=str(saved), trust_remote_code=True)  # the task comes from the folder
-    assert type(tagger).__module__.startswith("transformers_modules.")  # the folder's copy of the code
+    # The task comes from the folder; the package is imported, so transformers takes its
+    # classes (config, model, pipeline) rather than the folder's copies, and asks nothing.
+    tagger = pipeline(model=str(saved))
+    assert type(tagger) is ContTransformerTaggingPipeline and type(tagger.model).__module__.startswith("cont_")
     entries = tagger(TEXT)
+    assert type(pipeline(model=str(saved), trust_remote_code=True)) is ContTransformerTaggingPipeline
+    assert type(pipeline(TASK, model=str(saved))) is ContTransformerTaggingPipeline
     assert all(list(entry) == KEYS for entry in entries)
     assert all(TEXT[entry["start"] : entry["end"]] == entry["word"] for entry in entries)
     assert all(entry[column] is not None for entry in entries for column in ("upos", "xpos", "lemma"))
@@ -126,6 +131,9 @@ def test_the_folders_pipeline_gives_every_column_per_word_as_the_tagger_does(sav
     assert did["token"] == nt["token"] == {"text": "didn't", "start": 28, "end": 34, "id": "2-3"}
     assert all(entry["token"] is None for entry in entries if entry["word"] not in ("did", "n't", "Smith", "'s"))
     assert all(0 < entry["score"] <= 1 for entry in entries)
+    # token-classification's keys: the primary column's tag as the entity, the word's position.
+    assert all(entry["entity"] == entry["xpos"] for entry in entries)
+    assert [entry["index"] for entry in entries if entry["sentence"] == 0] == list(range(1, 8))
     assert [{column: entry[column] for column in COLUMNS} for entry in entries] == tagger_columns(saved, TEXT)
     # The columns vary, lemma scripts are applied, UPOS / XPOS / FEATS are decoded jointly.
     assert len({entry["xpos"] for entry in entries}) > 2
@@ -139,8 +147,33 @@ def test_the_folders_pipeline_gives_every_column_per_word_as_the_tagger_does(sav
     split = pipeline(model=str(saved), pipeline_class=ContTransformerTaggingPipeline, is_split_into_words=True)
     assert split(["The", "old", "dog"]) == local(["The", "old", "dog"], is_split_into_words=True)
     assert list(local((text for text in [TEXT, CARD_TEXT]), batch_size=2)) == [entries, local(CARD_TEXT)]
-    pieces = pipeline("token-classification", model=str(saved), trust_remote_code=True)("The old dog")
-    assert [piece["word"] for piece in pieces] == ["The", "old", "dog"] and all("entity" in p for p in pieces)
+    # transformers' token-classification: its entries, the primary column's tag per token, grouped when asked.
+    plain = pipeline("token-classification", model=str(saved))
+    pieces = plain("The old dog")
+    assert [piece["word"] for piece in pieces] == ["The", "old", "dog"]
+    assert all({"entity", "score", "index", "word", "start", "end"} == set(piece) for piece in pieces)
+    assert all(piece["entity"] in tagger.model.config.label2id for piece in pieces)
+    assert all(
+        {"entity_group", "score", "word", "start", "end"} == set(g) for g in plain(TEXT, aggregation_strategy="simple")
+    )
+
+
+def test_the_folders_pipeline_groups_words_as_token_classification_does(saved):
+    tagger = pipeline(model=str(saved))
+    entries = tagger(TEXT)
+    groups = tagger(TEXT, aggregation_strategy="simple")
+    assert [g["entity_group"] for g in groups] == [
+        e["entity"]
+        for k, e in enumerate(entries)
+        if k == 0 or (e["sentence"], e["entity"]) != (entries[k - 1]["sentence"], entries[k - 1]["entity"])
+    ]
+    assert len(groups) < len(entries) and all(TEXT[g["start"] : g["end"]] == g["word"] for g in groups)
+    assert sum(g["word"].count(" ") + 1 for g in groups) <= len(entries)
+    for strategy in ("first", "average", "max"):  # whole words already: the same groups
+        assert tagger(TEXT, aggregation_strategy=strategy) == groups
+    assert tagger(TEXT, aggregation_strategy="none") == entries
+    with pytest.raises(ValueError, match="aggregation_strategy: 'sideways' is not one of none, simple"):
+        tagger(TEXT, aggregation_strategy="sideways")
 
 
 def test_the_tagger_tag_py_and_the_pipeline_give_the_same_columns_by_default(saved, tmp_path, script_here):
@@ -153,7 +186,7 @@ def test_the_tagger_tag_py_and_the_pipeline_give_the_same_columns_by_default(sav
     (tmp_path / "dev.txt").write_text(text, encoding="utf-8")
     written = script_here("scripts/tag.py", saved, "--input", tmp_path / "dev.txt")
     assert written.returncode == 0 and written.stdout == doc.to_conllu()
-    door = pipeline(model=str(saved), trust_remote_code=True)  # the folder's own code, no option
+    door = pipeline(model=str(saved))  # the folder's pipeline, no option
     assert door.model.dtype == tagger.model.dtype == (inference_dtype(torch.device("cpu")) or torch.float32)
     entries = door(text)
     assert [[e["word"], *(e[c] for c in COLUMNS)] for e in entries] == [
@@ -286,15 +319,16 @@ REMOTE_CHECKS = textwrap.dedent(
     result["single"] = [tagger(text) for text in texts]
     result["batched"] = tagger(texts, batch_size=2)
     result["refused"] = []
-    for arguments in ({"aggregation_strategy": "simple"}, {"tokens_per_bach": 8}):
+    for arguments in ({"aggregation_strategy": "sideways"}, {"tokens_per_bach": 8}):
         try:
             tagger(texts[0], **arguments)
         except ValueError as err:
             result["refused"].append(str(err))
     try:
-        pipeline(model=folder, trust_remote_code=True, aggregation_strategy="simple")
+        pipeline(model=folder, trust_remote_code=True, tokens_per_bach=8)
     except ValueError as err:
         result["refused"].append(str(err))
+    result["grouped"] = pipeline(model=folder, trust_remote_code=True, aggregation_strategy="simple")(texts[-1])
     words = [entry["word"] for entry in result["single"][0]]
     result["words"] = tagger(words, is_split_into_words=True)
     result["word_lists"] = tagger([words, ["Tom", "ran", "."]], is_split_into_words=True)
@@ -371,9 +405,11 @@ def test_without_the_package_unknown_arguments_are_refused_by_name(without_packa
     assert [message.split(":")[0] for message in refused] == [
         "aggregation_strategy",
         "tokens_per_bach",
-        "aggregation_strategy",
+        "tokens_per_bach",
     ]
-    assert all("\n" not in message and "pos-tagging pipeline" in message for message in refused)
+    assert all("\n" not in message for message in refused) and "pos-tagging pipeline" in refused[1]
+    # Given a strategy, the folder's copy groups words as transformers' token-classification does.
+    assert all(list(group) == ["entity_group", "score", "word", "start", "end"] for group in without_package["grouped"])
 
 
 @pytest.mark.slow
