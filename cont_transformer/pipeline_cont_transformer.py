@@ -44,7 +44,7 @@ training with the predicted tag, from ``config.lemma_lexicon``.
 Inputs, as transformers' pipelines take them: a text, or a list of texts (one list of
 entries per text, in order); ``batch_size`` texts go through the model together (their
 sentences' rows batched by ``tokens_per_batch``, default 2,048 tokens per forward pass, the
-``Tagger``'s ``batch_size``), and the entries do not depend on it. Words already split, as
+``Tagger``'s ``tokens_per_batch``), and the entries do not depend on it. Words already split, as
 transformers' ``token-classification`` takes them: ``is_split_into_words=True`` with a list
 of words (one sentence, one list of entries) or a list of such lists (one list of entries
 each). An argument the pipeline does not take (a typo) is refused in one line naming it
@@ -96,7 +96,7 @@ from .word_encoding import encode_words, word_shortener
 
 # The custom task a tagger's folder names in config.json's custom_pipelines.
 TASK = "pos-tagging"
-# The tokens of one forward pass, padding included (the Tagger's default batch_size).
+# The tokens of one forward pass, padding included (the Tagger's default tokens_per_batch).
 TOKENS_PER_BATCH = 2048
 # The arguments the pipeline takes, besides transformers' own (batch_size, num_workers).
 ARGUMENTS = ("is_split_into_words", "tokens_per_batch", "aggregation_strategy")
