@@ -391,8 +391,11 @@ def columns_of(entries: list[dict]) -> list[list]:
 
 
 @pytest.mark.slow
-def test_without_the_package_a_list_of_texts_in_batches_gives_one_result_per_text(without_package):
+def test_without_the_package_a_list_of_texts_in_batches_gives_one_result_per_text(saved, without_package):
     single, batched = without_package["single"], without_package["batched"]
+    # The folder's copy of the code, in its default precision, gives the Tagger's columns.
+    for text, entries in zip(BATCH_TEXTS, single):
+        assert [{column: e[column] for column in COLUMNS} for e in entries] == tagger_columns(saved, text)
     assert [columns_of(entries) for entries in batched] == [columns_of(entries) for entries in single]
     assert [len(entries) for entries in batched] == [3, 4, len(single[2])]
     scores = [e["score"] for entries in batched for e in entries]
