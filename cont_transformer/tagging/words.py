@@ -13,12 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .conllu_document import COLUMNS, unescape_spaces
-
-if TYPE_CHECKING:
-    from .document import Sentence
 
 WORD_COLUMNS = COLUMNS[2:]  # every column a word carries besides its id and form
 _DICT_KEYS = ("id", "text", *WORD_COLUMNS, "start_char", "end_char")  # stanza's, in its order
@@ -62,7 +59,7 @@ class Word(_CharacterSpan):
     deps: str | None = None
     misc: str | None = None
     parent: Token | None = field(default=None, repr=False)  # the token it belongs to
-    sent: Sentence | None = field(default=None, repr=False)  # stanza's: the sentence it belongs to
+    sent: Any = field(default=None, repr=False)  # stanza's: the document.Sentence it belongs to
 
     @property
     def pos(self) -> str | None:
@@ -106,7 +103,7 @@ class Token(_CharacterSpan):
     start: int | None = None
     end: int | None = None
     misc: str | None = None  # a multiword token's own MISC (its CoNLL-U line's)
-    sent: Sentence | None = field(default=None, repr=False)  # stanza's: the sentence it belongs to
+    sent: Any = field(default=None, repr=False)  # stanza's: the document.Sentence it belongs to
 
     def __post_init__(self):
         for word in self.words:
