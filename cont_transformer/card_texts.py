@@ -68,9 +68,11 @@ TAGGER_CARD = CardText(
         'for word in tagger("The old dog saw a bird. Tom didn\'t see it!"):\n'
         '    print(word["word"], word["upos"], word["xpos"], word["feats"], word["lemma"])\n'
         "```\n\n"
-        "One entry per word (`word`, `start`, `end`, `sentence`, `token`: the multiword token it belongs to or\n"
-        "None, every column the model predicts, None for one it does not and for an empty value, and `score`: the\n"
-        "probability of the primary column's tag), decoded as the `cont-transformer` package decodes them: UPOS, XPOS and\n"
+        "One entry per word: a `token-classification` entry (`entity`: the primary column's tag, `score`: its\n"
+        "probability, `index`: the word's position in its sentence, `word`, `start`, `end`), then `sentence`,\n"
+        "`token` (the multiword token it belongs to, or None) and every column the model predicts (None for one\n"
+        'it does not and for an empty value); `aggregation_strategy="simple"` groups neighbouring words of one\n'
+        "tag, as transformers does. The columns are decoded as the `cont-transformer` package decodes them: UPOS, XPOS and\n"
         "FEATS jointly over the combinations seen in training, a lemma by applying the predicted\n"
         "edit script to the word (or, for a word seen in training with the predicted tag, the lemma\n"
         "seen with them). Raw text is split into sentences and words by this folder's\n"
@@ -80,7 +82,8 @@ TAGGER_CARD = CardText(
         "...)` gives the primary column's tag per token piece. A list of texts gives one list of entries per\n"
         'text (`batch_size=8` tags 8 at a time); words already split: `tagger(["The", "dog"],\n'
         "is_split_into_words=True)`. The tokenizer runs no code:\n"
-        '`AutoTokenizer.from_pretrained("<this repo>", trust_remote_code=False)`.\n\n'
+        '`AutoTokenizer.from_pretrained("<this repo>", trust_remote_code=False)` (transformers reads config.json\n'
+        "first, which names the config's code, and asks otherwise).\n\n"
         'With the `cont-transformer` package installed, `cont_transformer.Tagger.from_pretrained("<this repo>")`\n'
         "tags every column without remote code (importing the package registers the Auto\n"
         "classes), splitting raw text with the same rules as the pipeline."

@@ -6,6 +6,8 @@ refined, projected onto another basis or shortened saves and reloads as what it 
 
 from __future__ import annotations
 
+import sys
+
 from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedConfig
 
@@ -67,6 +69,27 @@ def feature_groups(labels: list[str]) -> list[tuple[str, list[str]]]:
         else:
             groups.append((name, [value]))
     return groups
+
+
+class CustomPipelines(dict):
+    """A folder's ``custom_pipelines`` (task -> the pipeline class its code files hold), as
+    transformers' ``pipeline()`` reads it: ``task in`` answers no for a task whose pipeline
+    this file's own package has registered with transformers (importing the package
+    registers the tagger's), so ``pipeline(model=folder)`` infers the task from the folder and
+    builds the registered class, running no code from the folder and asking for no
+    ``trust_remote_code``. Remote code's copy of this file belongs to no such package, so
+    there every task stays the folder's own."""
+
+    def __contains__(self, task: object) -> bool:
+        return super().__contains__(task) and not _registered_by_this_package(task)
+
+
+def _registered_by_this_package(task: object) -> bool:
+    pipelines = sys.modules.get("transformers.pipelines")  # nothing is registered before it loads
+    registered = getattr(pipelines, "PIPELINE_REGISTRY", None)
+    entry = registered.supported_tasks.get(task) if registered is not None and isinstance(task, str) else None
+    impl = entry.get("impl") if isinstance(entry, dict) else None
+    return impl is not None and impl.__module__.rpartition(".")[0] == __name__.rpartition(".")[0]
 
 
 @strict
@@ -246,6 +269,8 @@ class ContTransformerConfig(PreTrainedConfig):
         if self.column_labels and self.column_sizes is None:
             self.column_sizes = {column: len(labels) for column, labels in self.column_labels.items()}
         super().__post_init__(**kwargs)
+        if isinstance(getattr(self, "custom_pipelines", None), dict):
+            self.custom_pipelines = CustomPipelines(self.custom_pipelines)
         # Plain ValueErrors at construction; `validate()` (run again by save_pretrained)
         # wraps the same checks in huggingface_hub's validation error.
         self.validate_continuous_choices()

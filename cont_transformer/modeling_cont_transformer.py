@@ -309,18 +309,20 @@ class ContTransformerForTokenClassification(ContTransformerPreTrainedModel):
         labels: torch.Tensor | None = None,
         output_hidden_states: bool | None = None,
         output_attentions: bool | None = None,
-        upos_labels: torch.Tensor | None = None,
-        xpos_labels: torch.Tensor | None = None,
-        feats_labels: torch.Tensor | None = None,
-        lemma_labels: torch.Tensor | None = None,
-        deprel_labels: torch.Tensor | None = None,
+        upos_targets: torch.Tensor | None = None,
+        xpos_targets: torch.Tensor | None = None,
+        feats_targets: torch.Tensor | None = None,
+        lemma_targets: torch.Tensor | None = None,
+        deprel_targets: torch.Tensor | None = None,
     ) -> ContTransformerTaggerOutput:
         """``input_ids``, ``attention_mask`` ``(batch, seq)`` as in :class:`ContTransformerModel`;
         ``labels`` ``(batch, seq)`` ids of the primary column's tags, -100 where no tag is
         scored (padding, the root token, a word's further tokens), -1 for a tag the model
-        does not have (not trained on). ``{column}_labels`` likewise for the other
-        predicted columns (factored ``feats_labels``: ``(batch, seq, features)``, each
-        feature's value id). Returns ``logits`` ``(batch, seq, num_labels)``, the other
+        does not have (not trained on). ``{column}_targets`` likewise for the other
+        predicted columns (factored ``feats_targets``: ``(batch, seq, features)``, each
+        feature's value id): named so that ``labels`` is the one parameter named like labels,
+        which transformers' ``Trainer`` then takes as its label names (it computes
+        ``eval_loss`` only for batches holding every one). Returns ``logits`` ``(batch, seq, num_labels)``, the other
         columns' ``{column}_logits`` and, with labels, ``loss``: the sum over the columns
         given of each column's mean cross-entropy over its scored words;
         ``hidden_states`` (the depth trajectory), ``attentions`` (per evaluation of the
@@ -331,11 +333,11 @@ class ContTransformerForTokenClassification(ContTransformerPreTrainedModel):
         features = self.dropout(encoded.last_hidden_state)  # (batch, seq, hidden)
         logits = self.classifier(features)  # (batch, seq, num_labels)
         given = {
-            "upos": upos_labels,
-            "xpos": xpos_labels,
-            "feats": feats_labels,
-            "lemma": lemma_labels,
-            "deprel": deprel_labels,
+            "upos": upos_targets,
+            "xpos": xpos_targets,
+            "feats": feats_targets,
+            "lemma": lemma_targets,
+            "deprel": deprel_targets,
         }
         column_logits = {}
         losses = [] if labels is None else [_mean_cross_entropy(logits, labels)]
@@ -345,7 +347,7 @@ class ContTransformerForTokenClassification(ContTransformerPreTrainedModel):
                 losses.append(self._column_loss(column, column_logits[column], given[column]))
         unused = [c for c, value in given.items() if value is not None and c not in column_logits]
         if unused:
-            raise ValueError(f"{unused[0]}_labels: the model has no {unused[0]} head besides its primary column")
+            raise ValueError(f"{unused[0]}_targets: the model has no {unused[0]} head besides its primary column")
         return ContTransformerTaggerOutput(
             loss=sum(losses) if losses else None,
             logits=logits,

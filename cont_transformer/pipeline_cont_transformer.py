@@ -10,11 +10,16 @@ configuration), so where this package is not installed::
 
     tagger = pipeline(model="USER/gum", trust_remote_code=True)  # the task comes from the folder
     tagger("The old dog saw a bird. Tom didn't see it!")
-    # [{'word': 'The', 'start': 0, 'end': 3, 'sentence': 0, 'token': None, 'upos': 'DET', 'xpos': 'DT',
-    #   'feats': 'Definite=Def|PronType=Art', 'lemma': 'the', 'score': 0.98}, {'word': 'old', ...}, ...]
+    # [{'entity': 'DT', 'score': 0.98, 'index': 1, 'word': 'The', 'start': 0, 'end': 3, 'sentence': 0,
+    #   'token': None, 'upos': 'DET', 'xpos': 'DT', 'feats': 'Definite=Def|PronType=Art', 'lemma': 'the'}, ...]
 
-One entry per word of the text, in order, with
+One entry per word of the text, in order: an entry of transformers' ``token-classification``
+task (the model card's ``pipeline_tag``), whose keys come first, with the tagger's columns after
+them:
 
+* ``entity``: the primary column's tag (``xpos`` for a model trained on XPOS);
+* ``score``: the probability the model gives that tag, as ``token-classification`` gives it;
+* ``index``: the word's position in its sentence (1-based, its CoNLL-U id);
 * ``word``, ``start``, ``end``: the word and its character offsets in the text (None for
   words given already split, which have no text);
 * ``sentence``: the index of its sentence in the input (0 for words given already split);
@@ -23,9 +28,12 @@ One entry per word of the text, in order, with
   9th and 10th words of the sentence), or None when the word is its own token;
 * every column the model predicts (``upos``, ``xpos``, ``feats``, ``lemma``), None for a
   column it does not predict and for an empty value (CoNLL-U's ``_``), as the package's
-  ``Tagger`` gives them;
-* ``score``: the probability the model gives the primary column's chosen tag (``xpos`` for a
-  model trained on XPOS), as transformers' ``token-classification`` gives ``score``.
+  ``Tagger`` gives them.
+
+``aggregation_strategy`` is ``token-classification``'s: ``"none"`` (the default) gives the
+entries above; ``"simple"``, ``"first"``, ``"average"`` and ``"max"`` give transformers' grouped
+entries (``entity_group``, mean ``score``, ``word``, ``start``, ``end``), neighbouring words of
+a sentence with the same tag in one group, as transformers groups tags without ``B-``/``I-``.
 
 The columns are decoded as the package's ``Tagger`` decodes them (``column_decoding.py``
 and ``lemma_scripts.py``, written once for both): UPOS, XPOS and FEATS jointly over the triples seen in training, a
@@ -36,18 +44,21 @@ training with the predicted tag, from ``config.lemma_lexicon``.
 Inputs, as transformers' pipelines take them: a text, or a list of texts (one list of
 entries per text, in order); ``batch_size`` texts go through the model together (their
 sentences' rows batched by ``tokens_per_batch``, default 2,048 tokens per forward pass, the
-``Tagger``'s ``batch_size``), and the entries do not depend on it. Words already split, as
+``Tagger``'s ``tokens_per_batch``), and the entries do not depend on it. Words already split, as
 transformers' ``token-classification`` takes them: ``is_split_into_words=True`` with a list
 of words (one sentence, one list of entries) or a list of such lists (one list of entries
-each). An argument the pipeline does not take (``aggregation_strategy``, a typo) is refused
-in one line naming it (``ValueError``).
+each). An argument the pipeline does not take (a typo) is refused in one line naming it
+(``ValueError``).
 
 ``pipeline(model=..., trust_remote_code=True)`` finds the task in the folder (a folder
 names one custom task, so transformers takes it); ``pipeline("pos-tagging", model=...,
 trust_remote_code=True)`` says it. ``pipeline("token-classification", ...)`` is transformers'
-own pipeline: the primary column's tag per token piece. With this package
-installed, ``pipeline(model=folder, pipeline_class=ContTransformerTaggingPipeline)`` runs the
-package's code instead of the folder's copies.
+own pipeline: the primary column's tag per token piece, as that task gives it (``entity``,
+``score``, ``index``, ``word``, ``start``, ``end``; ``aggregation_strategy``). With this
+package imported, ``pipeline(model=folder)`` needs no ``trust_remote_code``: the package
+registers the task with transformers, and the config's ``custom_pipelines``
+(``configuration_cont_transformer.CustomPipelines``) then leaves it to the registered class, the
+package's code, as transformers does for the config and the model.
 
 Raw text to words and sentences (:func:`split_sentences`): ``text_segmentation.py``,
 the segmenter the package's ``Tagger`` and ``tag.py`` use too (no spaCy, which remote code
@@ -77,6 +88,7 @@ from transformers import Pipeline
 from .column_decoding import combination_index, decode_columns, model_column_labels, parsed_labels, predicted_label_ids
 from .configuration_cont_transformer import OUTPUT_COLUMNS
 from .lemma_scripts import vocabulary_words
+from .pretrained import inference_dtype
 from .sentence_windows import evaluation_windows
 from .text_segmentation import check_language, split_text
 from .token_batches import token_batches
@@ -84,10 +96,14 @@ from .word_encoding import encode_words, word_shortener
 
 # The custom task a tagger's folder names in config.json's custom_pipelines.
 TASK = "pos-tagging"
-# The tokens of one forward pass, padding included (the Tagger's default batch_size).
+# The tokens of one forward pass, padding included (the Tagger's default tokens_per_batch).
 TOKENS_PER_BATCH = 2048
 # The arguments the pipeline takes, besides transformers' own (batch_size, num_workers).
-ARGUMENTS = ("is_split_into_words", "tokens_per_batch")
+ARGUMENTS = ("is_split_into_words", "tokens_per_batch", "aggregation_strategy")
+# transformers' token-classification aggregation strategies; every one but "none" groups
+# neighbouring words of one entity (the entries are whole words already, each tagged by its
+# first token, so "first", "average" and "max" choose nothing more than "simple").
+AGGREGATION_STRATEGIES = ("none", "simple", "first", "average", "max")
 
 
 def split_sentences(text: str, language: str = "en") -> list[list[tuple[int, int]]]:
@@ -139,7 +155,13 @@ class ContTransformerTaggingPipeline(Pipeline):
     _load_tokenizer = True
 
     def __init__(self, *args, **kwargs):
+        dtype = kwargs.get("dtype", "auto")
         super().__init__(*args, **kwargs)
+        # The Tagger's default precision (pretrained.inference_dtype), so that every door gives
+        # the same columns: bfloat16 on a CPU with bfloat16 arithmetic unless a dtype is given.
+        chosen = inference_dtype(self.device) if isinstance(dtype, str) and dtype == "auto" else None
+        if chosen is not None and self.model.dtype != chosen:
+            self.model.to(chosen)
         config = self.model.config
         self.column = getattr(config, "primary_column", None) or "xpos"
         # Column -> its labels (lemma scripts parsed once), the primary column's from id2label.
@@ -155,20 +177,31 @@ class ContTransformerTaggingPipeline(Pipeline):
         self.language = check_language(getattr(config, "language", None) or "en")
 
     def _sanitize_parameters(
-        self, tokens_per_batch: int | None = None, is_split_into_words: bool | None = None, **unknown
+        self,
+        tokens_per_batch: int | None = None,
+        is_split_into_words: bool | None = None,
+        aggregation_strategy: str | None = None,
+        **unknown,
     ):
         if unknown:
             name = next(iter(unknown))
             raise ValueError(
                 f"{name}: not an argument of the {TASK} pipeline (it takes {', '.join(ARGUMENTS)}, batch_size)"
             )
-        forward = {}
+        forward, postprocess = {}, {}
         if tokens_per_batch is not None:
             if isinstance(tokens_per_batch, bool) or not isinstance(tokens_per_batch, int) or tokens_per_batch < 1:
                 raise ValueError(f"tokens_per_batch must be an integer >= 1, got {tokens_per_batch!r}")
             forward["tokens_per_batch"] = tokens_per_batch
+        if aggregation_strategy is not None:
+            strategy = str(getattr(aggregation_strategy, "value", aggregation_strategy)).lower()
+            if strategy not in AGGREGATION_STRATEGIES:
+                raise ValueError(
+                    f"aggregation_strategy: {aggregation_strategy!r} is not one of {', '.join(AGGREGATION_STRATEGIES)}"
+                )
+            postprocess["aggregation_strategy"] = strategy
         preprocess = {} if is_split_into_words is None else {"is_split_into_words": bool(is_split_into_words)}
-        return preprocess, forward, {}
+        return preprocess, forward, postprocess
 
     def __call__(self, inputs, **kwargs):
         """Tag a text, a list of texts, or with ``is_split_into_words=True`` a list of words
@@ -287,7 +320,7 @@ class ContTransformerTaggingPipeline(Pipeline):
             self.model.train(was_training)
         return {"documents": documents}
 
-    def postprocess(self, model_outputs: dict) -> list[dict]:
+    def postprocess(self, model_outputs: dict, aggregation_strategy: str = "none") -> list[dict]:
         (document,) = model_outputs["documents"]
         ids: list[dict[str, list]] = [{column: [] for column in self.columns} for _ in document.words]
         scores: list[list[float]] = [[] for _ in document.words]
@@ -303,12 +336,46 @@ class ContTransformerTaggingPipeline(Pipeline):
             spans = document.spans[index] if document.spans is not None else [(None, None)] * len(words)
             tokens = self.multiword_tokens(document, index)
             for k, (word, (start, end)) in enumerate(zip(words, spans)):
-                entry = {"word": word, "start": start, "end": end, "sentence": index, "token": tokens[k]}
+                entry = {
+                    "entity": _empty(values[self.column][k], word),
+                    "score": scores[index][k],
+                    "index": k + 1,
+                    "word": word,
+                }
+                entry |= {"start": start, "end": end, "sentence": index, "token": tokens[k]}
                 for column in OUTPUT_COLUMNS:
                     entry[column] = _empty(values[column][k], word) if column in values else None
-                entry["score"] = scores[index][k]
                 entries.append(entry)
-        return entries
+        return entries if aggregation_strategy == "none" else self.grouped(entries, document.text)
+
+    @staticmethod
+    def grouped(entries: list[dict], text: str | None) -> list[dict]:
+        """transformers' aggregated token-classification entries: neighbouring words of one
+        sentence with the same ``entity`` as one ``entity_group``, their mean ``score``, and
+        the text they cover (their words joined by a space where there is no text)."""
+        groups: list[dict] = []
+        for entry, previous in zip(entries, [None, *entries]):
+            if previous is not None and (previous["sentence"], previous["entity"]) == (
+                entry["sentence"],
+                entry["entity"],
+            ):
+                group = groups[-1]
+                group["scores"].append(entry["score"])
+                group["words"].append(entry["word"])
+                group["end"] = entry["end"]
+            else:
+                groups.append({"entity_group": entry["entity"], "scores": [entry["score"]], "words": [entry["word"]]})
+                groups[-1] |= {"start": entry["start"], "end": entry["end"]}
+        return [
+            {
+                "entity_group": group["entity_group"],
+                "score": sum(group["scores"]) / len(group["scores"]),
+                "word": " ".join(group["words"]) if text is None else text[group["start"] : group["end"]],
+                "start": group["start"],
+                "end": group["end"],
+            }
+            for group in groups
+        ]
 
     @staticmethod
     def multiword_tokens(document: _Document, index: int) -> list[dict | None]:

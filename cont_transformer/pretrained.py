@@ -44,7 +44,6 @@
 from __future__ import annotations
 
 import copy
-import importlib
 import json
 import os
 import pickle
@@ -52,7 +51,7 @@ import warnings
 from pathlib import Path
 
 import torch
-from transformers import PreTrainedModel
+from transformers import PreTrainedConfig, PreTrainedModel
 from transformers.dynamic_module_utils import custom_object_save
 
 from .config_record import DIGEST_KEY, config_mismatch, read_metadata, record_config, unrecorded_warning
@@ -63,6 +62,26 @@ from .ode_block import OdeBlock
 def class_reference(cls: type) -> str:
     """``"module.Class"``, as an ``auto_map`` names a class of a folder's code files."""
     return f"{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}"
+
+
+def native_bfloat16(device: torch.device) -> bool:
+    """Whether ``device`` is a CPU with bfloat16 arithmetic in its instruction set
+    (AVX-512 BF16 or AMX), where a model runs several times faster in bfloat16."""
+    if device.type != "cpu":
+        return False
+    # torch's own probes of the instruction set (private names: absent, they answer no)
+    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
+
+
+def inference_dtype(device: torch.device, dtype: torch.dtype | None = None) -> torch.dtype | None:
+    """The precision to run a model in for inference, the default of every door to a
+    tagger (``Tagger``, ``tag.py``, the folder's pipeline): ``dtype`` when given; otherwise
+    bfloat16 on a CPU with native bfloat16 arithmetic (:func:`native_bfloat16`), and None
+    (as saved) elsewhere."""
+    if dtype is not None:
+        return dtype
+    return torch.bfloat16 if native_bfloat16(device) else None
 
 
 # The weights files transformers looks for, in the order it prefers them.
@@ -210,19 +229,19 @@ def check_model_kind(folder: str | os.PathLike, wanted: type) -> None:
         raise ValueError(f"{folder} {problem}")
 
 
-# The modules of this package whose classes a saved folder's ``auto_map`` may name (the
-# code files ``save_pretrained`` copies), and the prefixes of those classes' names.
-OWN_CODE_MODULES = (
-    "configuration_cont_transformer",
-    "modeling_cont_transformer",
-    "configuration_ode_resnet",
-    "modeling_ode_resnet",
-    "image_processing_ode_resnet",
-    "pipeline_cont_transformer",  # the tagger's pipeline (config.json's custom_pipelines)
-)
-OWN_CLASS_PREFIXES = ("ContTransformer", "OdeResNet")
 # The files of a model folder through which transformers' Auto classes import code.
 CODE_NAMING_FILES = ("config.json", "tokenizer_config.json", "preprocessor_config.json", "processor_config.json")
+# The classes of this package a saved folder's ``auto_map`` or ``custom_pipelines`` may name
+# (``"module.Class"`` -> the class): those registered with the Auto classes and the
+# pipeline registry (``runtime/auto.py`` registers them here too), so this file never
+# imports the modeling files that import it.
+_OWN_CLASSES: dict[str, type] = {}
+
+
+def register_own_class(cls: type) -> None:
+    """Allow ``auto_map`` entries naming ``cls`` (:func:`is_own_class`); a configuration
+    class adds its ``model_type`` to :func:`own_model_types`."""
+    _OWN_CLASSES[class_reference(cls)] = cls
 
 
 class CustomCodeError(ValueError):
@@ -230,35 +249,16 @@ class CustomCodeError(ValueError):
     does not ship; this package does not run it."""
 
 
-def _own_module(module: str):
-    """One of :data:`OWN_CODE_MODULES`, imported as a sibling of this module."""
-    return importlib.import_module(f".{module}", __package__)
-
-
 def own_model_types() -> set[str]:
-    """The ``model_type`` of every configuration class of this package."""
-    return {
-        cls.model_type
-        for module in OWN_CODE_MODULES
-        if module.startswith("configuration_")
-        for name, cls in vars(_own_module(module)).items()
-        if isinstance(cls, type) and name.startswith(OWN_CLASS_PREFIXES) and getattr(cls, "model_type", "")
-    }
+    """The ``model_type`` of every configuration class of this package (registered)."""
+    return {cls.model_type for cls in _OWN_CLASSES.values() if issubclass(cls, PreTrainedConfig)}
 
 
 def is_own_class(reference: str) -> bool:
     """Whether ``reference`` (``"module.Class"`` of an ``auto_map``) names a class of this
-    package: one of :data:`OWN_CODE_MODULES`, a class of that module whose name starts with
-    one of :data:`OWN_CLASS_PREFIXES` (so a class added to those modules is allowed
-    without a list to keep up to date)."""
-    module, _, name = reference.rpartition(".")
-    if module not in OWN_CODE_MODULES or not name.startswith(OWN_CLASS_PREFIXES):
-        return False
-    try:
-        found = getattr(_own_module(module), name, None)
-    except ImportError:
-        return False
-    return isinstance(found, type)
+    package registered with :func:`register_own_class` (importing the package registers
+    every one with the Auto classes)."""
+    return reference in _OWN_CLASSES
 
 
 def _references(auto_map) -> list[tuple[str, str]]:
@@ -483,9 +483,12 @@ __all__ = [
     "check_model_kind",
     "check_no_custom_code",
     "class_reference",
+    "inference_dtype",
     "is_own_class",
     "load_error",
     "loading_problem",
+    "native_bfloat16",
     "own_model_types",
+    "register_own_class",
     "unreadable_weights",
 ]

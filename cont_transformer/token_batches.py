@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 
-def token_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
-    """Indices of rows of ``lengths`` tokens in batches of at most ``batch_size`` tokens,
+def token_batches(lengths: Sequence[int], tokens_per_batch: int) -> Iterator[list[int]]:
+    """Indices of rows of ``lengths`` tokens in batches of at most ``tokens_per_batch`` tokens,
     padding included: longest rows first, each batch as many rows as fit (a row longer
-    than ``batch_size`` alone)."""
+    than ``tokens_per_batch`` alone)."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     batch: list[int] = []
     for i in order:
-        if batch and (len(batch) + 1) * lengths[batch[0]] > batch_size:
+        if batch and (len(batch) + 1) * lengths[batch[0]] > tokens_per_batch:
             yield batch
             batch = []
         batch.append(i)

@@ -62,7 +62,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="language of raw text, an ISO 639 code (default: the model's, else en); "
         "en and de have tuned rules, any other code the generic Unicode ones",
     )
-    parser.add_argument("--batch-size", type=int, default=2048, help="tokens per forward pass, padding included")
+    parser.add_argument(
+        "--tokens-per-batch",
+        "--batch-size",  # its older name, the same count
+        type=int,
+        default=2048,
+        help="tokens per forward pass, padding included",
+    )
     parser.add_argument("--device", help="torch device (default: cuda when available)")
     parser.add_argument(
         "--dtype",

@@ -137,20 +137,20 @@ def test_collator_pads_every_label_column_like_labels(treebank):
     train = treebank["train"]
     labels = column_labels(train, feats_mode="factored")
     columns = {
-        "upos_labels": train["upos"],
-        "feats_labels": encode_column("feats", train["tokens"], train["feats"], labels["feats"], "factored"),
-        "lemma_labels": encode_column("lemma", train["tokens"], train["lemma"], labels["lemma"]),
+        "upos_targets": train["upos"],
+        "feats_targets": encode_column("feats", train["tokens"], train["feats"], labels["feats"], "factored"),
+        "lemma_targets": encode_column("lemma", train["tokens"], train["lemma"], labels["lemma"]),
     }
     rows, _ = encode_for_training(tokenizer, train["tokens"], train["xpos"], 16, columns)
-    assert set(rows[0]) == {"input_ids", "labels", "upos_labels", "feats_labels", "lemma_labels"}
+    assert set(rows[0]) == {"input_ids", "labels", "upos_targets", "feats_targets", "lemma_targets"}
     batch = PaddingCollator(tokenizer.pad_token_id)(rows)
-    assert batch["feats_labels"].shape == (2, 5, 5)
-    for key in ("labels", "upos_labels", "lemma_labels"):
+    assert batch["feats_targets"].shape == (2, 5, 5)
+    for key in ("labels", "upos_targets", "lemma_targets"):
         assert batch[key].shape == (2, 5)
         assert batch[key][1, 3:].tolist() == [IGNORE_INDEX] * 2  # padding
         assert batch[key][:, 0].tolist() == [IGNORE_INDEX] * 2  # the root
-    assert (batch["feats_labels"][1, 3:] == IGNORE_INDEX).all()
-    assert batch["upos_labels"][0, 1:].tolist() == train["upos"][0]
+    assert (batch["feats_targets"][1, 3:] == IGNORE_INDEX).all()
+    assert batch["upos_targets"][0, 1:].tolist() == train["upos"][0]
 
 
 # --- the model's heads ------------------------------------------------------------------
@@ -219,13 +219,13 @@ def test_each_head_has_its_logits_and_the_loss_sums_the_columns():
         model(inputs(), mask, **{name: value}).loss
         for name, value in (
             ("labels", labels),
-            ("upos_labels", labels.clamp(max=4)),
-            ("feats_labels", feats),
-            ("lemma_labels", lemmas),
+            ("upos_targets", labels.clamp(max=4)),
+            ("feats_targets", feats),
+            ("lemma_targets", lemmas),
         )
     ]
     joint = model(
-        inputs(), mask, labels=labels, upos_labels=labels.clamp(max=4), feats_labels=feats, lemma_labels=lemmas
+        inputs(), mask, labels=labels, upos_targets=labels.clamp(max=4), feats_targets=feats, lemma_targets=lemmas
     ).loss
     torch.testing.assert_close(joint, sum(single))
     # -1 (a label the model lacks) is masked like -100 in the loss.
@@ -239,8 +239,33 @@ def test_each_head_has_its_logits_and_the_loss_sums_the_columns():
         + torch.nn.functional.cross_entropy(number.flatten(0, 1), feats[:, 1:, 1].flatten())
     ) / 2
     torch.testing.assert_close(single[2], expected)
-    with pytest.raises(ValueError, match="xpos_labels"):
-        model(inputs(), xpos_labels=labels)
+    with pytest.raises(ValueError, match="xpos_targets"):
+        model(inputs(), xpos_targets=labels)
+
+
+def test_transformers_trainer_reports_eval_loss_with_its_defaults(tmp_path):
+    """transformers' ``Trainer`` takes as label names the parameters of ``forward`` named like
+    labels and computes a loss only for batches holding every one: ``labels`` alone, the
+    other columns' label ids being ``{column}_targets``."""
+    from transformers import Trainer, TrainingArguments
+
+    model = multi_model()
+    mask = torch.tensor([[1] * 6, [1] * 4 + [0] * 2])
+    labels = torch.tensor([[-100, 0, 1, 3, 2, 4], [-100, 0, 2, 4, -100, -100]])
+    rows = [{"input_ids": inputs()[i], "attention_mask": mask[i], "labels": labels[i]} for i in range(2)]
+    arguments = TrainingArguments(tmp_path, per_device_eval_batch_size=2, report_to=[], use_cpu=True)
+    trainer = Trainer(model=model, args=arguments, eval_dataset=rows)
+    assert trainer.label_names == ["labels"]
+    metrics = trainer.evaluate()
+    with torch.no_grad():
+        expected = model(inputs(), mask, labels=labels).loss
+    assert metrics["eval_loss"] == pytest.approx(float(expected), rel=1e-5)
+    # The other columns' labels, where a batch has them, still add their losses.
+    both = [dict(row, upos_targets=labels[i].clamp(max=4)) for i, row in enumerate(rows)]
+    with_upos = Trainer(model=model, args=arguments, eval_dataset=both).evaluate()["eval_loss"]
+    with torch.no_grad():
+        joint = model(inputs(), mask, labels=labels, upos_targets=labels.clamp(max=4)).loss
+    assert with_upos == pytest.approx(float(joint), rel=1e-5) and with_upos > metrics["eval_loss"]
 
 
 def test_old_single_column_configs_load_and_behave_as_before(tmp_path):

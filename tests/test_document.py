@@ -2,10 +2,13 @@
 their columns and character offsets, multiword tokens, to_conllu() equal to what scripts/tag.py
 writes, stanza's to_dict(), and CoNLL-U in (its multiword tokens and ids kept)."""
 
+import os
+import re
 from pathlib import Path
 
 import pytest
 
+from cont_transformer.tagging.conllu_document import ConlluDocument
 from cont_transformer.tagging.document import Document
 from cont_transformer.tagging.tag import Tagger, tag
 from cont_transformer.tagging.tag_files import tag_file
@@ -111,16 +114,18 @@ def test_to_conllu_is_what_the_cli_writes(tagger, doc, tmp_path):
 def test_to_dict_is_stanzas(doc):
     data = doc.to_dict()
     assert [len(s) for s in data] == [7, 7]  # the multiword token's own entry, then its words
-    keys = ["id", "text", *COLUMNS, "start_char", "end_char"]
+    keys = ["id", "text", *COLUMNS, "misc", "start_char", "end_char", "comments"]
     for sentence, entries in zip(doc.sentences, data):
         words = [entry for entry in entries if isinstance(entry["id"], int)]
         for word, entry in zip(sentence.words, words, strict=True):
             assert list(entry) == [k for k in keys if k in entry]  # stanza's order; None left out
-            assert entry == {k: v for k, v in vars(word).items() if k in keys and v is not None} | {
-                "start_char": word.start,
-                "end_char": word.end,
-            }
+            assert {k: v for k, v in entry.items() if k != "comments"} == {
+                k: v for k, v in vars(word).items() if k in keys and v is not None
+            } | {"start_char": word.start, "end_char": word.end}
+        assert entries[0]["comments"] == sentence.comments  # the sentence's, on its first entry
     assert data[0][0]["id"] == 1 and data[0][0]["text"] == "The" and data[0][0]["start_char"] == 0
+    assert data[0][0]["comments"] == ["# newdoc", "# newpar", "# sent_id = 1", "# text = The old dog saw a bird."]
+    assert data[0][5]["misc"] == "SpaceAfter=No" and "misc" not in data[0][4]  # bird, then "."; one space
     mwt, did, nt = data[1][1:4]
     assert mwt == {"id": (2, 3), "text": "didn't", "start_char": 28, "end_char": 34}
     assert (did["id"], did["text"], nt["id"], nt["text"]) == (2, "did", 3, "n't")
@@ -193,6 +198,7 @@ def test_conllu_words_keep_every_column_and_sentences_their_comments():
         "feats": "Number=Sing",
         "head": 4,
         "deprel": "nsubj",
+        "comments": first.comments,
     }
     # The words are the data: a changed head is what to_conllu writes.
     tom.head, tom.deprel = 2, "dep"
@@ -201,35 +207,38 @@ def test_conllu_words_keep_every_column_and_sentences_their_comments():
 
 def test_a_document_of_its_own_dict_round_trips():
     read = Document.from_conllu(CONLLU)
-    again = Document(read.to_dict(), comments=read.sentence_comments())  # stanza's Document(sentences, text, comments)
-    assert again.to_dict() == read.to_dict()
-    assert [s.sent_id for s in again] == ["a", None] and again.sentences[0].tokens[1].id == (2, 3)
     without_empty_node = "".join(line for line in CONLLU.splitlines(keepends=True) if not line.startswith("4.1\t"))
-    # Empty nodes are no words, so no entries; the unnumbered sentence gets its number and text.
-    assert again.to_conllu() == without_empty_node.replace(
-        "# comment = two words\n", "# comment = two words\n# sent_id = 2\n# text = The dog\n"
-    )
+    # Empty nodes are no words, so no entries; every other line comes back, comments as they were.
     bare = Document(read.to_dict())
-    assert bare.to_dict() == read.to_dict() and bare.sentences[0].text == "Tom didn't see it!"
-    assert bare.to_conllu().startswith("# sent_id = 1\n# text = Tom didn't see it!\n1\tTom\tTom\tPROPN\tNNP\t")
+    assert bare.to_dict() == read.to_dict() and bare.to_conllu() == without_empty_node
+    assert [s.sent_id for s in bare] == ["a", None] and bare.sentences[0].tokens[1].id == (2, 3)
+    assert bare.sentences[0].text == "Tom didn't see it!" and bare.sentences[1].text == "The dog"
+    # stanza's Document(sentences, text, comments): the comments given replace those of the entries.
+    comments = [["# sent_id = b"], ["# sent_id = c", "# text = The dog"]]
+    again = Document(read.to_dict(), comments=comments)
+    assert [s.sent_id for s in again] == ["b", "c"] and again.sentence_comments() == comments
+    assert again.to_conllu().startswith("# sent_id = b\n1\tTom\tTom\tPROPN\tNNP\t")
+    # Entries without comments (a dict written by hand): numbered, their text from the words.
+    plain = [[{k: v for k, v in e.items() if k != "comments"} for e in entries] for entries in read.to_dict()]
+    assert Document(plain).to_conllu().startswith("# sent_id = 1\n# text = Tom didn't see it!\n1\tTom\t")
+    assert [s.sent_id for s in Document(plain)] == ["1", "2"]
     with pytest.raises(ValueError, match="word entry: 'colour' is not one of"):
         Document([[{"id": 1, "text": "a", "colour": "red"}]])
     with pytest.raises(ValueError, match="comments: 1 lists for 2 sentences"):
         Document(read.to_dict(), comments=[[]])
 
 
-def test_a_tagged_text_round_trips_through_its_dict(doc):
-    again = Document(doc.to_dict(), doc.text)
-    assert again.to_dict() == doc.to_dict() and [s.text for s in again] == [s.text for s in doc]
-    assert [[w.upos for w in s.words] for s in again] == [[w.upos for w in s.words] for s in doc]
-    # The dict has no paragraphs (stanza's neither): the same blocks without # newdoc / # newpar.
-    expected = "".join(
-        line for line in doc.to_conllu().splitlines(keepends=True) if line not in ("# newdoc\n", "# newpar\n")
-    )
-    assert again.to_conllu() == expected
-    words_only = Document(doc.to_dict())  # no text: the words, one space apart unless SpaceAfter=No
-    assert [[w.text for w in s.words] for s in words_only] == [[w.text for w in s.words] for s in doc]
-    assert words_only.to_conllu().count("# sent_id") == len(doc.sentences)
+def test_a_tagged_text_round_trips_through_its_dict(tagger):
+    text = "  The old dog saw a bird.\n\nTom didn't see it!\tI  did.\n"
+    doc = tagger(text)
+    for again in (Document(doc.to_dict(), doc.text), Document(doc.to_dict())):  # with its text and without
+        assert again.to_dict() == doc.to_dict() and [s.text for s in again] == [s.text for s in doc]
+        assert [[w.upos for w in s.words] for s in again] == [[w.upos for w in s.words] for s in doc]
+        assert again.to_conllu() == doc.to_conllu()  # # newdoc / # newpar, # text, the whitespace in MISC
+    # The whitespace after each token, as stanza gives it, rebuilds the text.
+    tokens = list(doc.iter_tokens())
+    assert text.lstrip() == "".join(token.text + token.spaces_after for token in tokens)
+    assert [t.spaces_after for t in doc.sentences[1].tokens][-2:] == ["", "\t"]
 
 
 def test_stanzas_conllu_format_spec(doc):
@@ -241,3 +250,47 @@ def test_stanzas_conllu_format_spec(doc):
     block = f"{read.sentences[0]:C}"
     assert block.startswith("# sent_id = a\n# text = Tom didn't see it!\n1\tTom\t") and not block.endswith("\n")
     assert f"{read.sentences[0]:c}".startswith("1\tTom\t") and f"{read:}" == str(read)
+
+
+def written_sent_ids(conllu: str) -> list[str | None]:
+    """The ``# sent_id`` of each block of ``conllu`` (None for a block without one)."""
+    blocks = [block for block in conllu.split("\n\n") if block.strip()]
+    return [next((line[12:] for line in b.split("\n") if line.startswith("# sent_id = ")), None) for b in blocks]
+
+
+def test_stanzas_back_references_ids_and_language(tagger, doc):
+    assert doc.lang == tagger.language == "en" and Document.from_conllu(CONLLU).lang is None
+    for index, sentence in enumerate(doc.sentences):
+        assert sentence.doc is doc and sentence.index == sentence.id == index
+        assert all(word.sent is sentence for word in sentence.words)
+        assert all(token.sent is sentence for token in sentence.tokens)
+    # sent_id is what the CoNLL-U written says, from raw text, words, CoNLL-U and dicts alike.
+    for made in (doc, tagger([["Tom", "ran"], ["A", "dog", "."]]), Document.from_conllu(CONLLU)):
+        assert [s.sent_id for s in made] == written_sent_ids(made.to_conllu())
+        assert [s.sent_id for s in Document(made.to_dict())] == [s.sent_id for s in made]
+    assert [s.sent_id for s in doc] == ["1", "2"]
+    assert f"{doc.sentences[0].tokens[-2].spaces_after!r}" == "''"  # "bird" then "."
+
+
+GUM_DEV = Path(os.environ.get("UD_DIR", "/work/shared/data/ud")) / "UD_English-GUM" / "en_gum-ud-dev.conllu"
+
+
+@pytest.mark.skipif(not GUM_DEV.is_file(), reason="UD English-GUM dev is not here (UD_DIR)")
+def test_gum_dev_round_trips_through_its_dict(tagger):
+    """GUM dev as CoNLL-U (its comments, SpaceAfter=No, multiword tokens) and as raw text
+    tagged by the sample tagger: a document of its own dict writes the same CoNLL-U (empty
+    nodes, which are no words, aside)."""
+    read = Document.read_conllu(GUM_DEV)
+    gold = GUM_DEV.read_text(encoding="utf-8")
+    without_empty_nodes = "".join(
+        line for line in gold.splitlines(keepends=True) if not re.match(r"[0-9]+\.[0-9]+\t", line)
+    )
+    assert read.to_conllu() == gold and without_empty_nodes != gold  # GUM dev has empty nodes
+    assert Document(read.to_dict()).to_conllu() == without_empty_nodes
+    assert [s.sent_id for s in read] == written_sent_ids(gold)
+    text = ConlluDocument(gold).text()  # paragraphs and sentences as its # text lines give them
+    doc = tagger(text[:60_000])
+    assert Document(doc.to_dict()).to_conllu() == doc.to_conllu()
+    assert Document(doc.to_dict(), doc.text).to_conllu() == doc.to_conllu()
+    assert "".join(t.text + t.spaces_after for t in doc.iter_tokens()) == text[:60_000].lstrip()
+    assert [s.sent_id for s in doc] == written_sent_ids(doc.to_conllu())

@@ -28,8 +28,16 @@ from cont_transformer import (
     OdeResNetImageProcessor,
     OdeResNetModel,
     modeling_cont_transformer,
+    pretrained,
 )
-from cont_transformer.pretrained import CustomCodeError, check_no_custom_code, class_reference, is_own_class
+from cont_transformer.pretrained import (
+    CustomCodeError,
+    check_no_custom_code,
+    class_reference,
+    is_own_class,
+    own_model_types,
+    register_own_class,
+)
 from cont_transformer.tagging.tag import Tagger
 from cont_transformer.text.tokenization import build_tokenizer
 
@@ -299,13 +307,19 @@ def test_a_saved_ode_resnet_with_its_processor_passes(tmp_path, no_prompt):
     assert isinstance(_image_processor(tmp_path), OdeResNetImageProcessor)
 
 
-def test_the_allow_list_is_the_package_modules_classes(monkeypatch):
+def test_the_allow_list_is_the_package_registered_classes(monkeypatch):
     assert is_own_class("configuration_cont_transformer.ContTransformerConfig")
     assert is_own_class("image_processing_ode_resnet.OdeResNetImageProcessor")
+    assert is_own_class("pipeline_cont_transformer.ContTransformerTaggingPipeline")
+    assert is_own_class("modeling_cont_transformer.ContTransformerModel")
     assert not is_own_class("modeling_cont_transformer.ContTransformerNoSuchClass")
     assert not is_own_class("modeling_cont_transformer.torch")  # in the module, not a class of the package
+    assert not is_own_class("modeling_cont_transformer.ContTransformerLMHead")  # a class, but no Auto class's
     assert not is_own_class("evil_mod.ContTransformerModel")
     assert not is_own_class("someone/repo--modeling_cont_transformer.ContTransformerModel")
-    # A class added to one of the modules is allowed without a list to update.
-    monkeypatch.setattr(modeling_cont_transformer, "ContTransformerForNewTask", type("X", (), {}), raising=False)
+    assert own_model_types() == {"cont_transformer", "ode_resnet"}
+    # A class registered (as runtime/auto.py registers the package's) is allowed.
+    monkeypatch.setattr(pretrained, "_OWN_CLASSES", dict(pretrained._OWN_CLASSES))
+    new_task = type("ContTransformerForNewTask", (), {"__module__": modeling_cont_transformer.__name__})
+    register_own_class(new_task)
     assert is_own_class("modeling_cont_transformer.ContTransformerForNewTask")

@@ -22,18 +22,22 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 from huggingface_hub import ModelCard
 from transformers import AutoModelForTokenClassification, pipeline
 
 from cont_transformer.pipeline_cont_transformer import TASK, ContTransformerTaggingPipeline, split_sentences
-from cont_transformer.pretrained import CustomCodeError, check_no_custom_code
+from cont_transformer.pretrained import CustomCodeError, check_no_custom_code, inference_dtype
+from cont_transformer.tagging.conllu_document import ConlluDocument
+from cont_transformer.tagging.sample_treebank import write_sample_treebank
 from cont_transformer.tagging.tag import Tagger
 from cont_transformer.text.tokenization import load_tokenizer
 from cont_transformer.tools.compression import compress
 
 REPO = Path(__file__).resolve().parents[1]
 COLUMNS = ("upos", "xpos", "feats", "lemma")
-KEYS = ["word", "start", "end", "sentence", "token", *COLUMNS, "score"]
+# transformers' token-classification entry first (the card's pipeline_tag), then the tagger's.
+KEYS = ["entity", "score", "index", "word", "start", "end", "sentence", "token", *COLUMNS]
 CODE_FILES = (
     "pipeline_cont_transformer.py",
     "text_segmentation.py",
@@ -110,9 +114,13 @@ def test_every_save_path_writes_the_pipeline_and_its_code(run, saved, tmp_path):
 
 
 def test_the_folders_pipeline_gives_every_column_per_word_as_the_tagger_does(saved):
-    tagger = pipeline(model=str(saved), trust_remote_code=True)  # the task comes from the folder
-    assert type(tagger).__module__.startswith("transformers_modules.")  # the folder's copy of the code
+    # The task comes from the folder; the package is imported, so transformers takes its
+    # classes (config, model, pipeline) rather than the folder's copies, and asks nothing.
+    tagger = pipeline(model=str(saved))
+    assert type(tagger) is ContTransformerTaggingPipeline and type(tagger.model).__module__.startswith("cont_")
     entries = tagger(TEXT)
+    assert type(pipeline(model=str(saved), trust_remote_code=True)) is ContTransformerTaggingPipeline
+    assert type(pipeline(TASK, model=str(saved))) is ContTransformerTaggingPipeline
     assert all(list(entry) == KEYS for entry in entries)
     assert all(TEXT[entry["start"] : entry["end"]] == entry["word"] for entry in entries)
     assert all(entry[column] is not None for entry in entries for column in ("upos", "xpos", "lemma"))
@@ -123,6 +131,9 @@ def test_the_folders_pipeline_gives_every_column_per_word_as_the_tagger_does(sav
     assert did["token"] == nt["token"] == {"text": "didn't", "start": 28, "end": 34, "id": "2-3"}
     assert all(entry["token"] is None for entry in entries if entry["word"] not in ("did", "n't", "Smith", "'s"))
     assert all(0 < entry["score"] <= 1 for entry in entries)
+    # token-classification's keys: the primary column's tag as the entity, the word's position.
+    assert all(entry["entity"] == entry["xpos"] for entry in entries)
+    assert [entry["index"] for entry in entries if entry["sentence"] == 0] == list(range(1, 8))
     assert [{column: entry[column] for column in COLUMNS} for entry in entries] == tagger_columns(saved, TEXT)
     # The columns vary, lemma scripts are applied, UPOS / XPOS / FEATS are decoded jointly.
     assert len({entry["xpos"] for entry in entries}) > 2
@@ -136,8 +147,53 @@ def test_the_folders_pipeline_gives_every_column_per_word_as_the_tagger_does(sav
     split = pipeline(model=str(saved), pipeline_class=ContTransformerTaggingPipeline, is_split_into_words=True)
     assert split(["The", "old", "dog"]) == local(["The", "old", "dog"], is_split_into_words=True)
     assert list(local((text for text in [TEXT, CARD_TEXT]), batch_size=2)) == [entries, local(CARD_TEXT)]
-    pieces = pipeline("token-classification", model=str(saved), trust_remote_code=True)("The old dog")
-    assert [piece["word"] for piece in pieces] == ["The", "old", "dog"] and all("entity" in p for p in pieces)
+    # transformers' token-classification: its entries, the primary column's tag per token, grouped when asked.
+    plain = pipeline("token-classification", model=str(saved))
+    pieces = plain("The old dog")
+    assert [piece["word"] for piece in pieces] == ["The", "old", "dog"]
+    assert all({"entity", "score", "index", "word", "start", "end"} == set(piece) for piece in pieces)
+    assert all(piece["entity"] in tagger.model.config.label2id for piece in pieces)
+    assert all(
+        {"entity_group", "score", "word", "start", "end"} == set(g) for g in plain(TEXT, aggregation_strategy="simple")
+    )
+
+
+def test_the_folders_pipeline_groups_words_as_token_classification_does(saved):
+    tagger = pipeline(model=str(saved))
+    entries = tagger(TEXT)
+    groups = tagger(TEXT, aggregation_strategy="simple")
+    assert [g["entity_group"] for g in groups] == [
+        e["entity"]
+        for k, e in enumerate(entries)
+        if k == 0 or (e["sentence"], e["entity"]) != (entries[k - 1]["sentence"], entries[k - 1]["entity"])
+    ]
+    assert len(groups) < len(entries) and all(TEXT[g["start"] : g["end"]] == g["word"] for g in groups)
+    assert sum(g["word"].count(" ") + 1 for g in groups) <= len(entries)
+    for strategy in ("first", "average", "max"):  # whole words already: the same groups
+        assert tagger(TEXT, aggregation_strategy=strategy) == groups
+    assert tagger(TEXT, aggregation_strategy="none") == entries
+    with pytest.raises(ValueError, match="aggregation_strategy: 'sideways' is not one of none, simple"):
+        tagger(TEXT, aggregation_strategy="sideways")
+
+
+def test_the_tagger_tag_py_and_the_pipeline_give_the_same_columns_by_default(saved, tmp_path, script_here):
+    """One default precision for every door (bfloat16 on a CPU with bfloat16 arithmetic, as
+    saved elsewhere): the same columns, byte for byte, for 400 sentences of the sample's dev
+    text (in float32 the pipeline's columns differ from the bfloat16 Tagger's in a few words)."""
+    text = ConlluDocument.read(write_sample_treebank(tmp_path, seed=1, num_train=1)["validation"]).text()
+    tagger = Tagger.from_pretrained(saved, device="cpu")
+    doc = tagger(text)
+    (tmp_path / "dev.txt").write_text(text, encoding="utf-8")
+    written = script_here("scripts/tag.py", saved, "--input", tmp_path / "dev.txt")
+    assert written.returncode == 0 and written.stdout == doc.to_conllu()
+    door = pipeline(model=str(saved))  # the folder's pipeline, no option
+    assert door.model.dtype == tagger.model.dtype == (inference_dtype(torch.device("cpu")) or torch.float32)
+    entries = door(text)
+    assert [[e["word"], *(e[c] for c in COLUMNS)] for e in entries] == [
+        [w.text, *(getattr(w, c) for c in COLUMNS)] for w in doc.iter_words()
+    ]
+    exact = pipeline(model=str(saved), trust_remote_code=True, dtype=torch.float32)  # as saved, when asked
+    assert exact.model.dtype == torch.float32
 
 
 def test_the_folders_pipeline_looks_seen_words_up_in_the_lemma_lexicon(saved, tmp_path):
@@ -263,15 +319,16 @@ REMOTE_CHECKS = textwrap.dedent(
     result["single"] = [tagger(text) for text in texts]
     result["batched"] = tagger(texts, batch_size=2)
     result["refused"] = []
-    for arguments in ({"aggregation_strategy": "simple"}, {"tokens_per_bach": 8}):
+    for arguments in ({"aggregation_strategy": "sideways"}, {"tokens_per_bach": 8}):
         try:
             tagger(texts[0], **arguments)
         except ValueError as err:
             result["refused"].append(str(err))
     try:
-        pipeline(model=folder, trust_remote_code=True, aggregation_strategy="simple")
+        pipeline(model=folder, trust_remote_code=True, tokens_per_bach=8)
     except ValueError as err:
         result["refused"].append(str(err))
+    result["grouped"] = pipeline(model=folder, trust_remote_code=True, aggregation_strategy="simple")(texts[-1])
     words = [entry["word"] for entry in result["single"][0]]
     result["words"] = tagger(words, is_split_into_words=True)
     result["word_lists"] = tagger([words, ["Tom", "ran", "."]], is_split_into_words=True)
@@ -334,8 +391,11 @@ def columns_of(entries: list[dict]) -> list[list]:
 
 
 @pytest.mark.slow
-def test_without_the_package_a_list_of_texts_in_batches_gives_one_result_per_text(without_package):
+def test_without_the_package_a_list_of_texts_in_batches_gives_one_result_per_text(saved, without_package):
     single, batched = without_package["single"], without_package["batched"]
+    # The folder's copy of the code, in its default precision, gives the Tagger's columns.
+    for text, entries in zip(BATCH_TEXTS, single):
+        assert [{column: e[column] for column in COLUMNS} for e in entries] == tagger_columns(saved, text)
     assert [columns_of(entries) for entries in batched] == [columns_of(entries) for entries in single]
     assert [len(entries) for entries in batched] == [3, 4, len(single[2])]
     scores = [e["score"] for entries in batched for e in entries]
@@ -348,9 +408,11 @@ def test_without_the_package_unknown_arguments_are_refused_by_name(without_packa
     assert [message.split(":")[0] for message in refused] == [
         "aggregation_strategy",
         "tokens_per_bach",
-        "aggregation_strategy",
+        "tokens_per_bach",
     ]
-    assert all("\n" not in message and "pos-tagging pipeline" in message for message in refused)
+    assert all("\n" not in message for message in refused) and "pos-tagging pipeline" in refused[1]
+    # Given a strategy, the folder's copy groups words as transformers' token-classification does.
+    assert all(list(group) == ["entity_group", "score", "word", "start", "end"] for group in without_package["grouped"])
 
 
 @pytest.mark.slow

@@ -168,8 +168,38 @@ def test_order_is_kept_under_length_sorting(tagger):
     batched = tagger.predict(sentences)  # several batches of mixed lengths
     assert batched == [expected_tags(tagger, words) for words in sentences]
     assert [len(t) for t in batched] == [len(s) for s in sentences]
-    batches = list(token_batches([3, 9, 5, 9, 1], batch_size=18))
+    batches = list(token_batches([3, 9, 5, 9, 1], tokens_per_batch=18))
     assert batches == [[1, 3], [2, 0, 4]]
+
+
+def test_each_batch_count_has_its_own_name(tagger, model_dir, script_here):
+    """Tokens per forward pass (``tokens_per_batch``, as the folder's pipeline names it) and
+    sentences read ahead by ``pipe`` (``sentences_per_batch``); ``batch_size``, the older name
+    of each, still means the same, and both at once are refused in one line."""
+    model, tokenizer = tagger.model, tagger.tokenizer
+    assert Tagger(model, tokenizer).tokens_per_batch == 2048
+    assert Tagger(model, tokenizer, tokens_per_batch=64).tokens_per_batch == 64
+    assert Tagger(model, tokenizer, batch_size=64).tokens_per_batch == 64
+    with pytest.raises(ValueError, match=r"^tokens_per_batch and batch_size name the same count of tokens: give one$"):
+        Tagger(model, tokenizer, tokens_per_batch=64, batch_size=64)
+    with pytest.raises(ValueError, match=r"^tokens_per_batch must be an integer >= 1 token, got 0$"):
+        Tagger(model, tokenizer, tokens_per_batch=0)
+    texts = ["the dog saw a bird .", "I do n't know ! he saw the dog .", "a bird ."]
+    expected = [doc.to_conllu() for doc in tagger.pipe(texts)]
+    for options in ({"sentences_per_batch": 1}, {"batch_size": 1}, {}):
+        assert [doc.to_conllu() for doc in tagger.pipe(texts, **options)] == expected
+        assert [doc.to_conllu() for doc in tagger.bulk_process(texts, **options)] == expected
+    with pytest.raises(ValueError, match=r"^sentences_per_batch and batch_size name the same count of sentences"):
+        list(tagger.pipe(texts, sentences_per_batch=1, batch_size=1))
+    with pytest.raises(ValueError, match=r"^batch_size must be an integer >= 1 sentence, got 0$"):
+        list(tagger.pipe(texts, batch_size=0))
+    # tag.py: --tokens-per-batch, and --batch-size, its older spelling, the same count.
+    (model_dir.parent / "in.txt").write_text("I do n't know . He left .", encoding="utf-8")
+    outputs = [
+        script_here("scripts/tag.py", model_dir, "--input", model_dir.parent / "in.txt", flag, "8")
+        for flag in ("--tokens-per-batch", "--batch-size")
+    ]
+    assert all(out.returncode == 0 for out in outputs) and outputs[0].stdout == outputs[1].stdout != ""
 
 
 @pytest.mark.slow

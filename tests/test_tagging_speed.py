@@ -11,8 +11,9 @@ import torch.nn.functional as F
 from tiny import labels
 
 from cont_transformer import build_tokenizer
+from cont_transformer.pretrained import inference_dtype, native_bfloat16
 from cont_transformer.runtime.collection import paused_cycle_collection
-from cont_transformer.tagging.tag import Tagger, inference_dtype, native_bfloat16
+from cont_transformer.tagging.tag import Tagger
 from cont_transformer.tagging.tag_files import tag_file
 from cont_transformer.transformer_rate import attend
 

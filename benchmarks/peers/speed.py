@@ -298,8 +298,8 @@ def load_line(folder: Path, dtype: str | None, settings: list[tuple[int, int]]) 
     import torch
 
     from cont_transformer import Tagger
+    from cont_transformer.pretrained import inference_dtype
     from cont_transformer.runtime.compression import compressed_copy
-    from cont_transformer.tagging.tag import inference_dtype
 
     base = Tagger.from_pretrained(folder, device="cpu", dtype=torch.float32)
     cast = torch_dtype(dtype) or inference_dtype(torch.device("cpu"))

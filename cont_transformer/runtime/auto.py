@@ -64,6 +64,7 @@ def register_auto_classes() -> None:
     from ..modeling_ode_resnet import OdeResNetForImageClassification, OdeResNetModel
     from ..pipeline_cont_transformer import TASK as PIPELINE_TASK
     from ..pipeline_cont_transformer import ContTransformerTaggingPipeline
+    from ..pretrained import register_own_class
 
     AutoConfig.register(ContTransformerConfig.model_type, ContTransformerConfig, exist_ok=True)
     AutoModel.register(ContTransformerConfig, ContTransformerModel, exist_ok=True)
@@ -91,6 +92,19 @@ def register_auto_classes() -> None:
     OdeResNetConfig.register_for_auto_class()
     OdeResNetModel.register_for_auto_class("AutoModel")
     OdeResNetForImageClassification.register_for_auto_class("AutoModelForImageClassification")
+    # What a saved folder's auto_map and custom_pipelines may name: the package's own classes.
+    for cls in (
+        ContTransformerConfig,
+        ContTransformerModel,
+        ContTransformerForTokenClassification,
+        ContTransformerForMaskedLM,
+        ContTransformerTaggingPipeline,
+        OdeResNetConfig,
+        OdeResNetModel,
+        OdeResNetForImageClassification,
+        OdeResNetImageProcessor,
+    ):
+        register_own_class(cls)
     _registered = True
 
 

@@ -67,8 +67,9 @@ __all__ = [
 
 def label_field(column: str, primary: str) -> str:
     """The name of a column's label ids in a batch and in the model's forward: ``labels``
-    for the primary column, ``{column}_labels`` for the others."""
-    return "labels" if column == primary else f"{column}_labels"
+    for the primary column, ``{column}_targets`` for the others (named unlike ``labels``, so
+    that transformers' ``Trainer`` takes ``labels`` alone as its label names)."""
+    return "labels" if column == primary else f"{column}_targets"
 
 
 def _features(feats: str) -> dict[str, str]:

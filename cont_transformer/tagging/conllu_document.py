@@ -207,12 +207,44 @@ def escape_spaces(spaces: str) -> str:
     return "".join(_ESCAPES.get(c, f"\\u{ord(c):04x}" if c.isspace() else c) for c in spaces)
 
 
-def _misc(spaces_after: str) -> str:
+_UNESCAPES = {escaped: c for c, escaped in _ESCAPES.items()}
+_ESCAPED = re.compile(r"\\u[0-9a-fA-F]{4}|\\.")
+
+
+def unescape_spaces(value: str) -> str:
+    """The whitespace a MISC value of :func:`escape_spaces` stands for."""
+    return _ESCAPED.sub(lambda m: _UNESCAPES.get(m[0]) or m[0].encode().decode("unicode_escape"), value)
+
+
+def spaces_misc(spaces_after: str, spaces_before: str = "") -> str:
+    """The MISC that records the whitespace around a token: ``_`` for one space after it,
+    ``SpaceAfter=No`` for none, ``SpacesAfter=`` for any other, ``SpacesBefore=`` first
+    for whitespace before a document's first token."""
     if spaces_after == " ":
-        return "_"
-    if not spaces_after:
-        return "SpaceAfter=No"
-    return f"SpacesAfter={escape_spaces(spaces_after)}"
+        misc = "_"
+    elif not spaces_after:
+        misc = "SpaceAfter=No"
+    else:
+        misc = f"SpacesAfter={escape_spaces(spaces_after)}"
+    if not spaces_before:
+        return misc
+    before = f"SpacesBefore={escape_spaces(spaces_before)}"
+    return before if misc == "_" else f"{before}|{misc}"
+
+
+def spaces_after(text: str, spans: Sequence[tuple[int, int]]) -> list[str]:
+    """The whitespace after each word of a sentence of ``text`` (its words' ``spans``), up to
+    the next visible character."""
+    ends = [start for start, _ in spans[1:]] + [_SPACES.match(text, spans[-1][1]).end()]
+    return [text[end:next_start] for (_, end), next_start in zip(spans, ends)]
+
+
+def sentence_text(words: Sequence[str], spaces_after: Sequence[str]) -> str:
+    """UD's ``# text``: the forms joined by one space except where none followed."""
+    return "".join(
+        word + (" " if spaces and index < len(words) - 1 else "")
+        for index, (word, spaces) in enumerate(zip(words, spaces_after))
+    )
 
 
 def format_sentence(
@@ -225,6 +257,7 @@ def format_sentence(
     comments: Sequence[str] = (),
     multiword: Mapping[int, int] | None = None,
     token_misc: Mapping[int, str] | None = None,
+    complete: bool = True,
 ) -> str:
     """One sentence as a CoNLL-U block, ending with its blank line.
 
@@ -243,33 +276,27 @@ def format_sentence(
             tokens; their FORM is their words' concatenation, and their line carries
             the MISC of the token (the words' MISC is ``_``).
         token_misc: ``first -> MISC`` of multiword-token lines, replacing the whitespace's.
+        complete: add the ``# sent_id`` and ``# text`` lines ``comments`` lack (False: the
+            comments as given, the lines a sentence was read with).
     """
     if spaces_after is None:
         spaces_after = [" "] * len(words)
     multiword = multiword or {}
     columns = {COLUMNS.index(name): values for name, values in by_column(tags, column).items()}
-    text = "".join(
-        word + (" " if spaces and index < len(words) - 1 else "")
-        for index, (word, spaces) in enumerate(zip(words, spaces_after))
-    )
     rows = list(comments)
-    if not any(c.startswith("# sent_id") for c in comments):
+    if complete and not any(c.startswith("# sent_id") for c in comments):
         rows.append(f"# sent_id = {sent_id}")
-    if not any(c.startswith("# text =") for c in comments):
-        rows.append(f"# text = {text}")
+    if complete and not any(c.startswith("# text =") for c in comments):
+        rows.append(f"# text = {sentence_text(words, spaces_after)}")
     token_end = 0  # end of the multiword token being written, 0 outside one
     for index, (word, spaces) in enumerate(zip(words, spaces_after)):
-        misc = _misc(spaces)
+        before = "" if index else spaces_before
         if index in multiword:
             token_end = multiword[index]
             form = "".join(words[index:token_end])
-            line_misc = _with_spaces_before(_misc(spaces_after[token_end - 1]), index, spaces_before)
-            line_misc = (token_misc or {}).get(index, line_misc)
+            line_misc = (token_misc or {}).get(index, spaces_misc(spaces_after[token_end - 1], before))
             rows.append(f"{index + 1}-{token_end}\t{form}\t_\t_\t_\t_\t_\t_\t_\t{line_misc}")
-        if index < token_end:
-            misc = "_"
-        else:
-            misc = _with_spaces_before(misc, index, spaces_before)
+        misc = "_" if index < token_end else spaces_misc(spaces, before)
         fields = [str(index + 1), word, "_", "_", "_", "_", "_", "_", "_", misc]
         for position, values in columns.items():
             fields[position] = values[index]
@@ -285,6 +312,7 @@ def format_text_sentence(
     multiword: Mapping[int, int] | None = None,
     first: bool = False,
     paragraph_start: bool | None = None,
+    comments: Sequence[str] = (),
 ) -> str:
     """One sentence of raw ``text`` as a CoNLL-U block (:func:`format_sentence`).
 
@@ -299,20 +327,19 @@ def format_text_sentence(
         paragraph_start: for text cut into paragraphs, whether the sentence begins one
             (``# newpar``; ``# newdoc`` too on the first sentence); None for text that is
             not (no such comments).
+        comments: the sentence's comment lines, written instead of those (a sentence of a
+            :class:`~.document.Document` keeps the lines it was made with).
     """
     words = [text[start:end] for start, end in spans]
-    ends = [start for start, _ in spans[1:]] + [_SPACES.match(text, spans[-1][1]).end()]
-    spaces_after = [text[end:next_start] for (_, end), next_start in zip(spans, ends)]
     spaces_before = text[: spans[0][0]] if first else ""
-    comments = []
-    if paragraph_start is not None:
-        comments = (["# newdoc"] if first else []) + (["# newpar"] if paragraph_start else [])
-    return format_sentence(sent_id, words, tags, None, spaces_after, spaces_before, comments, multiword)
+    if not comments:
+        comments = paragraph_comments(first, paragraph_start)
+    return format_sentence(sent_id, words, tags, None, spaces_after(text, spans), spaces_before, comments, multiword)
 
 
-def _with_spaces_before(misc: str, index: int, spaces_before: str) -> str:
-    """``misc`` with ``SpacesBefore=`` first on a document's first token."""
-    if index or not spaces_before:
-        return misc
-    before = f"SpacesBefore={escape_spaces(spaces_before)}"
-    return before if misc == "_" else f"{before}|{misc}"
+def paragraph_comments(first: bool, paragraph_start: bool | None) -> list[str]:
+    """``# newdoc`` (a document's first sentence) and ``# newpar`` (a paragraph's) for text cut
+    into paragraphs; none where ``paragraph_start`` is None (text that is not)."""
+    if paragraph_start is None:
+        return []
+    return (["# newdoc"] if first else []) + (["# newpar"] if paragraph_start else [])

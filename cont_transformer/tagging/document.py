@@ -8,13 +8,19 @@
 word, or a multiword token over several (``didn't`` = ``did`` ``n't``; ``token.id`` is
 ``(2, 3)``, as CoNLL-U writes ``2-3``). A column the model does not predict is None, and
 so is an empty value: None in Python, ``_`` only in CoNLL-U, as in stanza. Offsets are
-None where there is no text to point into (pre-tokenized words, CoNLL-U). A sentence read
-from CoNLL-U keeps its ``sent_id`` and its ``comments`` (the ``#`` lines, as read).
+None where there is no text to point into (pre-tokenized words, CoNLL-U). A sentence keeps
+its ``comments`` (the ``#`` lines: as read from CoNLL-U, or as made from raw text,
+``# newdoc`` / ``# newpar``, ``# sent_id``, ``# text``) and its ``sent_id`` is the one the
+CoNLL-U written gives it; a word of raw text keeps in ``misc`` the whitespace around it, as
+CoNLL-U writes it (``SpaceAfter=No``, ``SpacesAfter=``), read back as stanza's
+``token.spaces_after``. As in stanza, ``sentence.doc`` / ``sentence.index`` (``id``),
+``word.sent`` / ``token.sent`` point back, and ``doc.lang`` is the tagger's language.
 
 Documents come from :class:`~cont_transformer.tagging.tag.Tagger` (raw text, sentence
 strings, word lists), from CoNLL-U (:meth:`Document.from_conllu`,
 :meth:`Document.read_conllu`: its multiword tokens, ids and every column kept), and, as
-stanza's, from :meth:`Document.to_dict`'s lists (``Document(doc.to_dict(), doc.text)``);
+stanza's, from :meth:`Document.to_dict`'s lists (``Document(doc.to_dict())`` writes the
+CoNLL-U ``doc`` writes, empty nodes aside: each sentence's first entry carries its comments);
 a tagger given a document tags its words as they are and fills the predicted columns in
 place. :meth:`Document.to_conllu` (also ``"{:C}".format(doc)``, stanza's format spec) writes
 what ``scripts/tag.py`` writes for the same input, by the same functions
@@ -35,7 +41,16 @@ from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 from ..runtime.collection import paused_cycle_collection
-from .conllu_document import COLUMNS, ConlluDocument, format_sentence, format_text_sentence
+from .conllu_document import (
+    COLUMNS,
+    ConlluDocument,
+    format_sentence,
+    format_text_sentence,
+    paragraph_comments,
+    sentence_text,
+    spaces_after,
+    spaces_misc,
+)
 from .data import PathLike
 from .words import WORD_COLUMNS, Token, Word, empty_as_none
 
@@ -68,10 +83,15 @@ class Sentence:
         column: the tagger's primary column (``tags``, iteration); None before tagging.
         paragraph_start: raw text cut into paragraphs: the sentence begins one (CoNLL-U
             ``# newpar``); None for text not cut into paragraphs.
-        sent_id: the ``# sent_id`` it was read with (CoNLL-U, or ``comments``); None
-            otherwise (CoNLL-U out numbers such sentences 1, 2, ...).
+        sent_id: the ``# sent_id`` CoNLL-U gives it: the one it was read or made with
+            (``comments``), else its number among the document's sentences with words
+            (1, 2, ...); None for a sentence read from CoNLL-U without one.
         comments: the comment lines before it in CoNLL-U (``# sent_id = ...``, ``# text
-            = ...``, any other), as read; written back by :meth:`Document.to_conllu`.
+            = ...``, any other): as read, or as made from raw text (``# newdoc`` /
+            ``# newpar``, ``# sent_id``, ``# text``); written back by
+            :meth:`Document.to_conllu`, and carried by :meth:`to_dict`.
+        doc, index: stanza's: the document it belongs to and its position there (0-based;
+            also read as ``id``); None outside a document.
     """
 
     tokens: list[Token]
@@ -82,20 +102,33 @@ class Sentence:
     sent_id: str | None = None
     comments: list[str] = field(default_factory=list, repr=False)
     words: list[Word] = field(init=False, repr=False)
+    doc: Document | None = field(default=None, init=False, repr=False)
+    index: int | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self):
         self.words = [word for token in self.tokens for word in token.words]
+        for token in self.tokens:
+            token.sent = self
+            for word in token.words:
+                word.sent = self
         if self.sent_id is None:
             self.sent_id = _comment_value(self.comments, "sent_id")
+
+    @property
+    def id(self) -> int | None:
+        """stanza's: the sentence's position in its document (0-based), as ``index``."""
+        return self.index
 
     @classmethod
     def from_dict(cls, entries: Sequence[Mapping[str, Any]], text: str | None = None) -> Sentence:
         """A sentence of :meth:`to_dict`'s entries (stanza's: a multiword token's own
-        entry, ``id`` ``(first, last)``, before its words); ``text``: the document's raw
-        text, which the words' offsets point into. The columns present are its
-        ``predicted`` ones."""
+        entry, ``id`` ``(first, last)``, before its words; the first entry may carry the
+        sentence's ``comments``); ``text``: the document's raw text, which the words'
+        offsets point into. The columns present are its ``predicted`` ones."""
         tokens: list[Token] = []
         last = 0  # the last word of the open multiword token
+        comments = list(entries[0].get("comments") or ()) if entries else []
+        entries = [{k: v for k, v in entry.items() if k != "comments"} for entry in entries]
         for entry in entries:
             ids = entry.get("id")
             if isinstance(ids, tuple) and len(ids) == 2:
@@ -113,14 +146,13 @@ class Sentence:
                 tokens.append(Token((word.id,), word.text, [word], word.start, word.end))
         words = [word for token in tokens for word in token.words]
         if words and text is not None and words[0].start is not None and words[-1].end is not None:
-            sentence_text = text[words[0].start : words[-1].end]
-        else:
-            sentence_text = "".join(
-                token.text + ("" if "SpaceAfter=No" in (token.misc or token.words[-1].misc or "") else " ")
-                for token in tokens
-            ).rstrip(" ")
+            own_text = text[words[0].start : words[-1].end]
+        else:  # the tokens and the whitespace their MISC records
+            own_text = "".join(token.text + token.spaces_after for token in tokens[:-1]) + (
+                tokens[-1].text if tokens else ""
+            )
         predicted = tuple(c for c in TAG_COLUMNS if any(getattr(w, c) is not None for w in words))
-        return cls(tokens, sentence_text, predicted)
+        return cls(tokens, own_text, predicted, comments=comments)
 
     def fill(self, columns: Mapping[str, Sequence[str]], column: str | None = None) -> Sentence:
         """Set the words' ``columns`` (``{column: one value per word}``, ``_`` read as None)
@@ -137,7 +169,13 @@ class Sentence:
         return self
 
     def to_dict(self) -> list[dict[str, Any]]:
-        return [entry for token in self.tokens for entry in token.to_dict()]
+        """stanza's entries of its tokens and words; the first also carries the sentence's
+        ``comments`` (stanza keeps them apart: :meth:`Document.sentence_comments`), so that
+        ``Document(doc.to_dict())`` writes the CoNLL-U ``doc`` writes."""
+        entries = [entry for token in self.tokens for entry in token.to_dict()]
+        if entries and self.comments:
+            entries[0]["comments"] = list(self.comments)
+        return entries
 
     def values(self, column: str) -> list[str]:
         """``column`` of each word as CoNLL-U writes it (``_`` for None)."""
@@ -145,8 +183,9 @@ class Sentence:
 
     def to_conllu(self, number: int = 1) -> str:
         """The sentence as a CoNLL-U block of its words (no offsets into a text): its
-        ``comments`` (or ``# sent_id``, its ``sent_id`` or ``number``, and ``# text``),
-        multiword-token lines, every column (``_`` for None); :func:`format_sentence`."""
+        ``comments`` as they are (or ``# sent_id``, its ``sent_id`` or ``number``, and
+        ``# text``), multiword-token lines, every column (``_`` for None);
+        :func:`format_sentence`."""
         comments = self.comments or [f"# sent_id = {self.sent_id or number}", f"# text = {self.text or ''}"]
         multiword, token_misc, position = {}, {}, 0
         for token in self.tokens:
@@ -157,7 +196,7 @@ class Sentence:
         columns = {column: self.values(column) for column in WORD_COLUMNS}
         words = [word.text for word in self.words]
         return format_sentence(
-            str(number), words, columns, comments=comments, multiword=multiword, token_misc=token_misc
+            str(number), words, columns, comments=comments, multiword=multiword, token_misc=token_misc, complete=False
         )
 
     def __format__(self, spec: str) -> str:
@@ -224,6 +263,7 @@ class Document:
     text: str | None = None
     comments: InitVar[Sequence[Sequence[str]] | None] = None
     conllu: ConlluDocument | None = field(default=None, repr=False, kw_only=True)  # the CoNLL-U it was read from
+    lang: str | None = field(default=None, kw_only=True)  # stanza's: the language code, set by the tagger
 
     def __post_init__(self, comments: Sequence[Sequence[str]] | None):
         """stanza's ``Document(sentences, text, comments)``: a sentence may be given as
@@ -235,6 +275,12 @@ class Document:
             for sentence, lines in zip(self.sentences, comments):
                 sentence.comments = list(lines)
                 sentence.sent_id = _comment_value(sentence.comments, "sent_id")
+        number = 0  # CoNLL-U numbers the sentences with words that have no sent_id of their own
+        for index, sentence in enumerate(self.sentences):
+            sentence.doc, sentence.index = self, index
+            number += bool(sentence.words)
+            if sentence.sent_id is None and not sentence.comments and self.conllu is None:
+                sentence.sent_id = str(number)
 
     # Building. -------------------------------------------------------------------------
 
@@ -252,19 +298,33 @@ class Document:
         paragraph starts, which count only if ``paragraphs``: text cut into paragraphs, not
         lines), with ``columns`` (per sentence, ``{column: values}``) and the primary
         ``column`` filled."""
-        sentences = []
-        for number, segment in enumerate(segments):
+        sentences, number = [], 0  # number: of the sentences with words, as CoNLL-U gives them
+        for position, segment in enumerate(segments):
             spans, tokens, index = segment.spans, [], 0
+            paragraph_start = segment.paragraph_start if paragraphs else None
+            number += bool(spans)
+            # The whitespace around each token in MISC, and the comments, as CoNLL-U writes them.
+            spaces = spaces_after(text, spans) if spans else []
             while index < len(spans):
                 end = segment.multiword.get(index, index + 1)
                 words = [Word(i + 1, text[a:b], start=a, end=b) for i, (a, b) in enumerate(spans[index:end], index)]
                 start, stop = spans[index][0], spans[end - 1][1]
-                ids = (index + 1,) if end == index + 1 else (index + 1, end)
-                tokens.append(Token(ids, text[start:stop], words, start, stop))
+                misc = spaces_misc(spaces[end - 1], text[:start] if number == 1 and index == 0 else "")
+                misc = None if misc == "_" else misc
+                if end == index + 1:
+                    words[0].misc = misc
+                    tokens.append(Token((index + 1,), text[start:stop], words, start, stop))
+                else:
+                    tokens.append(Token((index + 1, end), text[start:stop], words, start, stop, misc))
                 index = end
-            sentence_text = text[spans[0][0] : spans[-1][1]] if spans else ""
-            sentence = Sentence(tokens, sentence_text, paragraph_start=segment.paragraph_start if paragraphs else None)
-            sentences.append(sentence.fill(columns[number], column) if columns else sentence)
+            comments = []
+            if spans:
+                words_text = sentence_text([text[a:b] for a, b in spans], spaces)
+                comments = paragraph_comments(number == 1, paragraph_start)
+                comments += [f"# sent_id = {number}", f"# text = {words_text}"]
+            own_text = text[spans[0][0] : spans[-1][1]] if spans else ""
+            sentence = Sentence(tokens, own_text, paragraph_start=paragraph_start, comments=comments)
+            sentences.append(sentence.fill(columns[position], column) if columns else sentence)
         return cls(sentences, text)
 
     @classmethod
@@ -368,9 +428,10 @@ class Document:
 
     def to_dict(self) -> list[list[dict[str, Any]]]:
         """stanza's: per sentence, one dict per word (``id``, ``text``, ``lemma``,
-        ``upos``, ``xpos``, ``feats``, ``start_char``, ``end_char``; those not None), a
-        multiword token's own dict (``id`` ``(first, last)``, ``text``, offsets) before
-        its words."""
+        ``upos``, ``xpos``, ``feats``, ``head``, ``deprel``, ``deps``, ``misc``,
+        ``start_char``, ``end_char``; those not None), a multiword token's own dict
+        (``id`` ``(first, last)``, ``text``, ``misc``, offsets) before its words, and on
+        the sentence's first dict its ``comments`` (:meth:`Sentence.to_dict`)."""
         return [sentence.to_dict() for sentence in self.sentences]
 
     @paused_cycle_collection()
@@ -402,7 +463,14 @@ class Document:
             columns = {column: sentence.values(column) for column in TAG_COLUMNS}
             blocks.append(
                 format_text_sentence(
-                    str(number), self.text, spans, columns, multiword, number == 1, sentence.paragraph_start
+                    str(number),
+                    self.text,
+                    spans,
+                    columns,
+                    multiword,
+                    number == 1,
+                    sentence.paragraph_start,
+                    sentence.comments,
                 )
             )
         return "".join(blocks)

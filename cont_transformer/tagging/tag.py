@@ -44,7 +44,7 @@ from ..column_decoding import combination_index, decode_columns, model_column_la
 from ..configuration_cont_transformer import AUXILIARY_COLUMNS
 from ..lemma_scripts import vocabulary_words
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
-from ..pretrained import check_model_kind, check_no_custom_code
+from ..pretrained import check_model_kind, check_no_custom_code, inference_dtype
 from ..runtime.collection import paused_cycle_collection
 from ..runtime.compiling import compiled
 from ..runtime.model_folders import METRICS_FILE, resolve_model_dir
@@ -81,22 +81,21 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
     return resolved
 
 
-def native_bfloat16(device: torch.device) -> bool:
-    """Whether ``device`` is a CPU with bfloat16 arithmetic in its instruction set
-    (AVX-512 BF16 or AMX), where a tagger runs several times faster in bfloat16."""
-    if device.type != "cpu":
-        return False
-    # torch's own probes of the instruction set (private names: absent, they answer no)
-    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
-    return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
+# The default batches: tokens per forward pass, and sentences read ahead by Tagger.pipe.
+TOKENS_PER_BATCH, SENTENCES_PER_BATCH = 2048, 1024
 
 
-def inference_dtype(device: torch.device, dtype: torch.dtype | None = None) -> torch.dtype | None:
-    """The precision to tag in: ``dtype`` when given; otherwise bfloat16 on a CPU with
-    native bfloat16 arithmetic (:func:`native_bfloat16`), and None (as saved) elsewhere."""
-    if dtype is not None:
-        return dtype
-    return torch.bfloat16 if native_bfloat16(device) else None
+def one_name(name: str, value: int | None, batch_size: int | None, default: int, unit: str) -> int:
+    """The batch option ``name`` (a count of ``unit`` s), also given as ``batch_size``, its
+    spaCy-like older name with the same meaning (``default`` when neither is). ``ValueError``
+    in one line for both at once, or for a count that is not an integer >= 1."""
+    if value is not None and batch_size is not None:
+        raise ValueError(f"{name} and batch_size name the same count of {unit}s: give one")
+    given, chosen = (name, value) if batch_size is None else ("batch_size", batch_size)
+    chosen = default if chosen is None else chosen
+    if isinstance(chosen, bool) or not isinstance(chosen, int) or chosen < 1:
+        raise ValueError(f"{given} must be an integer >= 1 {unit}, got {chosen!r}")
+    return chosen
 
 
 def saved_tag_column(folder: str | os.PathLike) -> str:
@@ -155,9 +154,11 @@ class Tagger:
             ``"xpos"``); the model's other heads (``config.column_labels``) fill theirs.
         language: ``"en"`` or ``"de"`` for raw text; None reads ``model.config.language``
             when the config has one, else English.
-        batch_size: tokens per forward pass, padding included (sentences sorted by
+        tokens_per_batch: tokens per forward pass, padding included (sentences sorted by
             length fill it: short sentences go many to a batch). 2,048 is fastest on one
-            CPU thread for a hidden size of 128; on a GPU more is faster.
+            CPU thread for a hidden size of 128; on a GPU more is faster. The folder's
+            pipeline takes the same name; ``batch_size``, its older name here, is read the
+            same (not both).
         torch_compile: run the model through ``torch.compile`` (dynamic shapes: batches
             vary in size) with ``torch_compile_backend`` and ``torch_compile_mode``.
     """
@@ -168,18 +169,18 @@ class Tagger:
         tokenizer,
         column: str = "xpos",
         language: str | None = None,
-        batch_size: int = 2048,
+        tokens_per_batch: int | None = None,
         torch_compile: bool = False,
         torch_compile_mode: str | None = None,
         torch_compile_backend: str = "inductor",
+        batch_size: int | None = None,
     ):
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1 token, got {batch_size}")
+        tokens_per_batch = one_name("tokens_per_batch", tokens_per_batch, batch_size, TOKENS_PER_BATCH, "token")
         self.model = model
         self.tokenizer = tokenizer
         self.column = getattr(model.config, "primary_column", None) or column
         self.language = check_language(language or getattr(model.config, "language", None) or "en")
-        self.batch_size = batch_size
+        self.tokens_per_batch = tokens_per_batch
         self.labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
         self.feats_mode = getattr(model.config, "feats_mode", "whole")
         # Column -> its labels (lemma scripts parsed once), the primary column's from id2label.
@@ -266,7 +267,7 @@ class Tagger:
         self.model.eval()
         try:
             with torch.inference_mode():
-                for chosen in token_batches([len(row["input_ids"]) for row in rows], self.batch_size):
+                for chosen in token_batches([len(row["input_ids"]) for row in rows], self.tokens_per_batch):
                     batch = self.collate([rows[i] for i in chosen])
                     mask = batch["attention_mask"]
                     output = self.forward(
@@ -345,30 +346,37 @@ class Tagger:
         columns = iter(self.predict_columns(words))
         for document in documents:
             document.fill(list(islice(columns, len(document.sentences))), self.column)
+            document.lang = document.lang or self.language
         return documents
 
     def pipe(
-        self, inputs: Iterable[str | Sequence[str] | Sequence[Sequence[str]] | Document], batch_size: int = 1024
+        self,
+        inputs: Iterable[str | Sequence[str] | Sequence[Sequence[str]] | Document],
+        sentences_per_batch: int | None = None,
+        *,
+        batch_size: int | None = None,
     ) -> Iterator[Document]:
         """Tag many texts: one :class:`Document` per item of ``inputs`` (each what
         :meth:`__call__` takes for one document: a string, a list of sentence strings, a
         list of word lists, a ``Document``), in input order, lazily.
 
         Sentences are tagged across documents: items are read until they hold
-        ``batch_size`` sentences (or the input ends), tagged together (sorted by length
-        into forward passes of :attr:`batch_size` tokens), then yielded. So it reads
-        ahead at most ``batch_size`` sentences and one item, and works on an endless
-        iterator. spaCy's ``nlp.pipe(texts, batch_size=...)``, stanza's
-        ``bulk_process`` (which returns a list: :meth:`bulk_process`)."""
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1 sentence, got {batch_size}")
+        ``sentences_per_batch`` sentences (default 1,024; or the input ends), tagged together
+        (sorted by length into forward passes of :attr:`tokens_per_batch` tokens), then
+        yielded. So it reads ahead at most ``sentences_per_batch`` sentences and one item,
+        and works on an endless iterator. spaCy's ``nlp.pipe(texts, batch_size=...)`` (its
+        name is read the same, not with the other), stanza's ``bulk_process`` (which
+        returns a list: :meth:`bulk_process`)."""
+        sentences_per_batch = one_name(
+            "sentences_per_batch", sentences_per_batch, batch_size, SENTENCES_PER_BATCH, "sentence"
+        )
         pending: list[Document] = []
         sentences = 0
         for item in inputs:
             with paused_cycle_collection():  # never across a yield: the caller's code runs there
                 pending.append(self.untagged(item))
             sentences += len(pending[-1].sentences)
-            if sentences >= batch_size:
+            if sentences >= sentences_per_batch:
                 with paused_cycle_collection():
                     tagged = self._tagged(pending)
                 yield from tagged
@@ -378,10 +386,14 @@ class Tagger:
         yield from tagged
 
     def bulk_process(
-        self, inputs: Iterable[str | Sequence[str] | Sequence[Sequence[str]] | Document], batch_size: int = 1024
+        self,
+        inputs: Iterable[str | Sequence[str] | Sequence[Sequence[str]] | Document],
+        sentences_per_batch: int | None = None,
+        *,
+        batch_size: int | None = None,
     ) -> list[Document]:
         """stanza's name: :meth:`pipe` as a list."""
-        return list(self.pipe(inputs, batch_size))
+        return list(self.pipe(inputs, sentences_per_batch, batch_size=batch_size))
 
 
 def tag(
@@ -390,7 +402,8 @@ def tag(
     tokenizer,
     *,
     language: str | None = None,
-    batch_size: int = 2048,
+    tokens_per_batch: int | None = None,
+    batch_size: int | None = None,
 ) -> Document | list[Document]:
     """Tag text; returns a :class:`~cont_transformer.tagging.document.Document` of its sentences, in input order.
 
@@ -410,7 +423,8 @@ def tag(
         model: a token classifier (e.g. ``ContTransformerForTokenClassification``).
         tokenizer: its tokenizer.
         language: ``"en"`` or ``"de"`` for tokenizing; default the model's, else English.
-        batch_size: tokens per forward pass (see :class:`Tagger`).
+        tokens_per_batch: tokens per forward pass (see :class:`Tagger`; ``batch_size``, its older
+            name, is read the same).
 
     Example::
 
@@ -422,4 +436,4 @@ def tag(
         doc.sentences[0].words[2].upos  # "AUX"; doc.sentences[0].tokens[2].text: "didn't"
         doc.to_conllu()  # as scripts/tag.py writes it
     """
-    return Tagger(model, tokenizer, language=language, batch_size=batch_size)(inputs)
+    return Tagger(model, tokenizer, language=language, tokens_per_batch=tokens_per_batch, batch_size=batch_size)(inputs)

@@ -102,7 +102,7 @@ def tag_command(
     in_place: bool = False,
     format: str = "conllu",  # the flag's name
     language: str | None = None,
-    batch_size: int = 2048,
+    tokens_per_batch: int = 2048,
     device: str | None = None,
     dtype: str | None = None,
     bf16: bool = False,
@@ -139,7 +139,7 @@ def tag_command(
     for path in outputs:
         check_outside_model_folders(path, "output")  # never over a model's own files
     tagger = _load_tagger(
-        model_dir, device, dtype, language, batch_size, num_threads, torch_compile, torch_compile_mode
+        model_dir, device, dtype, language, tokens_per_batch, num_threads, torch_compile, torch_compile_mode
     )
     gold = ConlluDocument.read(evaluate) if evaluate else None
     text = None
@@ -177,7 +177,7 @@ def _load_tagger(
     device: str | None,
     dtype: str | None,
     language: str | None,
-    batch_size: int,
+    tokens_per_batch: int,
     num_threads: int | None,
     torch_compile: bool,
     torch_compile_mode: str | None,
@@ -197,7 +197,7 @@ def _load_tagger(
         device=device,
         dtype=getattr(torch, dtype) if dtype else None,
         language=language,
-        batch_size=batch_size,
+        tokens_per_batch=tokens_per_batch,
         torch_compile=torch_compile,
         torch_compile_mode=torch_compile_mode,
     )

@@ -263,7 +263,7 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
 
     def loss(self, model: nn.Module, batch: dict) -> torch.Tensor:
         # Word dropout happens in the model (training mode), from the probabilities set above.
-        labels = {key: value for key, value in batch.items() if key == "labels" or key.endswith("_labels")}
+        labels = {key: value for key, value in batch.items() if key == "labels" or key.endswith("_targets")}
         return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], **labels).loss
 
     def batch_items(self, batch: dict) -> torch.Tensor:

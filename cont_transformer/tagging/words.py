@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conllu_document import COLUMNS
+from .conllu_document import COLUMNS, unescape_spaces
 
 WORD_COLUMNS = COLUMNS[2:]  # every column a word carries besides its id and form
 _DICT_KEYS = ("id", "text", *WORD_COLUMNS, "start_char", "end_char")  # stanza's, in its order
@@ -59,6 +59,7 @@ class Word(_CharacterSpan):
     deps: str | None = None
     misc: str | None = None
     parent: Token | None = field(default=None, repr=False)  # the token it belongs to
+    sent: Any = field(default=None, repr=False)  # stanza's: the document.Sentence it belongs to
 
     @property
     def pos(self) -> str | None:
@@ -102,6 +103,7 @@ class Token(_CharacterSpan):
     start: int | None = None
     end: int | None = None
     misc: str | None = None  # a multiword token's own MISC (its CoNLL-U line's)
+    sent: Any = field(default=None, repr=False)  # stanza's: the document.Sentence it belongs to
 
     def __post_init__(self):
         for word in self.words:
@@ -109,6 +111,19 @@ class Token(_CharacterSpan):
 
     def is_mwt(self) -> bool:
         return len(self.words) > 1
+
+    @property
+    def spaces_after(self) -> str:
+        """stanza's: the whitespace after the token, as its MISC records it (the multiword
+        token's own, or its word's): ``""`` for ``SpaceAfter=No``, ``SpacesAfter=``'s,
+        else one space."""
+        misc = self.misc if self.is_mwt() or not self.words else self.words[0].misc
+        for item in (misc or "").split("|"):
+            if item == "SpaceAfter=No":
+                return ""
+            if item.startswith("SpacesAfter="):
+                return unescape_spaces(item.removeprefix("SpacesAfter="))
+        return " "
 
     def to_dict(self) -> list[dict[str, Any]]:
         """stanza's: the token's own entry first if it is a multiword token (``id`` a

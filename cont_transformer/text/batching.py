@@ -7,7 +7,7 @@ tokens of a word and padding get the label ``IGNORE_INDEX`` (-100), which the lo
 the accuracy metric skip. A tag id of -1 (a dev/test tag unseen in train, see
 ``data.UNSEEN_TAG``) is kept: the metric scores it as an error. Words the tokenizer
 drops (empty ones) raise an error rather than silently going unscored. The other
-predicted columns (``columns``: e.g. ``{"upos_labels": ..., "lemma_labels": ...}``, see
+predicted columns (``columns``: e.g. ``{"upos_targets": ..., "lemma_targets": ...}``, see
 ``columns.py``) are aligned the same way into fields of their own; a word's label may be
 a list (factored features: one value id per feature), then its further tokens get a
 list of ``IGNORE_INDEX``.
@@ -164,7 +164,7 @@ def encode_for_evaluation(
 
 class PaddingCollator:
     """Pads rows to the longest in the batch: ``input_ids`` with ``pad_token_id``,
-    ``attention_mask`` with 0, ``labels``, every other label field (``*_labels``) and
+    ``attention_mask`` with 0, ``labels``, every other column's label field (``*_targets``) and
     ``WORD_INDEX`` with ``IGNORE_INDEX``, other per-token fields (``unseen``) with 0; scalar fields are
     stacked. A field whose tokens hold lists (factored features) becomes
     ``(batch, seq, features)``.
@@ -182,7 +182,7 @@ class PaddingCollator:
     def _fill(self, key: str) -> int:
         if key == "input_ids":
             return self.pad_token_id
-        return IGNORE_INDEX if key in ("labels", WORD_INDEX) or key.endswith("_labels") else 0
+        return IGNORE_INDEX if key in ("labels", WORD_INDEX) or key.endswith("_targets") else 0
 
     def __call__(self, rows: Sequence[dict]) -> dict[str, torch.Tensor]:
         length = max(len(row["input_ids"]) for row in rows)
