@@ -71,6 +71,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     add_precision_flags(parser)
     parser.add_argument("--num-threads", type=int, help="torch CPU threads (default: torch's)")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        metavar="N",
+        help="tag in N worker processes of one thread each, sharing the model (0: one per core); "
+        "the output is the same for any N",
+    )
     parser.add_argument("--torch-compile", action="store_true", help="compile the model (torch.compile)")
     parser.add_argument("--torch-compile-mode", help="torch.compile mode (default: reduce-overhead on a GPU)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -26,6 +26,7 @@ import logging
 import sys
 from pathlib import Path
 
+from ..runtime.workers import worker_count
 from ..text_segmentation import check_language
 from .tag_files import EXTENSIONS
 
@@ -108,6 +109,7 @@ def tag_command(
     bf16: bool = False,
     fp16: bool = False,
     num_threads: int | None = None,
+    processes: int = 1,
     torch_compile: bool = False,
     torch_compile_mode: str | None = None,
     no_progress: bool = False,
@@ -130,6 +132,7 @@ def tag_command(
         raise ValueError("--evaluate scores one input against its gold file; give one --input")
     if num_threads is not None and num_threads < 1:
         raise ValueError(f"--num-threads: give a positive number of CPU threads, got {num_threads}")
+    worker_count(processes)  # a bad --processes before any load
 
     from ..runtime.model_folders import check_outside_model_folders
     from .conllu_document import ConlluDocument
@@ -153,7 +156,13 @@ def tag_command(
     if output_dir is not None:
         Path(output_dir).mkdir(parents=True, exist_ok=True)
     system = io.StringIO() if gold is not None else None
-    options = {"input_format": input_format, "output_format": format, "text": text, "in_place": in_place}
+    options = {
+        "input_format": input_format,
+        "output_format": format,
+        "text": text,
+        "in_place": in_place,
+        "processes": processes,
+    }
     _tag_inputs(tagger, inputs, outputs, options, bf16, fp16, no_progress, quiet, system)
     if gold is not None:
         output_name = outputs[-1] or "<output>"
