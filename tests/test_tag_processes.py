@@ -176,3 +176,47 @@ def test_ctrl_c_leaves_no_process_and_no_output(tmp_path, tiny_dir):
         os.killpg(process.pid, 0)  # nothing of the group is left
     assert list(tmp_path.iterdir()) == []
 
+
+# Data sets: Ray Data and Hugging Face datasets --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def texts_and_tag_py(tmp_path_factory, tiny_dir, text) -> tuple[list[str], list[str]]:
+    """A few texts, and what ``tag.py`` writes for each as a file of its own."""
+    folder = tmp_path_factory.mktemp("texts")
+    texts = [p for p in text.split("\n\n") if p.strip()][:12]
+    files = [folder / f"{i:02}.txt" for i in range(len(texts))]
+    for path, content in zip(files, texts):
+        path.write_text(content, encoding="utf-8")
+    run = [sys.executable, REPO / "scripts" / "tag.py", tiny_dir, "--input", *files, "--output-dir", folder / "out"]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    subprocess.run([*run, "--no-progress", "--quiet"], env=env, check=True, timeout=300)
+    return texts, [(folder / "out" / f"{path.stem}.conllu").read_text(encoding="utf-8") for path in files]
+
+
+@pytest.mark.slow
+def test_datasets_map_in_two_processes_writes_what_tag_py_writes(tiny_dir, texts_and_tag_py):
+    datasets = pytest.importorskip("datasets")
+    from cont_transformer.tagging.dataset_tagging import TagTexts
+
+    texts, expected = texts_and_tag_py
+    rows = datasets.Dataset.from_dict({"text": texts})
+    tagged = rows.map(TagTexts(tiny_dir), batched=True, batch_size=5, num_proc=2)
+    assert tagged["text"] == texts and tagged["conllu"] == expected
+
+
+@pytest.mark.slow
+def test_ray_data_map_batches_writes_what_tag_py_writes(tiny_dir, texts_and_tag_py):
+    ray = pytest.importorskip("ray")
+    from cont_transformer.tagging.dataset_tagging import TagTexts
+
+    texts, expected = texts_and_tag_py
+    env = {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": env})
+    try:
+        rows = ray.data.from_items([{"text": t} for t in texts])
+        tagged = rows.map_batches(TagTexts, fn_constructor_args=(tiny_dir,), batch_size=5, concurrency=2, num_cpus=1)
+        got = {row["text"]: row["conllu"] for row in tagged.take_all()}
+    finally:
+        ray.shutdown()
+    assert [got[t] for t in texts] == expected
