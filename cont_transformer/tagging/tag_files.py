@@ -66,8 +66,6 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from tqdm.auto import tqdm
-
 from ..runtime.collection import paused_cycle_collection
 from ..runtime.safe_files import staged_output
 from ..text.streams import input_lines
@@ -348,7 +346,8 @@ def _check_in_place(input: str | os.PathLike | None, output: str | os.PathLike |
         )
 
 
-def _check_input(input: str | os.PathLike | None) -> None:
+def check_input(input: str | os.PathLike | None) -> None:
+    """Refuse, in one line, an input file that is a directory or does not exist (stdin passes)."""
     if input is None or str(input) == "-":
         return
     path = Path(input)
@@ -410,9 +409,8 @@ def tag_file(
             the tagged file replaces it).
         also: called with each piece of output text as it is written (what
             ``--evaluate`` scores).
-        processes: tag in this many worker processes (0: one per core), one thread
-            each, sharing the tagger's weights (:meth:`Tagger.predict_batches`); this process
-            reads, splits and writes. The output is the same for any number.
+        processes: worker processes of one thread (0: one per core) that tag, sharing the
+            weights (:meth:`Tagger.predict_batches`); the output is the same for any number.
 
     Returns the counts and timings (the model's: what the other stages leave; its CPU
     time counts the workers'). Raises ``ValueError`` naming the file (and line) for input
@@ -426,7 +424,7 @@ def tag_file(
         raise ValueError(f"output_format: {output_format!r}; choose one of {OUTPUT_FORMATS}")
     _check_in_place(input, output, in_place)
     if text is None:
-        _check_input(input)
+        check_input(input)
         name = "<stdin>" if input is None or str(input) == "-" else str(input)
     else:
         name = "<text>" if input is None else str(input)
@@ -436,7 +434,9 @@ def tag_file(
             word_splitter(rules(tagger.language))  # built now (cached), outside the tokenizer's time
     units = _units(input_lines(input, text, name), input_format, name, tagger.language)
     formatter = _Formatter(output_format, None if input_format == "conllu" else input_format, tagger.columns)
-    # tqdm: disable=None hides the bar when stderr is not a terminal.
+    from tqdm.auto import tqdm  # here, not above: tag.py checks its flags without it
+
+    # disable=None hides the bar when stderr is not a terminal.
     disable = None if progress is None else not progress
     bar = tqdm(unit=" words", file=sys.stderr, delay=1.0, disable=disable)
 
