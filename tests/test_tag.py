@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny import labels
+from tiny import labels, save_tagger
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast, pipeline
 
@@ -44,11 +44,7 @@ def tagger(tiny_tagger):
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory, tagger):
-    folder = tmp_path_factory.mktemp("tagger")
-    tagger.model.save_pretrained(folder)
-    tagger.tokenizer.save_pretrained(folder)
-    (folder / "metrics.json").write_text(json.dumps({"tag_column": "xpos"}))
-    return folder
+    return save_tagger(tagger, tmp_path_factory.mktemp("tagger"))
 
 
 def expected_tags(tagger, words):

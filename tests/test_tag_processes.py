@@ -3,7 +3,6 @@ order, reading a bounded number of batches ahead; an error in a worker names its
 line; Ctrl-C leaves no process and no output; a Tagger pickles."""
 
 import itertools
-import json
 import os
 import pickle
 import signal
@@ -13,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tiny import labels
+from tiny import labels, save_tagger
 
 from cont_transformer import build_tokenizer
 from cont_transformer.runtime.workers import mapped, worker_count
@@ -37,11 +36,7 @@ def tagger(tiny_tagger):
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory, tagger):
-    folder = tmp_path_factory.mktemp("tagger")
-    tagger.model.save_pretrained(folder)
-    tagger.tokenizer.save_pretrained(folder)
-    (folder / "metrics.json").write_text(json.dumps({"tag_column": "xpos"}))
-    return folder
+    return save_tagger(tagger, tmp_path_factory.mktemp("tagger"))
 
 
 @pytest.fixture(scope="module")
