@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 from tiny import labels, save_tagger
 
 from cont_transformer import build_tokenizer
@@ -215,3 +216,10 @@ def test_ray_data_map_batches_writes_what_tag_py_writes(tiny_dir, texts_and_tag_
     finally:
         ray.shutdown()
     assert [got[t] for t in texts] == expected
+
+
+def test_workers_refuse_a_tagger_off_the_cpu(tagger, monkeypatch):
+    meta = torch.nn.Parameter(torch.empty(0, device="meta"))
+    monkeypatch.setattr(type(tagger.model), "parameters", lambda self: iter([meta]))
+    with pytest.raises(ValueError, match="--processes: worker processes tag on the CPU; the tagger is on meta"):
+        list(tagger.predict_batches([[["the", "dog"]]], processes=2))

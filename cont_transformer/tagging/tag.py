@@ -334,8 +334,13 @@ class Tagger:
         (``processes=1``), or in that many worker processes forked from it (0: one per core),
         one thread each, sharing this tagger's weights, at most two batches per worker read
         ahead (:func:`~cont_transformer.runtime.workers.mapped`). An error in a batch is a
-        :class:`SentenceError` naming the sentence, and stops the workers."""
-        return mapped(partial(_batch_columns, self), batches, worker_count(processes))
+        :class:`SentenceError` naming the sentence, and stops the workers. Workers tag on the
+        CPU: a tagger on another device is refused more than one (a fork cannot share a GPU)."""
+        processes = worker_count(processes)
+        device = next(self.model.parameters()).device
+        if processes > 1 and device.type != "cpu":
+            raise ValueError(f"--processes: worker processes tag on the CPU; the tagger is on {device}: give 1")
+        return mapped(partial(_batch_columns, self), batches, processes)
 
     @paused_cycle_collection()
     def __call__(
