@@ -4,6 +4,7 @@
     python scripts/tag.py MODEL_DIR --input-format conllu --input dev.conllu --output dev.tagged.conllu
     echo "I don't know. He left." | python scripts/tag.py MODEL_DIR --format tsv
     python scripts/tag.py MODEL_DIR --input "chapters/*.txt" --output-dir tagged/ --format tsv
+    python scripts/tag.py MODEL_DIR --input corpus.txt --output corpus.conllu --processes 0  # every core
     python scripts/tag.py MODEL_DIR --input dev.txt --evaluate dev-gold.conllu --output dev.conllu
 
 Output streams: each batch of sentences is written (and flushed) as soon as it is

@@ -145,9 +145,11 @@ class SentenceError(ValueError):
 
 def _batch_columns(tagger: Tagger, sentences: Sequence[Sequence[str]]) -> list[dict[str, list[str]]]:
     """:meth:`Tagger.predict_columns` of one batch; an error becomes a :class:`SentenceError`
-    naming the first sentence that fails alone (the batch's first if none does)."""
+    naming the first sentence that fails alone (the batch's first if none does). The cycle
+    collector is paused meanwhile (in a worker, a collection would also copy shared pages)."""
     try:
-        return tagger.predict_columns(sentences)
+        with paused_cycle_collection():
+            return tagger.predict_columns(sentences)
     except Exception as err:
         failing = 0
         for number, words in enumerate(sentences):
@@ -443,10 +445,13 @@ class Tagger:
             yield from tagged
 
     def bulk_process(
-        self, inputs: Iterable[str | Sequence[str] | Sequence[Sequence[str]] | Document], batch_size: int = 1024
+        self,
+        inputs: Iterable[str | Sequence[str] | Sequence[Sequence[str]] | Document],
+        batch_size: int = 1024,
+        n_process: int = 1,
     ) -> list[Document]:
         """stanza's name: :meth:`pipe` as a list."""
-        return list(self.pipe(inputs, batch_size))
+        return list(self.pipe(inputs, batch_size, n_process))
 
 
 def _words(documents: list[Document]) -> list[list[str]]:
