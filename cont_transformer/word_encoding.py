@@ -14,7 +14,7 @@ own carried modules (docs/design.md §10).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from tokenizers import models, pre_tokenizers
 
@@ -60,7 +60,7 @@ def encode_words(tokenizer, sentences: Sequence[Sequence[str]], **options):
             backend.pre_tokenizer = saved
 
 
-def word_shortener(tokenizer, max_word_length: int) -> Callable[[str], str] | None:
+def word_shortener(tokenizer, max_word_length: int) -> WordShortener | None:
     """A function that cuts a word too long to tokenize quickly, without changing what a
     spelling model computes for it; None for a tokenizer that is not WordPiece (a
     word-level vocabulary looks a word up in constant time) or whose continuation pieces
@@ -85,13 +85,22 @@ def word_shortener(tokenizer, max_word_length: int) -> Callable[[str], str] | No
     alphabet = set("".join(texts))
     limit = max(1 + max(map(len, texts), default=0), max_word_length)
     limit = min(limit, backend.max_input_chars_per_word - 1)
-    head, tail = limit - limit // 2, limit // 2
+    return WordShortener(limit, alphabet)
 
-    def shorten(word: str) -> str:
-        if len(word) <= limit:
+
+class WordShortener:
+    """Cuts a word longer than ``limit`` to its first ``limit - limit // 2`` and last
+    ``limit // 2`` characters, keeping the first character of the cut middle that is not in
+    ``alphabet`` (see :func:`word_shortener`). A class, not a closure, so that a tagger
+    holding one pickles (worker processes, Ray, Spark)."""
+
+    def __init__(self, limit: int, alphabet: set[str]):
+        self.limit, self.alphabet = limit, alphabet
+        self.head, self.tail = limit - limit // 2, limit // 2
+
+    def __call__(self, word: str) -> str:
+        if len(word) <= self.limit:
             return word
-        middle = word[head : len(word) - tail]
-        unknown = next((c for c in middle if c not in alphabet), "")
-        return word[:head] + unknown + word[len(word) - tail :]
-
-    return shorten
+        middle = word[self.head : len(word) - self.tail]
+        unknown = next((c for c in middle if c not in self.alphabet), "")
+        return word[: self.head] + unknown + word[len(word) - self.tail :]

@@ -4,6 +4,7 @@
     python scripts/tag.py MODEL_DIR --input-format conllu --input dev.conllu --output dev.tagged.conllu
     echo "I don't know. He left." | python scripts/tag.py MODEL_DIR --format tsv
     python scripts/tag.py MODEL_DIR --input "chapters/*.txt" --output-dir tagged/ --format tsv
+    python scripts/tag.py MODEL_DIR --input corpus.txt --output corpus.conllu --processes 0  # every core
     python scripts/tag.py MODEL_DIR --input dev.txt --evaluate dev-gold.conllu --output dev.conllu
 
 Output streams: each batch of sentences is written (and flushed) as soon as it is
@@ -77,6 +78,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     add_precision_flags(parser)
     parser.add_argument("--num-threads", type=int, help="torch CPU threads (default: torch's)")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        metavar="N",
+        help="tag in N worker processes of one thread each, sharing the model (0: one per core); "
+        "the output is the same for any N",
+    )
     parser.add_argument("--torch-compile", action="store_true", help="compile the model (torch.compile)")
     parser.add_argument("--torch-compile-mode", help="torch.compile mode (default: reduce-overhead on a GPU)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -630,7 +630,7 @@ def test_cli_pushes_the_written_folder(script, tagger, tmp_path, monkeypatch):
             calls.append(("upload_folder", repo_id, sorted(os.listdir(folder_path))))
             return type("Commit", (), {"commit_url": f"https://hub/{repo_id}/commit"})()
 
-    monkeypatch.setattr("cont_transformer.runtime.model_folders.HfApi", FakeApi)
+    monkeypatch.setattr("cont_transformer.runtime.hub.HfApi", FakeApi)
     script.main(
         [
             str(tagger),

@@ -14,7 +14,7 @@ import torch
 from hostile import load_script, one_error_line, run_compress, run_tag, save_tagger
 from huggingface_hub import HfApi, constants
 
-from cont_transformer.runtime import model_folders
+from cont_transformer.runtime import hub
 from cont_transformer.tagging.tag import resolve_device
 from cont_transformer.tools.cli import run_cli
 
@@ -29,7 +29,7 @@ def unreachable_hub(monkeypatch):
     offline mode is off for the test (``HF_HUB_OFFLINE=1`` would stop the client before it
     tries): the refused connection is local, no network is needed."""
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(model_folders, "HfApi", functools.partial(HfApi, endpoint=REFUSED, token="hf_not_a_token"))
+    monkeypatch.setattr(hub, "HfApi", functools.partial(HfApi, endpoint=REFUSED, token="hf_not_a_token"))
 
 
 # --- the Hub -----------------------------------------------------------------------------
@@ -59,7 +59,7 @@ def test_push_to_hub_with_a_read_only_token_stops_before_training(tmp_path, caps
         def whoami(self):
             return {"name": "me", "auth": {"accessToken": {"role": "read"}}}
 
-    monkeypatch.setattr(model_folders, "HfApi", ReadOnly)
+    monkeypatch.setattr(hub, "HfApi", ReadOnly)
     with pytest.raises(SystemExit):
         run_cli(load_script("train_pos").main, [*TRAIN, "--output-dir", str(tmp_path / "run")])
     assert "the Hugging Face token is read-only" in one_error_line(capsys)
@@ -92,8 +92,8 @@ def test_push_to_hub_without_a_token_stops_before_training(tmp_path):
 
 
 def test_a_failed_upload_is_one_line(tmp_path, unreachable_hub):
-    with pytest.raises(model_folders.HubError) as error:
-        model_folders.push_folder_to_hub(tmp_path, "me/x")
+    with pytest.raises(hub.HubError) as error:
+        hub.push_folder_to_hub(tmp_path, "me/x")
     message = str(error.value)
     assert isinstance(error.value, OSError) and "\n" not in message
     assert message.startswith(f"--push-to-hub me/x: the upload of {tmp_path} failed (cannot reach")

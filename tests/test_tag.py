@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny import labels
+from tiny import labels, save_tagger
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast, pipeline
 
@@ -44,11 +44,7 @@ def tagger(tiny_tagger):
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory, tagger):
-    folder = tmp_path_factory.mktemp("tagger")
-    tagger.model.save_pretrained(folder)
-    tagger.tokenizer.save_pretrained(folder)
-    (folder / "metrics.json").write_text(json.dumps({"tag_column": "xpos"}))
-    return folder
+    return save_tagger(tagger, tmp_path_factory.mktemp("tagger"))
 
 
 def expected_tags(tagger, words):
@@ -437,3 +433,30 @@ def test_script_stdin_to_stdout(model_dir):
     rows = [line.split("\t")[0] for line in result.stdout.decode().splitlines()]
     assert rows == ["word", "I", "do", "n't", "know", ".", "", "He", "left", ".", ""]  # a header line first
     assert "words/s" in result.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["runs/nope"], "runs/nope: no such folder"),
+        (["{model_dir}", "--device", "gpu 1"], "--device: 'gpu 1' is not a torch device"),
+        (["{model_dir}", "--input", "nope.txt"], "input: nope.txt: no such file"),
+        (["{model_dir}", "--processes", "-1"], "--processes: give a number of worker processes"),
+    ],
+)
+def test_script_refuses_bad_flags_before_loading_torch(model_dir, args, message):
+    code = (
+        "import runpy, sys\n"
+        "sys.argv = sys.argv[1:]\n"
+        "try:\n"
+        "    runpy.run_path(sys.argv[0], run_name='__main__')\n"
+        "except SystemExit as exit_info:\n"
+        "    loaded = [m for m in ('torch', 'transformers', 'huggingface_hub') if m in sys.modules]\n"
+        "    print(exit_info.code, loaded)\n"
+    )
+    argv = [arg.format(model_dir=model_dir) for arg in args]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-c", code, str(REPO / "scripts" / "tag.py"), *argv]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert result.stdout.strip() == "2 []", result.stderr
+    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(f"error: {message}"), result.stderr

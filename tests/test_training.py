@@ -28,7 +28,7 @@ from cont_transformer import (
     build_tokenizer,
 )
 from cont_transformer.basis import get_basis
-from cont_transformer.runtime import model_folders
+from cont_transformer.runtime import hub, model_folders
 from cont_transformer.runtime.model_folders import BEST_MODEL_DIR, CHECKPOINTS_DIR, METRICS_FILE
 from cont_transformer.tagging.arguments import resolve_arguments
 from cont_transformer.tagging.data import load_treebank, most_frequent_tag_baseline
@@ -415,8 +415,8 @@ def test_push_to_hub_uploads_the_model_folder_without_checkpoints(monkeypatch, t
             )
             return SimpleNamespace(commit_url="https://huggingface.co/me/tagger/commit/1")
 
-    monkeypatch.setattr(model_folders, "HfApi", FakeApi)
-    url = model_folders.push_folder_to_hub(tmp_path, "me/tagger")
+    monkeypatch.setattr(hub, "HfApi", FakeApi)
+    url = hub.push_folder_to_hub(tmp_path, "me/tagger")
     assert url.endswith("/commit/1")
     assert calls["create_repo"] == ("me/tagger", True)
     assert calls["upload_folder"] == ("me/tagger", str(tmp_path))

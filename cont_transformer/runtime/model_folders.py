@@ -1,12 +1,12 @@
-"""Model folders and training run folders as the package reads them, and the Hub.
+"""Model folders and training run folders as the package reads them.
 
 * :func:`resolve_model_dir` accepts a model folder or a run folder (its ``best/`` model).
 * :func:`check_outside_model_folders` refuses a file to write inside a model or run folder;
   :func:`run_folder_owning` names the run whose outputs a path is part of.
 * :func:`folder_kind` tells what a folder of the package holds (:data:`KINDS`), and
   :func:`check_replaceable` refuses a writer that would replace a folder of another kind.
-* :func:`check_hub_access` and :func:`push_folder_to_hub` push a saved folder to the Hub,
-  failing in one line.
+* The Hub (:func:`check_hub_access`, :func:`push_folder_to_hub`) is :mod:`.hub`'s, so that
+  reading a folder loads no ``huggingface_hub``.
 
 A run folder holds ``best/``, ``checkpoints/``, ``metrics.json`` and ``run.json``
 (:data:`RUN_OUTPUTS`); writing one is the training scaffold's
@@ -25,15 +25,11 @@ and a folder whose files do not tell is replaced by no command.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 from pathlib import Path
 
-from huggingface_hub import HfApi
-from huggingface_hub.errors import LocalTokenNotFoundError, OfflineModeIsEnabled
-
-from .safe_files import LOCK_FILE, MANIFEST_FILE, OutputFolderError, PathLike, read_manifest
+from .safe_files import OutputFolderError, PathLike, read_manifest
 
 BEST_MODEL_DIR = "best"
 # A run that ships its best model compressed (--best-num-basis) keeps the model as trained here.
@@ -226,58 +222,3 @@ def resolve_model_dir(path: PathLike) -> Path:
     raise FileNotFoundError(
         f"{path} is not a saved model folder (no config.json) nor a training run with a {BEST_MODEL_DIR}/ model"
     )
-
-
-class HubError(OSError):
-    """The Hub cannot be used as asked (no token, no connection, no write access), in one line."""
-
-
-def _hub_problem(error: BaseException, endpoint: str | None = None) -> str:
-    """What went wrong with a Hub call, in a few words (the first line of its message)."""
-    if isinstance(error, LocalTokenNotFoundError):
-        return "no Hugging Face token: log in with `hf auth login` or set HF_TOKEN"
-    if isinstance(error, OfflineModeIsEnabled):
-        return "HF_HUB_OFFLINE is set"
-    lines = str(error).strip().splitlines()
-    problem = f"{type(error).__name__}: {lines[0] if lines else 'no message'}"
-    # httpx's transport errors (no network, no such host, refused): the Hub is out of reach.
-    transport = isinstance(error, ConnectionError) or type(error).__name__ in ("ConnectError", "ConnectTimeout")
-    return f"cannot reach {endpoint or 'the Hub'}: {problem}" if transport else problem
-
-
-def check_hub_access(repo_id: str, flag: str = "--push-to-hub") -> None:
-    """Check, before any work whose result goes to the Hub, that a token is there, the Hub
-    answers and the token may write; :class:`HubError` naming ``flag`` in one line if not."""
-    api = HfApi()
-    try:
-        info = api.whoami()
-    except Exception as err:  # no token, no network, a refused token: one line, the chain under --debug
-        problem = _hub_problem(err, getattr(api, "endpoint", None))
-        raise HubError(f"{flag} {repo_id}: cannot use the Hub ({problem}); fix that or leave out {flag}") from err
-    role = ((info.get("auth") or {}).get("accessToken") or {}).get("role") if isinstance(info, dict) else None
-    if role == "read":
-        raise HubError(f"{flag} {repo_id}: the Hugging Face token is read-only; log in with one that may write")
-
-
-def _one_line_hub_errors(push):
-    """``push(folder, repo_id)`` whose failures (the network, the token, the repository) are one
-    :class:`HubError` line naming the repository; ``--debug`` shows the chain."""
-
-    @functools.wraps(push)
-    def wrapper(folder: Path | str, repo_id: str) -> str:
-        try:
-            return push(folder, repo_id)
-        except Exception as err:
-            raise HubError(f"--push-to-hub {repo_id}: the upload of {folder} failed ({_hub_problem(err)})") from err
-
-    return wrapper
-
-
-@_one_line_hub_errors
-def push_folder_to_hub(folder: Path | str, repo_id: str) -> str:
-    """Upload a saved model folder to the Hub model repo ``repo_id``; returns the commit URL."""
-    api = HfApi()
-    api.create_repo(repo_id, exist_ok=True)
-    ignored = [f"{CHECKPOINTS_DIR}/*", LOCK_FILE, MANIFEST_FILE, f"*/{MANIFEST_FILE}"]
-    commit = api.upload_folder(repo_id=repo_id, folder_path=str(folder), ignore_patterns=ignored)
-    return commit.commit_url

@@ -31,8 +31,10 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from itertools import islice
 from pathlib import Path
 
@@ -48,6 +50,7 @@ from ..pretrained import check_model_kind, check_no_custom_code, inference_dtype
 from ..runtime.collection import paused_cycle_collection
 from ..runtime.compiling import compiled
 from ..runtime.model_folders import METRICS_FILE, resolve_model_dir
+from ..runtime.workers import mapped, worker_count
 from ..text.batching import IGNORE_INDEX, PaddingCollator, encode_for_evaluation
 from ..text.tokenization import load_tokenizer
 from ..text_segmentation import check_language, split_text, tokenize_sentences
@@ -125,6 +128,36 @@ def check_words(sentences: Sequence[Sequence[str]]) -> None:
         for position, word in enumerate(words):
             if (problem := word_problem(word)) is not None:
                 raise ValueError(f"sentence {number + 1}, word {position + 1}: {problem}")
+
+
+class SentenceError(ValueError):
+    """Tagging failed on a sentence: ``sentence`` is its number in its batch (from 0); the
+    message says what failed."""
+
+    def __init__(self, sentence: int, message: str):
+        super().__init__(sentence, message)
+        self.sentence, self.message = sentence, message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _batch_columns(tagger: Tagger, sentences: Sequence[Sequence[str]]) -> list[dict[str, list[str]]]:
+    """:meth:`Tagger.predict_columns` of one batch; an error becomes a :class:`SentenceError`
+    naming the first sentence that fails alone (the batch's first if none does). The cycle
+    collector is paused meanwhile (in a worker, a collection would also copy shared pages)."""
+    try:
+        with paused_cycle_collection():
+            return tagger.predict_columns(sentences)
+    except Exception as err:
+        failing = 0
+        for number, words in enumerate(sentences):
+            try:
+                tagger.predict_columns([words])
+            except Exception:  # noqa: BLE001 (whatever failed the batch)
+                failing = number
+                break
+        raise SentenceError(failing, f"{type(err).__name__}: {err}") from err
 
 
 @contextmanager
@@ -297,6 +330,21 @@ class Tagger:
             for words, sentence_ids in zip(sentences, ids)
         ]
 
+    def predict_batches(
+        self, batches: Iterable[Sequence[Sequence[str]]], processes: int = 1
+    ) -> Iterator[list[dict[str, list[str]]]]:
+        """:meth:`predict_columns` of each batch of sentences, in order, lazily: in this process
+        (``processes=1``), or in that many worker processes forked from it (0: one per core),
+        one thread each, sharing this tagger's weights, at most two batches per worker read
+        ahead (:func:`~cont_transformer.runtime.workers.mapped`). An error in a batch is a
+        :class:`SentenceError` naming the sentence, and stops the workers. Workers tag on the
+        CPU: a tagger on another device is refused more than one (a fork cannot share a GPU)."""
+        processes = worker_count(processes)
+        device = next(self.model.parameters()).device
+        if processes > 1 and device.type != "cpu":
+            raise ValueError(f"--processes: worker processes tag on the CPU; the tagger is on {device}: give 1")
+        return mapped(partial(_batch_columns, self), batches, processes)
+
     @paused_cycle_collection()
     def __call__(
         self, inputs: str | Sequence[str] | Sequence[Sequence[str]] | Document | Sequence[Document]
@@ -340,14 +388,30 @@ class Tagger:
             "lists of strings (its words) or a list of Documents, not a mix; for several texts use Tagger.pipe"
         )
 
-    def _tagged(self, documents: list[Document]) -> list[Document]:
-        """``documents`` (from :meth:`untagged`) with their sentences tagged together."""
-        words = [[word.text for word in sentence.words] for document in documents for sentence in document.sentences]
-        columns = iter(self.predict_columns(words))
+    def _tagged(self, documents: list[Document], columns: list[dict[str, list[str]]] | None = None) -> list[Document]:
+        """``documents`` (from :meth:`untagged`) filled with ``columns``, one per sentence (None:
+        their sentences tagged together now)."""
+        if columns is None:
+            columns = self.predict_columns(_words(documents))
+        columns = iter(columns)
         for document in documents:
             document.fill(list(islice(columns, len(document.sentences))), self.column)
             document.lang = document.lang or self.language
         return documents
+
+    def _untagged_groups(self, inputs: Iterable, batch_size: int) -> Iterator[list[Document]]:
+        """:meth:`untagged` documents of ``inputs``, grouped until a group holds ``batch_size``
+        sentences (the last group, possibly empty, when the input ends)."""
+        pending: list[Document] = []
+        sentences = 0
+        for item in inputs:
+            with paused_cycle_collection():  # never across a yield: the caller's code runs there
+                pending.append(self.untagged(item))
+            sentences += len(pending[-1].sentences)
+            if sentences >= batch_size:
+                yield pending
+                pending, sentences = [], 0
+        yield pending
 
     def pipe(
         self,
@@ -355,6 +419,7 @@ class Tagger:
         sentences_per_batch: int | None = None,
         *,
         batch_size: int | None = None,
+        n_process: int = 1,
     ) -> Iterator[Document]:
         """Tag many texts: one :class:`Document` per item of ``inputs`` (each what
         :meth:`__call__` takes for one document: a string, a list of sentence strings, a
@@ -364,26 +429,26 @@ class Tagger:
         ``sentences_per_batch`` sentences (default 1,024; or the input ends), tagged together
         (sorted by length into forward passes of :attr:`tokens_per_batch` tokens), then
         yielded. So it reads ahead at most ``sentences_per_batch`` sentences and one item,
-        and works on an endless iterator. spaCy's ``nlp.pipe(texts, batch_size=...)`` (its
-        name is read the same, not with the other), stanza's ``bulk_process`` (which
-        returns a list: :meth:`bulk_process`)."""
+        and works on an endless iterator. With ``n_process`` above 1 (0: one per core) the
+        batches are tagged in that many worker processes, one thread each, sharing this
+        tagger's weights (:meth:`predict_batches`; this process splits the texts into words),
+        and up to two batches per worker are read ahead. spaCy's ``nlp.pipe(texts,
+        batch_size=..., n_process=...)`` (its ``batch_size`` is read the same, not with the
+        other), stanza's ``bulk_process`` (which returns a list: :meth:`bulk_process`)."""
         sentences_per_batch = one_name(
             "sentences_per_batch", sentences_per_batch, batch_size, SENTENCES_PER_BATCH, "sentence"
         )
-        pending: list[Document] = []
-        sentences = 0
-        for item in inputs:
-            with paused_cycle_collection():  # never across a yield: the caller's code runs there
-                pending.append(self.untagged(item))
-            sentences += len(pending[-1].sentences)
-            if sentences >= sentences_per_batch:
-                with paused_cycle_collection():
-                    tagged = self._tagged(pending)
-                yield from tagged
-                pending, sentences = [], 0
-        with paused_cycle_collection():
-            tagged = self._tagged(pending)
-        yield from tagged
+        groups: deque[list[Document]] = deque()  # read and not yet yielded, in order
+
+        def batches() -> Iterator[list[list[str]]]:
+            for documents in self._untagged_groups(inputs, sentences_per_batch):
+                groups.append(documents)
+                yield _words(documents)
+
+        for columns in self.predict_batches(batches(), n_process):
+            with paused_cycle_collection():
+                tagged = self._tagged(groups.popleft(), columns)
+            yield from tagged
 
     def bulk_process(
         self,
@@ -391,9 +456,15 @@ class Tagger:
         sentences_per_batch: int | None = None,
         *,
         batch_size: int | None = None,
+        n_process: int = 1,
     ) -> list[Document]:
         """stanza's name: :meth:`pipe` as a list."""
-        return list(self.pipe(inputs, sentences_per_batch, batch_size=batch_size))
+        return list(self.pipe(inputs, sentences_per_batch, batch_size=batch_size, n_process=n_process))
+
+
+def _words(documents: list[Document]) -> list[list[str]]:
+    """The words of each sentence of ``documents``."""
+    return [[word.text for word in sentence.words] for document in documents for sentence in document.sentences]
 
 
 def tag(

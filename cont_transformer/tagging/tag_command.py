@@ -23,11 +23,13 @@ import argparse
 import glob
 import io
 import logging
+import re
 import sys
 from pathlib import Path
 
+from ..runtime.workers import worker_count
 from ..text_segmentation import check_language
-from .tag_files import EXTENSIONS
+from .tag_files import EXTENSIONS, check_input
 
 # --dtype: the model's precision (torch dtypes of these names).
 DTYPES = ("float32", "bfloat16")
@@ -50,6 +52,14 @@ def parse_log_level(name: str) -> int:
     if str(name).upper() not in LOG_LEVELS:
         raise ValueError(f"--log-level: {name!r} is not a logging level; give one of {', '.join(LOG_LEVELS)}")
     return getattr(logging, str(name).upper())
+
+
+def check_device_name(device: str | None) -> None:
+    """``--device``: ValueError in one line for a name that is not of torch's form (``cpu``,
+    ``cuda``, ``cuda:1``); whether torch knows it and this machine has it is checked when
+    the tagger loads."""
+    if device and not re.fullmatch(r"[a-z_]+(:[0-9]+)?", device):
+        raise ValueError(f"--device: {device!r} is not a torch device (cpu, cuda, cuda:1, mps, ...)")
 
 
 def expand_inputs(inputs: list[str] | None) -> list[str | None]:
@@ -108,6 +118,7 @@ def tag_command(
     bf16: bool = False,
     fp16: bool = False,
     num_threads: int | None = None,
+    processes: int = 1,
     torch_compile: bool = False,
     torch_compile_mode: str | None = None,
     no_progress: bool = False,
@@ -130,11 +141,16 @@ def tag_command(
         raise ValueError("--evaluate scores one input against its gold file; give one --input")
     if num_threads is not None and num_threads < 1:
         raise ValueError(f"--num-threads: give a positive number of CPU threads, got {num_threads}")
+    worker_count(processes)
+    check_device_name(device)
+    for name in [*inputs, evaluate]:
+        check_input(name)
 
-    from ..runtime.model_folders import check_outside_model_folders
+    from ..runtime.model_folders import check_outside_model_folders, resolve_model_dir
     from .conllu_document import ConlluDocument
     from .scoring import format_scores, score, scored_columns
 
+    resolve_model_dir(model_dir)  # a missing folder, or one without a model: one line before torch loads
     _set_up_logging(level)
     for path in outputs:
         check_outside_model_folders(path, "output")  # never over a model's own files
@@ -153,7 +169,13 @@ def tag_command(
     if output_dir is not None:
         Path(output_dir).mkdir(parents=True, exist_ok=True)
     system = io.StringIO() if gold is not None else None
-    options = {"input_format": input_format, "output_format": format, "text": text, "in_place": in_place}
+    options = {
+        "input_format": input_format,
+        "output_format": format,
+        "text": text,
+        "in_place": in_place,
+        "processes": processes,
+    }
     _tag_inputs(tagger, inputs, outputs, options, bf16, fp16, no_progress, quiet, system)
     if gold is not None:
         output_name = outputs[-1] or "<output>"

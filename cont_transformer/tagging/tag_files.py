@@ -35,7 +35,8 @@ Streaming. The input is read as it arrives, cut into pieces that are segmented o
 own (a paragraph of raw text, a line of ``lines`` / ``tokens``, a sentence block of
 CoNLL-U), and tagged in batches of at most :data:`CHUNK_SENTENCES` sentences (each sorted
 by length inside :meth:`Tagger.predict`); each batch is written and flushed as soon as it
-is tagged. Where a pipe or terminal pauses (nothing to read for :data:`PAUSE_SECONDS`,
+is tagged. Where a pipe or terminal pauses (nothing to read for
+:data:`~cont_transformer.text.streams.PAUSE_SECONDS`,
 so ``cat file |`` does not pause), what has arrived is tagged and written at once: raw text is then cut at that line end as at a paragraph
 end (the next sentence is not marked as a new paragraph, and whitespace arriving after
 the pause is not recorded in MISC); files never pause, so their output does not depend
@@ -53,24 +54,21 @@ or replaced. An output that is the input file is refused unless ``in_place``.
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import re
-import select
-import stat
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from tqdm.auto import tqdm
-
 from ..runtime.collection import paused_cycle_collection
 from ..runtime.safe_files import staged_output
+from ..text.streams import input_lines
 from ..text_segmentation import Sentence, rules, split_text, tokenize_sentences, whitespace_sentences, word_splitter
 from .conllu_document import ConlluDocument, format_text_sentence
 from .words import empty_as_none
@@ -81,11 +79,10 @@ if TYPE_CHECKING:
 INPUT_FORMATS = ("text", "lines", "tokens", "conllu")
 OUTPUT_FORMATS = ("conllu", "tsv", "json")
 EXTENSIONS = {"conllu": ".conllu", "tsv": ".tsv", "json": ".jsonl"}  # --output-dir: an input's stem + this
-CHUNK_SENTENCES = 4096  # at most this many sentences tagged together (sorted by length)
+CHUNK_SENTENCES = (
+    512  # at most this many sentences tagged together (sorted by length): a few batches keep several workers busy
+)
 PIECE_CHARACTERS = 1 << 20  # raw text: a paragraph longer than this is cut at a line end
-_READ_BYTES = 1 << 16
-PAUSE_SECONDS = 0.1  # a pipe with nothing to read for this long has paused: tag what has come
-_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
 
 
 STAGES = ("setup", "tokenizer", "model", "output")
@@ -122,6 +119,13 @@ class TaggingStats:
             self.wall[stage] += time.perf_counter() - wall
             self.cpu[stage] += time.process_time() - cpu
 
+    def model_since(self, started: tuple[float, float]) -> None:
+        """The model's time: what the other stages leave of the time since ``started`` (the
+        :func:`_clocks` of the start), worker processes that have ended counted."""
+        for clock, now, then in zip(("wall", "cpu"), _clocks(), started):
+            times = getattr(self, clock)
+            times["model"] = now - then - sum(times.values())
+
     def words_per_second(self, clock: str = "wall") -> float:
         """Words over the time spent on sentences (all stages but setup)."""
         seconds = sum(v for k, v in getattr(self, clock).items() if k != "setup")
@@ -136,68 +140,16 @@ class TaggingStats:
         )
 
 
-def _stream_lines(stream: BinaryIO, name: str) -> Iterator[str | None]:
-    """The lines of ``stream`` decoded (each with its ``\\n``; the last may lack one; a
-    leading byte-order mark dropped), as they arrive; None where a pipe or terminal has
-    had nothing more to read for :data:`PAUSE_SECONDS` (its writer is slow or waiting):
-    the caller tags what it has.
-    ``ValueError("name:line: not valid UTF-8")`` at the first bad line."""
-    number = 0
-
-    def decoded(line: bytes) -> str:
-        nonlocal number
-        number += 1
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError:
-            raise ValueError(f"{name}:{number}: not valid UTF-8") from None
-        return text[1:] if number == 1 and text.startswith("\ufeff") else text
-
-    try:
-        fd = stream.fileno()
-    except (AttributeError, OSError, io.UnsupportedOperation):  # an in-memory stream
-        yield from map(decoded, stream)
-        return
-    waits = not stat.S_ISREG(os.fstat(fd).st_mode)  # a pipe, FIFO, terminal or socket
-    partial: list[bytes] = []
-    while True:
-        if waits and not select.select([fd], [], [], PAUSE_SECONDS)[0]:
-            yield None
-        data = os.read(fd, _READ_BYTES)
-        if not data:
-            break
-        pieces = data.split(b"\n")
-        for piece in pieces[:-1]:
-            partial.append(piece)
-            yield decoded(b"".join(partial) + b"\n")
-            partial = []
-        if pieces[-1]:
-            partial.append(pieces[-1])
-    if partial:
-        yield decoded(b"".join(partial))
-
-
-def _input_lines(input: str | os.PathLike | None, text: str | None, name: str) -> Iterator[str | None]:
-    """The lines of ``text``, else of the file ``input`` (stdin when None or ``-``), as
-    :func:`_stream_lines` gives them."""
-    if text is not None:
-        yield from (match.group() for match in _LINE.finditer(text))
-    elif input is None or str(input) == "-":
-        yield from _stream_lines(sys.stdin.buffer, name)
-    else:
-        with open(input, "rb") as stream:
-            yield from _stream_lines(stream, name)
-
-
 @dataclass
 class _Piece:
     """A stretch of raw input tagged on its own: ``text`` from its first visible character
     (the input's start for the first piece) through the whitespace before the next
-    piece's; ``offset``: where it starts in the input; ``continues``: it continues the
-    paragraph of the piece before (cut at a pause or at :data:`PIECE_CHARACTERS`)."""
+    piece's; ``offset``: where it starts in the input, ``line`` on which line; ``continues``:
+    it continues the paragraph of the piece before (cut at a pause or at :data:`PIECE_CHARACTERS`)."""
 
     text: str
     offset: int
+    line: int
     continues: bool
 
 
@@ -206,15 +158,16 @@ def _pieces(lines: Iterable[str | None], input_format: str) -> Iterator[_Piece |
     (blank lines part it) or each line of ``lines`` / ``tokens``; raw text is also cut at
     a line end where the input pauses or a paragraph passes :data:`PIECE_CHARACTERS`."""
     pending: list[str] = []
-    size = offset = 0
+    size = offset = newlines = 0
     visible = False  # pending holds a visible character
     after_blank = True  # a blank line (or the input's start) since the last visible line
     continues = False
 
     def cut() -> _Piece:
-        nonlocal pending, size, offset, visible
-        piece = _Piece("".join(pending), offset, continues)
+        nonlocal pending, size, offset, newlines, visible
+        piece = _Piece("".join(pending), offset, newlines + 1, continues)
         offset += size
+        newlines += piece.text.count("\n")
         pending, size, visible = [], 0, False
         return piece
 
@@ -248,9 +201,11 @@ def _pieces(lines: Iterable[str | None], input_format: str) -> Iterator[_Piece |
 @dataclass
 class _Unit:
     """What is tagged and written together: a sentence of raw input (``sentence`` and its
-    ``piece``), or a CoNLL-U block (``conllu``: a sentence with the lines around it)."""
+    ``piece``), or a CoNLL-U block (``conllu``: a sentence with the lines around it);
+    ``line``: the input line where it starts."""
 
     words: list[list[str]]
+    line: int
     sentence: Sentence | None = None
     piece: _Piece | None = None
     conllu: ConlluDocument | None = None
@@ -271,7 +226,8 @@ def _raw_units(pieces: Iterable[_Piece | None], input_format: str, language: str
             sentences = list(whitespace_sentences([piece.text]))
         for sentence in sentences:
             if sentence.spans:
-                yield _Unit([sentence.words(piece.text)], sentence, piece)
+                line = piece.line + piece.text.count("\n", 0, sentence.spans[0][0])
+                yield _Unit([sentence.words(piece.text)], line, sentence, piece)
 
 
 def _conllu_blocks(lines: Iterable[str | None]) -> Iterator[tuple[str, int] | None]:
@@ -315,7 +271,7 @@ def _conllu_units(lines: Iterable[str | None], name: str) -> Iterator[_Unit | No
             for index in sentence:
                 if not document.lines[index].split("\t", 2)[1].strip():
                     raise ValueError(f"{name}:{index + 1 + before}: blank word (FORM is whitespace)")
-        yield _Unit(document.words(), conllu=document)
+        yield _Unit(document.words(), before + 1 + text.count("\n", 0, len(text) - len(text.lstrip())), conllu=document)
 
 
 def _tokens(unit: _Unit) -> list[dict]:
@@ -390,7 +346,8 @@ def _check_in_place(input: str | os.PathLike | None, output: str | os.PathLike |
         )
 
 
-def _check_input(input: str | os.PathLike | None) -> None:
+def check_input(input: str | os.PathLike | None) -> None:
+    """Refuse, in one line, an input file that is a directory or does not exist (stdin passes)."""
     if input is None or str(input) == "-":
         return
     path = Path(input)
@@ -432,6 +389,7 @@ def tag_file(
     text: str | None = None,
     in_place: bool = False,
     also: Callable[[str], object] | None = None,
+    processes: int = 1,
 ) -> TaggingStats:
     """Tag ``input`` (a file, or stdin) into ``output`` (a file, or stdout), streaming.
 
@@ -451,10 +409,14 @@ def tag_file(
             the tagged file replaces it).
         also: called with each piece of output text as it is written (what
             ``--evaluate`` scores).
+        processes: worker processes of one thread (0: one per core) that tag, sharing the
+            weights (:meth:`Tagger.predict_batches`); the output is the same for any number.
 
-    Returns the counts and timings. Raises ``ValueError`` naming the file (and line)
-    for input that is not UTF-8 or not valid CoNLL-U, ``FileNotFoundError`` for a
-    missing input file or output folder; a staged ``output`` is then left as it was.
+    Returns the counts and timings (the model's: what the other stages leave; its CPU
+    time counts the workers'). Raises ``ValueError`` naming the file (and line) for input
+    that is not UTF-8 or not valid CoNLL-U, or for the sentence the model fails on;
+    ``FileNotFoundError`` for a missing input file or output folder; a staged ``output``
+    is then left as it was.
     """
     if input_format not in INPUT_FORMATS:
         raise ValueError(f"input_format: {input_format!r}; choose one of {INPUT_FORMATS}")
@@ -462,21 +424,19 @@ def tag_file(
         raise ValueError(f"output_format: {output_format!r}; choose one of {OUTPUT_FORMATS}")
     _check_in_place(input, output, in_place)
     if text is None:
-        _check_input(input)
+        check_input(input)
         name = "<stdin>" if input is None or str(input) == "-" else str(input)
     else:
         name = "<text>" if input is None else str(input)
-    stats = TaggingStats()
+    started, stats = _clocks(), TaggingStats()
     with stats.timing("setup"):
         if input_format in ("text", "lines"):
             word_splitter(rules(tagger.language))  # built now (cached), outside the tokenizer's time
-    lines = _input_lines(input, text, name)
-    if input_format == "conllu":
-        units = _conllu_units(lines, name)
-    else:
-        units = _raw_units(_pieces(lines, input_format), input_format, tagger.language)
+    units = _units(input_lines(input, text, name), input_format, name, tagger.language)
     formatter = _Formatter(output_format, None if input_format == "conllu" else input_format, tagger.columns)
-    # tqdm: disable=None hides the bar when stderr is not a terminal.
+    from tqdm.auto import tqdm  # here, not above: tag.py checks its flags without it
+
+    # disable=None hides the bar when stderr is not a terminal.
     disable = None if progress is None else not progress
     bar = tqdm(unit=" words", file=sys.stderr, delay=1.0, disable=disable)
 
@@ -488,13 +448,49 @@ def tag_file(
     with staged_output(output) as stream, bar:
         if formatter.header:
             write(stream, formatter.header)
-        for batch in _batches(units, stats):
-            words = [sentence for u in batch for sentence in u.words]
-            with stats.timing("model"):
-                predicted = iter(tagger.predict_columns(words, bar.update))
+        for batch, predicted in _tagged_batches(tagger, _batches(units, stats), processes, name):
             with stats.timing("output"):
                 write(stream, "".join(formatter(u, [next(predicted) for _ in u.words]) for u in batch))
                 stream.flush()
-            stats.sentences += len(words)
-            stats.words += sum(map(len, words))
+            words = sum(len(sentence) for unit in batch for sentence in unit.words)
+            stats.sentences += sum(len(unit.words) for unit in batch)
+            stats.words += words
+            bar.update(words)
+    stats.model_since(started)
     return stats
+
+
+def _units(lines: Iterable[str | None], input_format: str, name: str, language: str) -> Iterator[_Unit | None]:
+    """The units of the input ``name`` (None at a pause)."""
+    if input_format == "conllu":
+        return _conllu_units(lines, name)
+    return _raw_units(_pieces(lines, input_format), input_format, language)
+
+
+def _tagged_batches(
+    tagger: Tagger, batches: Iterator[list[_Unit]], processes: int, name: str
+) -> Iterator[tuple[list[_Unit], Iterator[dict[str, list[str]]]]]:
+    """Each batch with its sentences' predicted columns, in order, tagged in ``processes``
+    workers (:meth:`Tagger.predict_batches`); a sentence the model fails on is a
+    ``ValueError`` naming its line in the input ``name``."""
+    from .tag import SentenceError  # the tagger has loaded it (and torch)
+
+    read: deque[list[_Unit]] = deque()  # batches read and not yet given back, in order
+
+    def sentences() -> Iterator[list[list[str]]]:
+        for batch in batches:
+            read.append(batch)
+            yield [words for unit in batch for words in unit.words]
+
+    try:
+        for predicted in tagger.predict_batches(sentences(), processes):
+            yield read.popleft(), iter(predicted)
+    except SentenceError as err:
+        unit = next(islice((unit for unit in read[0] for _ in unit.words), err.sentence, None))
+        raise ValueError(f"{name}:{unit.line}: {err}") from err
+
+
+def _clocks() -> tuple[float, float]:
+    """Wall time, and the CPU time of this process and of its workers that have ended."""
+    times = os.times()
+    return time.perf_counter(), time.process_time() + times.children_user + times.children_system

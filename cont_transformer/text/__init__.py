@@ -6,6 +6,6 @@ tokenizer), :mod:`.batching` (token batches, padding, length-grouped epochs, eva
 windows), :mod:`.optimization` (the optimiser's parameter groups), :mod:`.arguments` (the
 encoder's sizes, its config fields, keeping a saved model's continuous choices),
 :mod:`.pretrained_encoder` (reading a language model's folder, starting from its encoder),
-:mod:`.word_vectors` (the static word vectors' files) and :mod:`.reading` (plain or gzip
-text files).
+:mod:`.word_vectors` (the static word vectors' files), :mod:`.reading` (plain or gzip
+text files) and :mod:`.streams` (text read as it arrives, a pipe's pauses marked).
 """

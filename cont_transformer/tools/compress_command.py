@@ -24,7 +24,8 @@ from pathlib import Path
 import torch
 
 from ..runtime.families import get_family
-from ..runtime.model_folders import push_folder_to_hub, resolve_model_dir, run_folder_owning
+from ..runtime.hub import push_folder_to_hub
+from ..runtime.model_folders import resolve_model_dir, run_folder_owning
 from ..runtime.safe_files import OutputFolderError
 from ..training.accelerator import inference_autocast
 from ..training.identity import read_identity

@@ -58,6 +58,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from ..runtime.compiling import compile_model, compiled_graphs
+from ..runtime.hub import check_hub_access, push_folder_to_hub
 from ..runtime.model_folders import (
     BEST_MODEL_DIR,
     CHECKPOINTS_DIR,
@@ -65,8 +66,6 @@ from ..runtime.model_folders import (
     RUN_FILE,
     TRAINING_RUN,
     UNCOMPRESSED_MODEL_DIR,
-    check_hub_access,
-    push_folder_to_hub,
 )
 from ..runtime.safe_files import OutputFolderError, release_output_folder
 from ..transform import refine
