@@ -151,3 +151,26 @@ def test_a_treebank_s_licence_is_read_from_its_metadata_or_licence_or_said_unkno
     facts = treebank_facts([folder / "xx_test-ud-train.conllu"])
     assert facts.license == expected
     assert source in facts.license_source
+
+
+def test_auxiliary_columns_join_whatever_columns_the_treebank_annotates():
+    from cont_transformer.tagging.trainer import choose_columns
+
+    words = [["w"] * 200]
+    train = datasets.Dataset.from_dict(
+        {
+            "tokens": words,
+            "upos": [["NOUN", "VERB"] * 100],
+            "xpos": [["_"] * 200],
+            "feats": [["Case=Nom", "_"] * 100],
+            "lemma": [["_"] * 200],
+            "deprel": [["nsubj", "root"] * 100],
+        }
+    )
+    train = train.cast_column("upos", datasets.Sequence(datasets.ClassLabel(names=["NOUN", "VERB"])))
+    train = train.cast_column("xpos", datasets.Sequence(datasets.ClassLabel(names=["_"])))
+    args = _parse("--auxiliary-columns", "deprel")
+    primary, labels = choose_columns(args, train)
+    assert (primary, list(labels)) == ("upos", ["upos", "feats", "deprel"])
+    with pytest.raises(ValueError, match="auxiliary_columns: give columns among deprel"):
+        _parse("--auxiliary-columns", "upos")

@@ -20,6 +20,7 @@ from typing import ClassVar
 
 from ..checks import check_count
 from ..configuration_cont_transformer import (
+    AUXILIARY_COLUMNS,
     FEATS_MODES,
     OUTPUT_COLUMNS,
     PREDICTED_COLUMNS,
@@ -105,6 +106,13 @@ class TrainingArguments(EncoderArguments, RunArguments):
             "comma-separated columns to predict, a head each: upos,xpos,feats,lemma "
             "(default: every one the training treebank annotates; the paper's model: xpos), and "
             "deprel, each word's dependency relation, learnt as a training signal and never output"
+        ),
+    )
+    auxiliary_columns: str | None = field(
+        default=None,
+        **flag_help(
+            "comma-separated columns learnt as a training signal beside the columns the tagger predicts, "
+            "whichever the treebank annotates (deprel): what --columns ...,deprel does without naming them"
         ),
     )
     feats_mode: str = field(
@@ -219,6 +227,13 @@ class TrainingArguments(EncoderArguments, RunArguments):
             raise ValueError(f"tag_column: choose one of {TAG_COLUMNS}, got {self.tag_column!r}")
         if self.columns is not None:
             self.columns = ",".join(parse_columns(self.columns))
+        if self.auxiliary_columns is not None:
+            auxiliary = [part.strip().lower() for part in self.auxiliary_columns.split(",") if part.strip()]
+            if not auxiliary or set(auxiliary) - set(AUXILIARY_COLUMNS):
+                raise ValueError(
+                    f"auxiliary_columns: give columns among {','.join(AUXILIARY_COLUMNS)}, got {self.auxiliary_columns!r}"
+                )
+            self.auxiliary_columns = ",".join(dict.fromkeys(auxiliary))
         if self.feats_mode not in FEATS_MODES:
             raise ValueError(f"feats_mode: choose one of {FEATS_MODES}, got {self.feats_mode!r}")
         self.silver_text_files = list(self.silver_text_files)

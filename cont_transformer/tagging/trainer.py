@@ -141,7 +141,8 @@ def choose_columns(args: TrainingArguments, train, saved=None) -> tuple[str, dic
             check_tag_column(train, primary)
         new = column_labels(train, [primary], lemma_min_count=args.lemma_min_count)[primary]
         return primary, {**saved, primary: saved[primary] + [t for t in new if t not in saved[primary]]}
-    columns = args.columns.split(",") if args.columns else annotated_columns(train)
+    columns = args.columns.split(",") if args.columns else list(annotated_columns(train))
+    columns += [c for c in (args.auxiliary_columns or "").split(",") if c and c not in columns]
     if not columns:
         raise ValueError(f"treebank: the train split of {args.treebank!r} annotates none of {PREDICTED_COLUMNS}")
     primary = args.tag_column if args.tag_column in columns else primary_column(columns)
