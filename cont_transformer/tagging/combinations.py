@@ -65,7 +65,9 @@ def add_tag_combinations(model_dir: str | os.PathLike, train_file: str | os.Path
     train = load_treebank({"train": [str(train_file)]})["train"]
     combinations = tag_combinations(train, labels, getattr(config, "feats_mode", "whole"))
     if combinations is None:
-        raise ValueError(f"{model_dir}: the model predicts fewer than two of {', '.join(JOINT_COLUMNS)} with whole FEATS")
+        raise ValueError(
+            f"{model_dir}: the model predicts fewer than two of {', '.join(JOINT_COLUMNS)} with whole FEATS"
+        )
     # A run folder may hold the model at its top besides best/: both get them, and the
     # config recorded in their weights follows (config_record.py), once it is found to be
     # the config they hold.
