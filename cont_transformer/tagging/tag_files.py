@@ -42,12 +42,12 @@ the pause is not recorded in MISC); files never pause, so their output does not 
 on timing. A paragraph longer than :data:`PIECE_CHARACTERS` is cut at a line end too.
 Memory stays flat however long the input.
 
-Output (:func:`~cont_transformer.runtime.safe_files.staged_output`). A regular file is
+Output (:func:`~cont_transformer.runtime.output_files.staged_output`). A regular file is
 written to a staging file beside ``output`` and renamed into place at the end: after an
 error, ``output`` is as it was; a killed run's staging file is deleted by the next run into
 the same output. An output that is not a regular file (stdout, ``-``, a FIFO, a character
 or block device, a socket, or a link to one:
-:func:`~cont_transformer.runtime.safe_files.is_stream`) is written directly, never staged
+:func:`~cont_transformer.runtime.output_files.is_stream`) is written directly, never staged
 or replaced. An output that is the input file is refused unless ``in_place``.
 """
 
@@ -70,7 +70,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from tqdm.auto import tqdm
 
 from ..runtime.collection import paused_cycle_collection
-from ..runtime.safe_files import staged_output
+from ..runtime.output_files import staged_output
 from ..text_segmentation import Sentence, rules, split_text, tokenize_sentences, whitespace_sentences, word_splitter
 from .conllu_document import ConlluDocument, format_text_sentence
 from .words import empty_as_none
