@@ -58,6 +58,7 @@ from transformers.dynamic_module_utils import custom_object_save
 from .config_record import DIGEST_KEY, config_mismatch, read_metadata, record_config, unrecorded_warning
 from .model_card import MAX_ABS_WEIGHT, write_model_card
 from .ode_block import OdeBlock
+from .tagger_files import TAGGER_FILE_OF
 
 
 def class_reference(cls: type) -> str:
@@ -168,7 +169,7 @@ def check_config_record(config, checkpoint_files, source) -> None:
     metadata = read_metadata(weights[0])
     if metadata is None:  # a header that does not read: the load names the file
         return
-    problem = config_mismatch(config, metadata)
+    problem = config_mismatch(config, metadata, TAGGER_FILE_OF)
     if problem is not None:
         raise ValueError(
             f"{source}: {problem} (recorded in {Path(weights[0]).name}); the weights and config.json of a model "

@@ -40,9 +40,9 @@ def load_script(name):
     return module
 
 
-def save_tagger(folder: Path, tiny_tagger, spelling: bool = False) -> Path:
-    """A tiny tagger over test_tag's WORDS and TAGGER (``tiny_tagger``: conftest's fixture),
-    saved in ``folder`` with its tokenizer, as a tagger run saves it."""
+def save_tagger(folder: Path, tiny_tagger, spelling: bool = False, **config) -> Path:
+    """A tiny tagger over test_tag's WORDS and TAGGER (``tiny_tagger``: conftest's fixture;
+    ``config``: fields besides), saved in ``folder`` with its tokenizer, as a tagger run saves it."""
     tokenizer = build_tokenizer(WORDS, spelling=spelling)
     if spelling:
         tables, char_vocab_size = spelling_tables(tokenizer, set(WORDS), 6)
@@ -55,10 +55,11 @@ def save_tagger(folder: Path, tiny_tagger, spelling: bool = False) -> Path:
             max_word_length=6,
             char_embedding_size=8,
             char_hidden_size=12,
+            **config,
         )
         model.cont_transformer.embeddings.set_spelling(**tables)
     else:
-        model = tiny_tagger(vocab_size=len(tokenizer), **TAGGER)
+        model = tiny_tagger(vocab_size=len(tokenizer), **TAGGER, **config)
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     (folder / "metrics.json").write_text(json.dumps({"tag_column": "xpos"}))

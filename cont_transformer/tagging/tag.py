@@ -103,7 +103,13 @@ def saved_tag_column(folder: str | os.PathLike) -> str:
     """The CoNLL-U column a saved tagger predicts, from its ``metrics.json`` (``xpos`` if
     absent)."""
     metrics = Path(folder) / METRICS_FILE
-    return json.loads(metrics.read_text()).get("tag_column", "xpos") if metrics.is_file() else "xpos"
+    if not metrics.is_file():
+        return "xpos"
+    try:
+        column = json.loads(metrics.read_text(encoding="utf-8")).get("tag_column", "xpos")
+    except (ValueError, AttributeError) as err:
+        raise ValueError(f"{metrics}: not the metrics a tagger run writes ({err})") from None
+    return column
 
 
 # What no word may hold: a tab or a line break would cut a CoNLL-U or TSV line.
