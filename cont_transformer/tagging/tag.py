@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
@@ -311,7 +311,7 @@ class Tagger:
         :meth:`pipe`). See :func:`tag`."""
         if isinstance(inputs, (str, Document)):
             return self._tagged([self.untagged(inputs)])[0]
-        if isinstance(inputs, (bytes, bytearray)) or not isinstance(inputs, Iterable):
+        if isinstance(inputs, (bytes, bytearray, Mapping)) or not isinstance(inputs, Iterable):
             raise TypeError(
                 f"tag() takes text (a str, not {type(inputs).__name__}), words or Documents; see Tagger.pipe"
             )
@@ -366,11 +366,23 @@ class Tagger:
         ahead at most ``batch_size`` sentences and one item, and works on an endless
         iterator. spaCy's ``nlp.pipe(texts, batch_size=...)``, stanza's
         ``bulk_process`` (which returns a list: :meth:`bulk_process`)."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+            raise TypeError(f"batch_size: a whole number of sentences, not a {type(batch_size).__name__}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1 sentence, got {batch_size}")
+        if isinstance(inputs, (str, bytes, bytearray, Document, Mapping)) or not isinstance(inputs, Iterable):
+            raise TypeError(
+                f"Tagger.pipe takes an iterable of texts, one Document each, not a {type(inputs).__name__}; "
+                "tag one text with tagger(text)"
+            )
         pending: list[Document] = []
         sentences = 0
-        for item in inputs:
+        for index, item in enumerate(inputs):
+            if isinstance(item, (bytes, bytearray, Mapping)) or not isinstance(item, (str, Document, Iterable)):
+                raise TypeError(
+                    f"Tagger.pipe: item {index} is a {type(item).__name__}, not a text (a str, a list of "
+                    "sentences or of word lists, or a Document)"
+                )
             with paused_cycle_collection():  # never across a yield: the caller's code runs there
                 pending.append(self.untagged(item))
             sentences += len(pending[-1].sentences)

@@ -141,12 +141,14 @@ def _stream_lines(stream: BinaryIO, name: str) -> Iterator[str | None]:
     leading byte-order mark dropped), as they arrive; None where a pipe or terminal has
     had nothing more to read for :data:`PAUSE_SECONDS` (its writer is slow or waiting):
     the caller tags what it has.
-    ``ValueError("name:line: not valid UTF-8")`` at the first bad line."""
+    ``ValueError("name:line: not valid UTF-8")`` (or a NUL byte) at the first bad line."""
     number = 0
 
     def decoded(line: bytes) -> str:
         nonlocal number
         number += 1
+        if b"\0" in line:  # no text holds one; UTF-16 without a byte-order mark holds many
+            raise ValueError(f"{name}:{number}: a NUL byte: not UTF-8 text (UTF-16? convert it to UTF-8)")
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError:
