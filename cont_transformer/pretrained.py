@@ -298,14 +298,12 @@ def check_no_custom_code(folder: str | os.PathLike) -> None:
 
     Raises :class:`CustomCodeError` (a ``ValueError``) naming the file and the entry when
     the ``auto_map`` of any of :data:`CODE_NAMING_FILES`, or the ``custom_pipelines`` of
-    ``config.json``, names a class that is not one of this package's
-    (:func:`is_own_class`), when ``config.json``'s ``auto_map`` names them
-    for a ``model_type`` that is not one of this package's (:func:`own_model_types`), or
-    when a ``tokenizer_class`` is not a class transformers ships. Loads also pass
-    ``trust_remote_code=False``, so nothing runs either way; this says why in one line,
-    before transformers asks on stdin or fails at length. A folder that is not local (a
-    Hub id), or a file that is not valid JSON, is left to transformers.
-    """
+    ``config.json``, names a class that is not one of this package's (:func:`is_own_class`),
+    when ``config.json``'s ``auto_map`` names them for a ``model_type`` that is not one of
+    this package's (:func:`own_model_types`) or not its ``AutoConfig``'s, or when a
+    ``tokenizer_class`` is not a class transformers ships. Loads also pass
+    ``trust_remote_code=False``, so nothing runs either way; this says why in one line. A
+    folder that is not local (a Hub id), or a file that is not valid JSON, is left to transformers."""
     folder = Path(folder)
     if not folder.is_dir():
         return
@@ -333,6 +331,13 @@ def check_no_custom_code(folder: str | os.PathLike) -> None:
                 f"{path}: auto_map names this package's classes for model_type {saved.get('model_type')!r}, not one "
                 f"of its models ({', '.join(sorted(own_model_types()))}); this package never runs code from a model "
                 "folder"
+            )
+        configs = [ref.rpartition(".") for key, ref in references if key == "AutoConfig"]
+        configured = {getattr(getattr(_own_module(module), cls), "model_type", None) for module, _, cls in configs}
+        if name == "config.json" and configured and saved.get("model_type") not in configured:
+            raise CustomCodeError(
+                f"{path}: model_type {saved.get('model_type')!r} is not the model its auto_map names "
+                f"({', '.join(sorted(map(str, configured)))}); the folder's config.json was edited"
             )
         tokenizer_class = saved.get("tokenizer_class")
         if tokenizer_class is not None and not (

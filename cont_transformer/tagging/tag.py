@@ -114,16 +114,30 @@ def saved_tag_column(folder: str | os.PathLike) -> str:
 
 # What no word may hold: a tab or a line break would cut a CoNLL-U or TSV line.
 _LINE_BREAK_OR_TAB = re.compile("[\t\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+# A lone surrogate: half of a UTF-16 pair, no character (no UTF-8 encodes it).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def word_problem(word: object) -> str | None:
-    """Why ``word`` cannot be a word (None if it can): not a string, empty or blank, or
-    holding a tab or a line break (a CoNLL-U or TSV line could not hold it)."""
+    """Why ``word`` cannot be a word (None if it can): not a string, empty or blank,
+    holding a tab or a line break (a CoNLL-U or TSV line could not hold it) or a lone
+    surrogate."""
     if not isinstance(word, str) or not word.strip():
         return f"empty or non-string word {word!r}"
     if _LINE_BREAK_OR_TAB.search(word):
         return f"word {word!r} holds a tab or a line break"
+    if _SURROGATE.search(word):
+        return f"word {word!r} holds a lone surrogate, which is no character (text decoded wrongly?)"
     return None
+
+
+def _check_text(text: str) -> None:
+    """Refuse, naming its offset, text holding a lone surrogate (no UTF-8 encodes it)."""
+    if (found := _SURROGATE.search(text)) is not None:
+        raise ValueError(
+            f"text: a lone surrogate ({found.group()!r}) at character {found.start()}, which is no character "
+            "(text decoded wrongly?)"
+        )
 
 
 def check_words(sentences: Sequence[Sequence[str]]) -> None:
@@ -327,9 +341,12 @@ class Tagger:
             check_words([[word.text for word in sentence.words] for sentence in inputs.sentences])
             return inputs
         if isinstance(inputs, str):
+            _check_text(inputs)
             return Document.from_text(inputs, list(split_text(inputs, self.language)))
         inputs = list(inputs)
         if all(isinstance(item, str) for item in inputs):
+            for item in inputs:
+                _check_text(item)
             # One text of the sentences, one per line (as scripts/tag.py --input-format lines reads them).
             text, offsets = "\n".join(inputs), [0]
             for item in inputs[:-1]:

@@ -33,7 +33,7 @@ from transformers.hf_argparser import string_to_bool
 
 from ..checks import check_count
 from .arguments import RunArguments
-from .identity import read_identity
+from .identity import SCHEDULE_STEPS, read_identity
 from .schedules import parse_steps, scale_steps
 
 logger = logging.getLogger(__name__)
@@ -228,10 +228,6 @@ def parse_arguments(
     extra_values = {k: v for k, v in values.items() if k not in names}
     extra_values["given_fields"] = set(given)
     return kind(**{**defaults, **given, **scaled}), extra_values
-
-
-# The schedule's step counts, which --max-steps scales when no flag gives them.
-SCHEDULE_STEPS = ("warmup_steps", "refine_steps", "cooldown_steps")
 
 
 def _recorded_schedule(written_for: Mapping[str, Any], output_dir: str) -> dict[str, Any]:

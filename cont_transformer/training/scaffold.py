@@ -69,7 +69,7 @@ from ..runtime.model_folders import (
     check_hub_access,
     push_folder_to_hub,
 )
-from ..runtime.safe_files import OutputFolderError, release_output_folder
+from ..runtime.safe_files import OutputFolderError, naming_full_disk, release_output_folder
 from ..transform import refine
 from .accelerator import end_distributed, make_accelerator
 from .arguments import RunArguments, check_trackers
@@ -438,7 +438,8 @@ class Trainer(RunFolder, RunRecords, OptimizerSteps):
         if accelerator.is_main_process:
             staging.mkdir(parents=True, exist_ok=True)
         accelerator.wait_for_everyone()
-        accelerator.save_state(str(staging))
+        with naming_full_disk(staging):
+            accelerator.save_state(str(staging))
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
             state = dataclasses.replace(self.state, total_seconds=self._total_seconds())
