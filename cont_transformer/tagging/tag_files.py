@@ -44,11 +44,10 @@ Memory stays flat however long the input.
 
 Output (:func:`~cont_transformer.runtime.output_files.staged_output`). A regular file is
 written to a staging file beside ``output`` and renamed into place at the end: after an
-error, ``output`` is as it was; a killed run's staging file is deleted by the next run into
-the same output. An output that is not a regular file (stdout, ``-``, a FIFO, a character
-or block device, a socket, or a link to one:
-:func:`~cont_transformer.runtime.output_files.is_stream`) is written directly, never staged
-or replaced. An output that is the input file is refused unless ``in_place``.
+error (a full disk named), ``output`` is as it was; a killed run's staging file is deleted by
+the next run into the same output. An output that is not a regular file (stdout, ``-``, a
+FIFO, a device, a socket, or a link to one: :func:`~cont_transformer.runtime.output_files.is_stream`) is written
+directly, never staged or replaced. An output that is the input file is refused unless ``in_place``.
 """
 
 from __future__ import annotations
@@ -138,16 +137,15 @@ class TaggingStats:
 
 def _stream_lines(stream: BinaryIO, name: str) -> Iterator[str | None]:
     """The lines of ``stream`` decoded (each with its ``\\n``; the last may lack one; a
-    leading byte-order mark dropped), as they arrive; None where a pipe or terminal has
-    had nothing more to read for :data:`PAUSE_SECONDS` (its writer is slow or waiting):
-    the caller tags what it has.
-    ``ValueError("name:line: not valid UTF-8")`` (or a NUL byte) at the first bad line."""
+    leading byte-order mark dropped), as they arrive; None where a pipe or terminal has had
+    nothing more to read for :data:`PAUSE_SECONDS` (its writer is slow or waiting): the caller
+    tags what it has. ``ValueError("name:line: ...")`` at the first line not UTF-8 or with a NUL."""
     number = 0
 
     def decoded(line: bytes) -> str:
         nonlocal number
         number += 1
-        if b"\0" in line:  # no text holds one; UTF-16 without a byte-order mark holds many
+        if b"\0" in line:  # UTF-16 without a byte-order mark holds many; no text holds one
             raise ValueError(f"{name}:{number}: a NUL byte: not UTF-8 text (UTF-16? convert it to UTF-8)")
         try:
             text = line.decode("utf-8")
