@@ -4,14 +4,12 @@ holding a lone surrogate, a text too short for one batch, a resume refused for a
 step that --max-steps sets, and a full disk under tag.py."""
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 
 import pytest
 import torch
-from hostile import REPO, run_script, run_tag, save_tagger
+from hostile import needs_a_small_disk, on_a_small_disk, run_script, run_tag, save_tagger
 from safetensors.torch import save_file
 
 from cont_transformer.runtime.safe_files import OutputFolderError
@@ -86,26 +84,14 @@ def test_too_little_text_for_one_batch_names_the_batch_size_and_the_file(tmp_pat
     assert line.startswith(f"error: --batch-size 16: {short} gives 4 training rows"), line
 
 
-@pytest.mark.skipif(
-    subprocess.run(["unshare", "-rm", "true"], capture_output=True, check=False).returncode != 0,
-    reason="no user namespace to mount a small disk in",
-)
+@needs_a_small_disk
 def test_tag_on_a_full_disk_names_the_output_file(saved, tmp_path):
     disk, text = tmp_path / "disk", tmp_path / "big.txt"
     disk.mkdir()
     text.write_text("the dog saw a bird .\n" * 20000)
     output = disk / "out.conllu"
-    command = f'mount -t tmpfs -o size=64k tmpfs "{disk}" && exec "$0" scripts/tag.py "$@"'
-    result = subprocess.run(
-        ["unshare", "-rm", "sh", "-c", command, sys.executable, str(saved), "--input", str(text)]
-        + ["--output", str(output), "--no-progress"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"},
-        timeout=300,
-        check=False,
-    )
+    argv = [sys.executable, "scripts/tag.py", str(saved), "--input", str(text), "--output", str(output)]
+    result = on_a_small_disk(disk, "64k", [*argv, "--no-progress"])
     last = result.stderr.strip().splitlines()[-1]
     assert (
         result.returncode == 2

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from hostile import REPO, folder_digest, toy_trainer, train_pos
+from hostile import REPO, folder_digest, needs_a_small_disk, on_a_small_disk, toy_trainer, train_pos
 
 from cont_transformer.runtime.model_folders import resolve_model_dir
 from cont_transformer.runtime.safe_files import DiskFullError, naming_full_disk
@@ -77,13 +77,6 @@ def test_a_replacing_run_takes_the_folder_at_its_first_save_with_the_users_files
         assert (where / "MY_NOTES.txt").read_text() == where.name
 
 
-def _can_mount_a_small_disk() -> bool:
-    try:
-        return subprocess.run(["unshare", "-rm", "true"], capture_output=True, check=False).returncode == 0
-    except OSError:
-        return False
-
-
 FULL_DISK_RUN = """
 import json, os, sys
 from pathlib import Path
@@ -109,21 +102,12 @@ print(json.dumps({{"error": error, "same": folder_digest(disk / "run") == before
 """
 
 
-@pytest.mark.skipif(not _can_mount_a_small_disk(), reason="no user namespace to mount a small disk in")
+@needs_a_small_disk
 def test_a_replacing_run_on_a_full_disk_says_so_and_loses_nothing(tmp_path):
     disk = tmp_path / "disk"
     disk.mkdir()
     script = FULL_DISK_RUN.format(tests=str(REPO / "tests"), disk=str(disk))
-    result = subprocess.run(
-        ["unshare", "-rm", "sh", "-c", f'mount -t tmpfs -o size=2m tmpfs "{disk}" && exec "$0" -c "$1"', sys.executable]
-        + [script],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"},
-        timeout=300,
-        check=False,
-    )
+    result = on_a_small_disk(disk, "2m", [sys.executable, "-c", script])
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["error"] is not None and "no space left on device" in report["error"], report
@@ -131,7 +115,7 @@ def test_a_replacing_run_on_a_full_disk_says_so_and_loses_nothing(tmp_path):
     assert report["same"] and report["left"] == ["filler", "run"], report
 
 
-@pytest.mark.skipif(not _can_mount_a_small_disk(), reason="no user namespace to mount a small disk in")
+@needs_a_small_disk
 def test_torchs_short_write_on_a_full_disk_is_named_with_its_path(tmp_path):
     disk = tmp_path / "disk"
     disk.mkdir()
@@ -145,23 +129,7 @@ def test_torchs_short_write_on_a_full_disk_is_named_with_its_path(tmp_path):
         "except OSError as err:\n"
         "    print(type(err).__name__, err)\n"
     )
-    result = subprocess.run(
-        [
-            "unshare",
-            "-rm",
-            "sh",
-            "-c",
-            f'mount -t tmpfs -o size=64k tmpfs "{disk}" && exec "$0" -c "$1"',
-            sys.executable,
-        ]
-        + [script],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"},
-        timeout=120,
-        check=False,
-    )
+    result = on_a_small_disk(disk, "64k", [sys.executable, "-c", script], timeout=120)
     assert result.stdout.strip() == (
         f"DiskFullError {disk / 'weights.pt'}: no space left on device; free some space there and run again"
     ), result.stderr[-2000:]
