@@ -3,14 +3,15 @@
 ``save_pretrained`` records, in the metadata of every safetensors file it writes (beside
 transformers' ``"format": "pt"``), the config fields that change what the model computes
 (:func:`recorded_fields`: every field but :data:`UNRECORDED_FIELDS`, which are transformers'
-bookkeeping, training-only settings and fields other fields give; :data:`NAMED_ONLY_FIELDS`
-by name only): under :data:`DIGEST_KEY` the SHA-256 of their
+bookkeeping, training-only settings and fields other fields give; records without a
+:data:`VERSION_KEY` kept :data:`NAMED_ONLY_FIELDS` by name only): under :data:`DIGEST_KEY` the SHA-256 of their
 canonical JSON, under :data:`FIELDS_KEY` each field's value (a scalar as it is, a list or
 mapping by its own SHA-256), so that a mismatch names the fields.
 
 At load (:func:`config_mismatch`), the model's config is compared with that record (a
-tagger's config as ``config.json`` and ``columns.json`` give it, ``tagger_files.py``): an
-edited ``config.json`` (or ``columns.json``) that keeps every tensor's shape (another basis with the same K, T,
+tagger's config as ``config.json`` and the data files beside it give it, ``tagger_files.py``:
+``columns.json``, ``lemma_lexicon.json``, and any file added there; such a file edited or
+missing is named): an edited ``config.json`` (or data file) that keeps every tensor's shape (another basis with the same K, T,
 the activation, the heads, LayerNorm's epsilon, the positions, two labels exchanged, the tag
 combinations) is refused in one line naming the fields, where it would load and compute
 something else. Fields added to the config after a folder was saved are not in its record
@@ -64,9 +65,12 @@ UNRECORDED_FIELDS = frozenset(
         "column_sizes",
     }
 )
-# Config fields recorded by name with a null value: data beside the weights that they never
-# read, which may be rebuilt without them (a tagger's lemma lexicon, tagger_files.py).
+# Config fields that records without a version (:data:`VERSION_KEY`) kept by name only, as
+# null: a tagger's lemma lexicon. They are not compared for such a record; a record with a
+# version holds every field, the data files beside config.json included (tagger_files.py).
 NAMED_ONLY_FIELDS = frozenset({"lemma_lexicon"})
+VERSION_KEY = "config_record_version"
+RECORD_VERSION = "2"
 
 
 def _canonical(value) -> str:
@@ -78,15 +82,13 @@ def _sha256(value) -> str:
     return hashlib.sha256(_canonical(value).encode("ascii")).hexdigest()
 
 
-def recorded_fields(config) -> dict[str, object]:
+def recorded_fields(config, named_only: frozenset[str] = frozenset()) -> dict[str, object]:
     """``{field: value}`` of every field of ``config`` (a ``PreTrainedConfig``) but
-    :data:`UNRECORDED_FIELDS` (:data:`NAMED_ONLY_FIELDS` as None), as JSON gives them back (mapping keys as strings), so a config
-    and its reload from ``config.json`` give the same record."""
+    :data:`UNRECORDED_FIELDS` (``named_only`` as None), as JSON gives them back (mapping keys
+    as strings), so a config and its reload from ``config.json`` give the same record."""
     values = json.loads(json.dumps(config.to_dict(), default=str))
     return {
-        name: None if name in NAMED_ONLY_FIELDS else value
-        for name, value in values.items()
-        if name not in UNRECORDED_FIELDS
+        name: None if name in named_only else value for name, value in values.items() if name not in UNRECORDED_FIELDS
     }
 
 
@@ -96,10 +98,11 @@ def _summary(value):
 
 
 def config_record(config) -> dict[str, str]:
-    """The safetensors metadata entries recording ``config``: :data:`DIGEST_KEY` and
-    :data:`FIELDS_KEY`."""
+    """The safetensors metadata entries recording ``config``: :data:`VERSION_KEY`,
+    :data:`DIGEST_KEY` and :data:`FIELDS_KEY`."""
     fields = recorded_fields(config)
     return {
+        VERSION_KEY: RECORD_VERSION,
         DIGEST_KEY: _sha256(fields),
         FIELDS_KEY: _canonical({name: _summary(value) for name, value in fields.items()}),
     }
@@ -109,10 +112,12 @@ def _shown(value) -> str:
     return "(another value)" if isinstance(value, dict) and set(value) == {"sha256"} else repr(value)
 
 
-def config_mismatch(config, metadata: Mapping[str, str] | None) -> str | None:
+def config_mismatch(config, metadata: Mapping[str, str] | None, files: Mapping[str, str] | None = None) -> str | None:
     """Where ``config`` differs from the config recorded in a weights file's ``metadata``, in
     words (the fields, with both values where they are scalars); None when they agree or the
-    file records none. The record's fields alone are compared."""
+    file records none. The record's fields alone are compared. ``files``: the file beside
+    ``config.json`` that holds a field (``{"lemma_lexicon": "lemma_lexicon.json"}``), named
+    for it, and named missing where the field is empty but was recorded."""
     if not metadata or DIGEST_KEY not in metadata:
         return None
     try:
@@ -121,20 +126,30 @@ def config_mismatch(config, metadata: Mapping[str, str] | None) -> str | None:
         saved = None
     if not isinstance(saved, dict):
         return f"its {FIELDS_KEY} metadata is damaged"
-    now = recorded_fields(config)
+    now = recorded_fields(config, frozenset() if VERSION_KEY in metadata else NAMED_ONLY_FIELDS)
     fields = {name: now.get(name) for name in saved}
     if _sha256(fields) == metadata[DIGEST_KEY]:
         return None
     differ = [name for name in sorted(saved) if _summary(fields[name]) != saved[name]]
     if not differ:
         return f"its {DIGEST_KEY} metadata does not match its {FIELDS_KEY}"
-    named = ", ".join(
-        f"{name} ({_shown(_summary(fields[name]))}, saved with {_shown(saved[name])})"
-        if not isinstance(fields[name], (list, dict))
-        else name
-        for name in differ
-    )
-    return f"config.json differs from the config the weights were saved with in {named}"
+    files = files or {}
+    by_file: dict[str, list[str]] = {}
+    for name in differ:
+        by_file.setdefault(files.get(name, "config.json"), []).append(name)
+    problems = []
+    for file, names in by_file.items():
+        if file != "config.json" and all(fields[name] is None for name in names):
+            problems.append(f"{file} is missing (the weights were saved with its {', '.join(names)})")
+            continue
+        named = ", ".join(
+            f"{name} ({_shown(_summary(fields[name]))}, saved with {_shown(saved[name])})"
+            if not isinstance(fields[name], (list, dict))
+            else name
+            for name in names
+        )
+        problems.append(f"{file} differs from the config the weights were saved with in {named}")
+    return "; ".join(problems)
 
 
 def read_metadata(path: str | os.PathLike) -> dict[str, str] | None:
@@ -212,6 +227,7 @@ __all__ = [
     "FIELDS_KEY",
     "NAMED_ONLY_FIELDS",
     "UNRECORDED_FIELDS",
+    "VERSION_KEY",
     "config_mismatch",
     "config_record",
     "read_metadata",

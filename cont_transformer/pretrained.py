@@ -57,6 +57,7 @@ from transformers.dynamic_module_utils import custom_object_save
 from .config_record import DIGEST_KEY, config_mismatch, read_metadata, record_config, unrecorded_warning
 from .model_card import MAX_ABS_WEIGHT, write_model_card
 from .ode_block import OdeBlock
+from .tagger_files import TAGGER_FILE_OF
 
 
 def class_reference(cls: type) -> str:
@@ -187,7 +188,7 @@ def check_config_record(config, checkpoint_files, source) -> None:
     metadata = read_metadata(weights[0])
     if metadata is None:  # a header that does not read: the load names the file
         return
-    problem = config_mismatch(config, metadata)
+    problem = config_mismatch(config, metadata, TAGGER_FILE_OF)
     if problem is not None:
         raise ValueError(
             f"{source}: {problem} (recorded in {Path(weights[0]).name}); the weights and config.json of a model "
@@ -297,14 +298,12 @@ def check_no_custom_code(folder: str | os.PathLike) -> None:
 
     Raises :class:`CustomCodeError` (a ``ValueError``) naming the file and the entry when
     the ``auto_map`` of any of :data:`CODE_NAMING_FILES`, or the ``custom_pipelines`` of
-    ``config.json``, names a class that is not one of this package's
-    (:func:`is_own_class`), when ``config.json``'s ``auto_map`` names them
-    for a ``model_type`` that is not one of this package's (:func:`own_model_types`), or
-    when a ``tokenizer_class`` is not a class transformers ships. Loads also pass
-    ``trust_remote_code=False``, so nothing runs either way; this says why in one line,
-    before transformers asks on stdin or fails at length. A folder that is not local (a
-    Hub id), or a file that is not valid JSON, is left to transformers.
-    """
+    ``config.json``, names a class that is not one of this package's (:func:`is_own_class`),
+    when ``config.json``'s ``auto_map`` names them for a ``model_type`` that is not one of
+    this package's (:func:`own_model_types`) or not its ``AutoConfig``'s, or when a
+    ``tokenizer_class`` is not a class transformers ships. Loads also pass
+    ``trust_remote_code=False``, so nothing runs either way; this says why in one line. A
+    folder that is not local (a Hub id), or a file that is not valid JSON, is left to transformers."""
     folder = Path(folder)
     if not folder.is_dir():
         return
@@ -332,6 +331,12 @@ def check_no_custom_code(folder: str | os.PathLike) -> None:
                 f"{path}: auto_map names this package's classes for model_type {saved.get('model_type')!r}, not one "
                 f"of its models ({', '.join(sorted(own_model_types()))}); this package never runs code from a model "
                 "folder"
+            )
+        configured = {getattr(_OWN_CLASSES[ref], "model_type", None) for key, ref in references if key == "AutoConfig"}
+        if name == "config.json" and configured and saved.get("model_type") not in configured:
+            raise CustomCodeError(
+                f"{path}: model_type {saved.get('model_type')!r} is not the model its auto_map names "
+                f"({', '.join(sorted(map(str, configured)))}); the folder's config.json was edited"
             )
         tokenizer_class = saved.get("tokenizer_class")
         if tokenizer_class is not None and not (

@@ -42,6 +42,8 @@ TAGGER_FILES = {
     LEMMA_LEXICON_FILE: ("lemma_lexicon",),
 }
 TAGGER_FIELDS = tuple(field for fields in TAGGER_FILES.values() for field in fields)
+# Each field -> the file that holds it (the weights' record names the file, config_record.py).
+TAGGER_FILE_OF = {field: name for name, fields in TAGGER_FILES.items() for field in fields}
 # from_pretrained's options that say where a file of the folder is found.
 HUB_OPTIONS = ("cache_dir", "force_download", "local_files_only", "token", "revision", "subfolder", "proxies")
 
@@ -102,6 +104,9 @@ def read_tagger_files(config, source: str | os.PathLike, **options):
     for name, fields in TAGGER_FILES.items():
         if any(getattr(config, field, None) for field in fields):
             continue  # config.json holds them
+        local = Path(source, name)
+        if local.is_symlink() and not local.exists():
+            raise ValueError(f"{local}: a link to {os.readlink(local)}, which does not exist; restore the file")
         path = cached_file(
             source,
             name,
@@ -119,6 +124,7 @@ __all__ = [
     "LEMMA_LEXICON_FILE",
     "TAGGER_FIELDS",
     "TAGGER_FILES",
+    "TAGGER_FILE_OF",
     "read_tagger_files",
     "write_config",
 ]

@@ -11,7 +11,8 @@ dev texts (``benchmarks/segmenters.py``; docs/experiments.md, "Tagging text").
 
 Languages. ``language`` is an ISO 639 code (``en``, ``fr``, ``grc``; a region or script
 after it is allowed: ``pt-BR``, ``zh_Hant``). English and German have tuned rules (the
-primary code selects them: ``en-GB`` is English); every other code gets the generic
+primary code selects them: ``en-GB`` is English, and so are ``eng`` and ``eng-GB``, three-letter
+codes taking their language's two-letter rules); every other code gets the generic
 Unicode rules (:data:`TUNED_LANGUAGES`; ``und``, undetermined, names them on purpose):
 
 * Generic words: runs of letters (with their marks) and digits, as Unicode's word
@@ -73,6 +74,27 @@ TUNED_LANGUAGES = ("en", "de")  # the languages with rules of their own; any oth
 GENERIC = "und"  # ISO 639's "undetermined": a code that always names the generic rules
 LONGEST_WORD = 1000  # a longer run of visible characters is cut into words of this length
 _LANGUAGE_CODE = re.compile(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*")
+# ISO 639-1's two-letter codes, each with the three-letter codes of the same language
+# (ISO 639-2/T, 639-2/B, 639-3): "deu" and "ger" get the rules of "de".
+_ISO_639_1 = """
+aa:aar ab:abk ae:ave af:afr ak:aka am:amh an:arg ar:ara as:asm av:ava ay:aym az:aze ba:bak
+be:bel bg:bul bh:bih bi:bis bm:bam bn:ben bo:bod/tib br:bre bs:bos ca:cat ce:che ch:cha co:cos
+cr:cre cs:ces/cze cu:chu cv:chv cy:cym/wel da:dan de:deu/ger dv:div dz:dzo ee:ewe el:ell/gre
+en:eng eo:epo es:spa et:est eu:baq/eus fa:fas/per ff:ful fi:fin fj:fij fo:fao fr:fra/fre fy:fry
+ga:gle gd:gla gl:glg gn:grn gu:guj gv:glv ha:hau he:heb hi:hin ho:hmo hr:hrv ht:hat hu:hun
+hy:arm/hye hz:her ia:ina id:ind ie:ile ig:ibo ii:iii ik:ipk io:ido is:ice/isl it:ita iu:iku
+ja:jpn jv:jav ka:geo/kat kg:kon ki:kik kj:kua kk:kaz kl:kal km:khm kn:kan ko:kor kr:kau ks:kas
+ku:kur kv:kom kw:cor ky:kir la:lat lb:ltz lg:lug li:lim ln:lin lo:lao lt:lit lu:lub lv:lav
+mg:mlg mh:mah mi:mao/mri mk:mac/mkd ml:mal mn:mon mr:mar ms:may/msa mt:mlt my:bur/mya na:nau
+nb:nob nd:nde ne:nep ng:ndo nl:dut/nld nn:nno no:nor nr:nbl nv:nav ny:nya oc:oci oj:oji om:orm
+or:ori os:oss pa:pan pi:pli pl:pol ps:pus pt:por qu:que rm:roh rn:run ro:ron/rum ru:rus rw:kin
+sa:san sc:srd sd:snd se:sme sg:sag sh:hbs si:sin sk:slk/slo sl:slv sm:smo sn:sna so:som
+sq:alb/sqi sr:srp ss:ssw st:sot su:sun sv:swe sw:swa ta:tam te:tel tg:tgk th:tha ti:tir tk:tuk
+tl:tgl tn:tsn to:ton tr:tur ts:tso tt:tat tw:twi ty:tah ug:uig uk:ukr ur:urd uz:uzb ve:ven
+vi:vie vo:vol wa:wln wo:wol xh:xho yi:yid yo:yor za:zha zh:chi/zho zu:zul
+"""
+_TWO_LETTER = dict(entry.split(":") for entry in _ISO_639_1.split())
+_THREE_TO_TWO = {three: two for two, threes in _TWO_LETTER.items() for three in threes.split("/")}
 
 _W = r"[\p{L}\p{M}\p{N}]"  # a letter (with its marks) or digit
 _L = r"[\p{L}\p{M}]"  # a letter
@@ -127,8 +149,15 @@ _GENERIC = [
 def rules(language: str) -> str:
     """Whose rules split ``language``'s text: ``"en"`` or ``"de"`` (the primary code of
     ``language`` has tuned rules), else :data:`GENERIC`."""
-    primary = re.split(r"[-_]", check_language(language))[0].lower()
+    primary = primary_language(language)
     return primary if primary in TUNED_LANGUAGES else GENERIC
+
+
+def primary_language(language: str) -> str:
+    """The primary code of ``language``, lowercase, as two letters where ISO 639-1 has them
+    (``eng``, ``en-GB`` -> ``en``; ``grc`` stays)."""
+    primary = re.split(r"[-_]", check_language(language))[0].lower()
+    return _THREE_TO_TWO.get(primary, primary)
 
 
 @cache
@@ -201,11 +230,18 @@ class Sentence:
 
 def check_language(language: str) -> str:
     """``language`` if it is an ISO 639 code (two or three letters, then optionally a
-    region or script: ``fr``, ``grc``, ``pt-BR``); ``ValueError`` naming it otherwise."""
+    region or script: ``fr``, ``grc``, ``pt-BR``; two letters must be ISO 639-1's);
+    ``ValueError`` naming it otherwise."""
     if not isinstance(language, str) or _LANGUAGE_CODE.fullmatch(language) is None:
         raise ValueError(
             f"language: {language!r} is not a language code (ISO 639: two or three letters, "
             "optionally a region or script after '-': en, fr, grc, pt-BR)"
+        )
+    primary = re.split(r"[-_]", language)[0].lower()
+    if len(primary) == 2 and primary not in _TWO_LETTER:
+        raise ValueError(
+            f"language: {language!r} is no ISO 639 language ({primary!r} is not a two-letter code of "
+            "ISO 639-1); give its code (en, fr, eng, grc) or und for any language"
         )
     return language
 
@@ -330,6 +366,7 @@ __all__ = [
     "Sentence",
     "check_language",
     "paragraphs",
+    "primary_language",
     "rules",
     "split_text",
     "tokenize_sentences",

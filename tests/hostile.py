@@ -40,9 +40,9 @@ def load_script(name):
     return module
 
 
-def save_tagger(folder: Path, tiny_tagger, spelling: bool = False) -> Path:
-    """A tiny tagger over test_tag's WORDS and TAGGER (``tiny_tagger``: conftest's fixture),
-    saved in ``folder`` with its tokenizer, as a tagger run saves it."""
+def save_tagger(folder: Path, tiny_tagger, spelling: bool = False, **config) -> Path:
+    """A tiny tagger over test_tag's WORDS and TAGGER (``tiny_tagger``: conftest's fixture;
+    ``config``: fields besides), saved in ``folder`` with its tokenizer, as a tagger run saves it."""
     tokenizer = build_tokenizer(WORDS, spelling=spelling)
     if spelling:
         tables, char_vocab_size = spelling_tables(tokenizer, set(WORDS), 6)
@@ -55,10 +55,11 @@ def save_tagger(folder: Path, tiny_tagger, spelling: bool = False) -> Path:
             max_word_length=6,
             char_embedding_size=8,
             char_hidden_size=12,
+            **config,
         )
         model.cont_transformer.embeddings.set_spelling(**tables)
     else:
-        model = tiny_tagger(vocab_size=len(tokenizer), **TAGGER)
+        model = tiny_tagger(vocab_size=len(tokenizer), **TAGGER, **config)
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     (folder / "metrics.json").write_text(json.dumps({"tag_column": "xpos"}))
@@ -115,3 +116,31 @@ def run_script(name: str, argv, capsys) -> str:
         run_cli(load_script(name).main, [str(arg) for arg in argv])
     assert exit_info.value.code == 2
     return one_error_line(capsys)
+
+
+def _can_mount_a_small_disk() -> bool:
+    try:
+        return subprocess.run(["unshare", "-rm", "true"], capture_output=True, check=False).returncode == 0
+    except OSError:
+        return False
+
+
+# A test that needs a full disk mounts a small one in a user namespace of its own.
+needs_a_small_disk = pytest.mark.skipif(
+    not _can_mount_a_small_disk(), reason="no user namespace to mount a small disk in"
+)
+
+
+def on_a_small_disk(disk: Path, size: str, argv: list[str], timeout: int = 300) -> subprocess.CompletedProcess:
+    """``argv`` (a program and its arguments) run in the repository with a file system of
+    ``size`` (tmpfs's ``size=``: ``64k``, ``2m``) mounted at the empty folder ``disk``, its
+    output captured."""
+    return subprocess.run(
+        ["unshare", "-rm", "sh", "-c", f'mount -t tmpfs -o size={size} tmpfs "{disk}" && exec "$@"', "sh", *argv],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"},
+        timeout=timeout,
+        check=False,
+    )

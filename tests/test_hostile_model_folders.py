@@ -140,3 +140,33 @@ def test_a_language_model_or_an_image_model_is_no_tagger(tmp_path, capsys, tiny_
         assert run_tag([str(folder), "--input", str(text)], capsys) == f"error: {folder} is {kind}, not a tagger"
     with pytest.raises(ValueError, match=f"^{tmp_path / 'lm'} is a masked language model, not a tagger$"):
         AutoModelForTokenClassification.from_pretrained(tmp_path / "lm")
+
+
+# A tagger whose lemmas come from its lexicon: "dog" tagged NN is "hound".
+LEXICON_TAGGER = {
+    "primary_column": "xpos",
+    "column_labels": {"lemma": ["keep|-0+|-0+"]},
+    "lemma_lexicon": {"xpos": {tag: {"dog": "hound"} for tag in ("DT", "NN", "VB")}},
+}
+
+
+@pytest.mark.parametrize("damage", ["edited", "deleted", "dangling link"])
+def test_a_damaged_lemma_lexicon_is_refused_naming_it(tmp_path_factory, tiny_tagger, tmp_path, capsys, damage):
+    folder = save_tagger(tmp_path_factory.mktemp("lexicon"), tiny_tagger, **LEXICON_TAGGER)
+    lexicon = folder / "lemma_lexicon.json"
+    assert Tagger.from_pretrained(folder, device="cpu")("the dog").sentences[0].words[1].lemma == "hound"
+    if damage == "edited":
+        lexicon.write_text(lexicon.read_text().replace("hound", "cat"))
+    elif damage == "deleted":
+        lexicon.unlink()
+    else:
+        lexicon.unlink()
+        lexicon.symlink_to(tmp_path / "gone.json")
+    with pytest.raises(ValueError, match="lemma_lexicon.json") as refusal:
+        Tagger.from_pretrained(folder, device="cpu")
+    assert "\n" not in str(refusal.value)
+    text = tmp_path / "in.txt"
+    text.write_text("the dog saw a bird.\n")
+    line = run_tag([str(folder), "--input", str(text), "--output", str(tmp_path / "o.conllu")], capsys)
+    assert "lemma_lexicon.json" in line and ("missing" in line or "differs" in line or "does not exist" in line)
+    assert not (tmp_path / "o.conllu").exists()

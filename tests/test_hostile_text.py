@@ -1,18 +1,20 @@
 """Hostile text to tag: huge words and inputs meet limits instead of hangs, and a
-shortened word tags as the whole word would."""
+shortened word tags as the whole word would; three-letter language codes get their
+language's rules and an unknown code is named; NUL bytes (UTF-16 without a byte-order mark)
+are named by file and line; the wrong kind of Python value is named by its type."""
 
 import random
 import time
 
 import pytest
 import torch
-from hostile import save_tagger
+from hostile import load_script, run_tag, save_tagger
 from test_tag import WORDS
 
 from cont_transformer import build_tokenizer
 from cont_transformer.tagging.tag import Tagger
 from cont_transformer.tagging.tag_files import tag_file
-from cont_transformer.text_segmentation import LONGEST_WORD
+from cont_transformer.text_segmentation import LONGEST_WORD, split_text
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +86,67 @@ def test_a_line_of_megabytes_tags_instead_of_panicking(spelling_tagger):
     words = [word.text for word in doc.iter_words()]
     assert words[:3] == ["the", "dog", ","] and words[-4:] == ["saw", "a", "bird", "."]
     assert len(words) == 3 + 5_000_000 // LONGEST_WORD + 4 and all(word.xpos for word in doc.iter_words())
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory, tiny_tagger):
+    return save_tagger(tmp_path_factory.mktemp("tagger"), tiny_tagger)
+
+
+ENGLISH = "Mr. Smith didn't see the dog. It ran away!"
+GERMAN = "Am 3. Mai ging's los. Dr. Weber kam z.B. nicht."
+
+
+def segmented(text, language):
+    return [([text[a:b] for a, b in s.spans], sorted(s.multiword.items())) for s in split_text(text, language)]
+
+
+def test_three_letter_language_codes_get_their_languages_rules(saved, tmp_path, capsys):
+    assert segmented(ENGLISH, "eng") == segmented(ENGLISH, "en") != segmented(ENGLISH, "und")
+    assert len(segmented(ENGLISH, "eng")) == 2 and segmented(ENGLISH, "eng")[0][1]  # didn't: a multiword token
+    assert segmented(GERMAN, "deu") == segmented(GERMAN, "ger") == segmented(GERMAN, "de")
+    assert segmented(ENGLISH, "eng-GB") == segmented(ENGLISH, "en")
+    text = tmp_path / "in.txt"
+    text.write_text(ENGLISH + "\n")
+    output = tmp_path / "out.conllu"
+    argv = [str(saved), "--input", str(text), "--output", str(output), "--no-progress"]
+    load_script("tag").main([*argv, "--language", "eng"])
+    conllu = output.read_text()
+    assert conllu.count("# sent_id") == 2 and "didn't" in conllu
+    capsys.readouterr()
+    with pytest.raises(SystemExit, match="2"):  # argparse's refusal of a flag's value
+        load_script("tag").main([*argv, "--language", "xx"])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "argument --language: 'xx' is no ISO 639 language" in line, line
+    with pytest.raises(ValueError, match="^language: 'qq' is no ISO 639 language"):
+        list(split_text("text", "qq"))
+
+
+def test_nul_bytes_in_text_are_named_by_file_and_line(saved, tmp_path, capsys):
+    utf16 = tmp_path / "utf16.txt"
+    utf16.write_bytes("The dog barks.\nIt ran.\n".encode("utf-16-le"))  # no byte-order mark
+    output = tmp_path / "out.conllu"
+    for input_format in ("text", "lines", "tokens", "conllu"):
+        argv = [str(saved), "--input", str(utf16), "--output", str(output), "--input-format", input_format]
+        line = run_tag(argv, capsys)
+        assert line.startswith(f"error: {utf16}:1: a NUL byte"), line
+        assert not output.exists()
+    mid = tmp_path / "mid.txt"
+    mid.write_bytes(b"the dog saw a bird.\nthe\0dog\n")
+    line = run_tag([str(saved), "--input", str(mid), "--output", str(output)], capsys)
+    assert line.startswith(f"error: {mid}:2: a NUL byte"), line
+
+
+def test_the_wrong_kind_of_value_is_refused_naming_its_type(saved):
+    tagger = Tagger.from_pretrained(saved, device="cpu")
+    with pytest.raises(TypeError, match="not dict"):
+        tagger({"text": "the dog saw a bird."})
+    with pytest.raises(TypeError, match="^Tagger.pipe takes an iterable of texts.*not a str"):
+        next(tagger.pipe("the dog saw a bird."))
+    with pytest.raises(TypeError, match="not a dict"):
+        next(tagger.pipe({"text": "the dog"}))
+    with pytest.raises(TypeError, match="^Tagger.pipe: item 1 is a NoneType, not a text"):
+        list(tagger.pipe(["the dog.", None, "a bird."]))
+    with pytest.raises(TypeError, match="^batch_size: a whole number of sentences, not a str"):
+        list(tagger.pipe(["the dog."], batch_size="5"))
+    assert len(list(tagger.pipe(["the dog.", "a bird."], batch_size=5))) == 2

@@ -98,6 +98,15 @@ class MaskedLmTrainer(LengthGroupedEpochs, Trainer):
             "vocabulary_words": len(words),
             "vocabulary_coverage": sum(counts[w] for w in words) / max(total, 1),
         }
+        if len(data["train"]) < args.batch_size:
+            files = [str(path) for path in self.files]
+            source = (
+                files[0] + (f" and {len(files) - 1} more" if len(files) > 1 else "") if files else args.dataset_name
+            )
+            raise ValueError(
+                f"--batch-size {args.batch_size}: {source} gives {len(data['train'])} training rows (lines, "
+                f"after {len(data['heldout'])} held out), fewer than one batch; give more text or a smaller --batch-size"
+            )
         self.train_rows = data["train"].select_columns(["input_ids", "maskable"])
         self.sampler = LengthGroupedBatchSampler(data["train"]["length"], args.batch_size, args.seed)
         heldout = masked_rows(data["heldout"], args.mask_probability, tokenizer.mask_token_id, args.seed)

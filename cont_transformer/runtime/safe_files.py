@@ -5,8 +5,8 @@
   The swap is one atomic ``renameat2(RENAME_EXCHANGE)`` on Linux; elsewhere it is two
   renames, and :func:`recover_directory` undoes a swap that a kill interrupted.
 * :func:`write_json` replaces a JSON file atomically (temporary file, then rename).
-* :func:`staged_output` writes one output file the same way (a locked staging file beside
-  it, renamed into place), and a FIFO, device or socket directly (:func:`is_stream`).
+* :func:`naming_full_disk` turns a write that fails for a full disk into one line naming
+  its path, whatever library wrote it (every write here goes through it).
 
 Modes. What the package writes gets the modes the user's umask gives a new file or folder
 (0o644 / 0o755 under umask 022, 0o600 / 0o700 under 077): staging files are created with
@@ -42,19 +42,15 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import errno
 import glob
 import json
 import logging
 import os
-import re
 import shutil
-import stat
-import sys
 import uuid
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
 
 try:
     import fcntl
@@ -168,18 +164,28 @@ def _link_or_copy(source: str, destination: str) -> None:
         shutil.copy2(source, destination)
 
 
-def _carry_over(target: Path, staging: Path) -> None:
-    """Put into ``staging`` what ``target`` holds that its manifest does not name (a user's
-    files, the lock file), as hard links where the file system allows. Without a manifest
-    only the lock file is carried."""
+def _carry_over(target: Path, staging: Path, owned: set[str] | None = None, nested: bool = False) -> None:
+    """Put into ``staging`` what ``target`` holds that its manifest (or ``owned``) does not
+    name (a user's files, the lock file), as hard links where the file system allows; without
+    either, only the lock file. ``nested``: a named folder with a manifest of its own (a run's
+    ``best/``, ``checkpoints/``) passes on what that one does not name, into the staging
+    folder's folder of that name (made, its manifest naming nothing, where there is none)."""
     manifest = read_manifest(target)
-    owned = set(manifest["outputs"]) if manifest is not None else None
+    if owned is None and manifest is not None:
+        owned = set(manifest["outputs"])
     for path in target.iterdir():
-        if path.name == MANIFEST_FILE or (owned is None and path.name != LOCK_FILE):
-            continue
-        if owned is not None and path.name in owned:
+        scratch = path.name.startswith((_STAGING, _RETIRED))  # a killed writer's, never a user's
+        if path.name == MANIFEST_FILE or scratch or (owned is None and path.name != LOCK_FILE):
             continue
         destination = staging / path.name
+        if owned is not None and path.name in owned:
+            inner = read_manifest(path) if nested and path.is_dir() and not path.is_symlink() else None
+            if inner is not None and {p.name for p in path.iterdir()} - {MANIFEST_FILE, *inner["outputs"]}:
+                if not destination.is_dir():
+                    destination.mkdir()
+                    _write_manifest(destination, inner["kind"], [])
+                _carry_over(path, destination, nested=True)
+            continue
         if destination.exists() or destination.is_symlink():
             logger.warning("%s: replaced by the new output of that name", path)
             continue
@@ -362,6 +368,41 @@ def give_umask_modes(folder: PathLike) -> None:
     os.chmod(folder, 0o777 & ~mask)
 
 
+class StagedFolder:
+    """A folder built beside ``target`` (``.staging-<name>-<hex>``, locked while it is
+    written, so :func:`remove_stale` removes it once its writer is gone) that replaces
+    ``target`` when complete (:meth:`commit`) or vanishes (:meth:`discard`): until then
+    ``target`` is untouched, and a kill at any moment leaves it or its replacement whole."""
+
+    def __init__(self, target: PathLike):
+        self.target = Path(target)
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale(self.target.parent.glob(f"{glob.escape(_STAGING + self.target.name)}-*"))
+        self.path = _sibling(self.target, _STAGING)
+        self.path.mkdir()
+        self._lock = hold_lock(self.path)  # marks it as being written (see remove_stale)
+        self.committed = False
+
+    def commit(self, owned: set[str] | None = None, nested: bool = False) -> None:
+        """Carry over what ``target`` holds beyond its outputs (its manifest's, or ``owned``;
+        ``nested``: see :func:`_carry_over`), then swap the staging folder into place."""
+        if self.target.is_dir():
+            _carry_over(self.target, self.path, owned, nested)
+        replace_directory(self.path, self.target)
+        self.committed = True
+        self._release()
+
+    def discard(self) -> None:
+        if not self.committed:
+            shutil.rmtree(self.path, ignore_errors=True)
+        self._release()
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+
 @contextlib.contextmanager
 def staged_directory(target: PathLike, kind: str) -> Iterator[Path]:
     """Yield an empty staging folder next to ``target``; on success it replaces ``target``.
@@ -370,89 +411,64 @@ def staged_directory(target: PathLike, kind: str) -> Iterator[Path]:
     (:func:`give_umask_modes`) and is recorded in its manifest (``kind``: what the folder
     holds, ``model_folders.KINDS``), and what the old ``target`` holds beyond its own
     manifest (a user's files, the lock file) is carried over next, so the swap replaces
-    only what the package wrote. On an error the staging folder is removed and ``target``
-    is untouched.
-    """
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale(target.parent.glob(f"{_STAGING}{target.name}-*"))
-    staging = _sibling(target, _STAGING)
-    staging.mkdir()
-    lock = hold_lock(staging)  # marks it as being written (see remove_stale)
+    only what the package wrote. On an error (a full disk named) ``target`` is untouched."""
+    staged = StagedFolder(target)
     try:
-        yield staging
-        give_umask_modes(staging)
-        _write_manifest(staging, kind, [p.name for p in staging.iterdir() if p.name != MANIFEST_FILE])
-        if target.is_dir():
-            _carry_over(target, staging)
-        replace_directory(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        with naming_full_disk(target):
+            yield staged.path
+            give_umask_modes(staged.path)
+            _write_manifest(staged.path, kind, [p.name for p in staged.path.iterdir() if p.name != MANIFEST_FILE])
+            staged.commit()
     finally:
-        if lock is not None:
-            os.close(lock)
+        staged.discard()
+
+
+# Below this many free bytes, a torch write that stopped short is put down to the disk.
+_NEARLY_FULL = 1 << 20
+
+
+class DiskFullError(OSError):
+    """A write failed because its file system is full, named in one line."""
+
+
+def _full_disk(error: BaseException, path: Path) -> bool:
+    """Whether ``error`` (raised writing under ``path``) means that the disk is full:
+    ``ENOSPC`` or a quota, the same told in a library's message, or torch's ``unexpected
+    pos`` (its writer's short write) on a file system with under a mebibyte left."""
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(error)
+    if "No space left on device" in text or "os error 28" in text:
+        return True
+    if "unexpected pos" in text:
+        existing = next((p for p in [path, *path.parents] if p.exists()), None)
+        with contextlib.suppress(OSError):
+            return existing is not None and shutil.disk_usage(existing).free < _NEARLY_FULL
+    return False
+
+
+@contextlib.contextmanager
+def naming_full_disk(path: PathLike) -> Iterator[None]:
+    """Turn a write under ``path`` that fails for a full disk (:func:`_full_disk`) into one
+    :class:`DiskFullError` line naming ``path``; any other error passes unchanged."""
+    try:
+        yield
+    except DiskFullError:
+        raise
+    except Exception as err:
+        if not _full_disk(err, Path(path)):
+            raise
+        raise DiskFullError(f"{path}: no space left on device; free some space there and run again") from err
 
 
 def write_json(path: PathLike, value: object) -> None:
     """Write ``value`` as indented JSON to ``path`` atomically (a reader sees old or new)."""
     path = Path(path)
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    temporary.write_text(json.dumps(value, indent=2) + "\n")
+    try:
+        with naming_full_disk(path):
+            temporary.write_text(json.dumps(value, indent=2) + "\n")
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
     os.replace(temporary, path)
-
-
-# A file staged by :func:`staged_output`: the output's name, a dot, 32 hex digits, .tmp.
-_STAGED_FILE_SUFFIX = re.compile(r"\.[0-9a-f]{32}\.tmp")
-
-
-def is_stream(path: str | os.PathLike | None) -> bool:
-    """Whether ``path`` is written as a stream, never staged or replaced: stdout (None or
-    ``-``), or an existing file that is not a regular file or a folder (a FIFO, a
-    character or block device, a socket, or a link to one)."""
-    if path is None or str(path) == "-":
-        return True
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
-
-
-@contextmanager
-def staged_output(output: str | os.PathLike | None) -> Iterator[BinaryIO]:
-    """A binary stream to ``output``: stdout when None or ``-``; a FIFO, device or socket
-    written directly (:func:`is_stream`); a file staged beside it and renamed into place on
-    success (removed on error). A link to a regular file writes the file it points to (the
-    link stays a link)."""
-    if output is None or str(output) == "-":
-        yield sys.stdout.buffer
-        sys.stdout.buffer.flush()
-        return
-    output = Path(output)
-    if is_stream(output):
-        with output.open("wb", buffering=0) as stream:
-            yield stream
-        return
-    if output.is_symlink():
-        output = output.resolve()  # the link's file is replaced, not the link
-    if output.is_dir():
-        raise ValueError(f"output: {output} is a folder")
-    if not output.parent.is_dir():
-        raise FileNotFoundError(f"output: folder {output.parent} does not exist")
-    prefix = f".{output.name}"
-    remove_stale(
-        path
-        for path in output.parent.glob(f"{glob.escape(prefix)}.*.tmp")
-        if _STAGED_FILE_SUFFIX.fullmatch(path.name[len(prefix) :])
-    )
-    staging = output.with_name(f"{prefix}.{uuid.uuid4().hex}.tmp")
-    lock = hold_lock(staging)  # creates it; marks it as being written
-    try:
-        with staging.open("wb") as stream:
-            yield stream
-        os.replace(staging, output)
-    finally:
-        staging.unlink(missing_ok=True)
-        if lock is not None:
-            os.close(lock)

@@ -21,7 +21,7 @@ import datasets
 from ..config_record import config_mismatch, read_metadata, record_config, weights_files
 from ..configuration_cont_transformer import JOINT_COLUMNS, joint_columns
 from ..runtime.model_folders import resolve_model_dir
-from ..tagger_files import read_tagger_files
+from ..tagger_files import TAGGER_FILE_OF, read_tagger_files
 from .columns import canonical_feats, column_values
 from .data import load_treebank
 from .tag import model_column_labels, saved_tag_column
@@ -77,7 +77,7 @@ def add_tag_combinations(model_dir: str | os.PathLike, train_file: str | os.Path
     configs = [_whole_config(path) for path in folders]
     for path, saved in zip(folders, configs):
         for weights in weights_files(path):
-            problem = config_mismatch(saved, read_metadata(weights))
+            problem = config_mismatch(saved, read_metadata(weights), TAGGER_FILE_OF)
             if problem is not None:
                 raise ValueError(f"{path}: {problem} (recorded in {weights.name}); not adding to it")
     for path, saved in zip(folders, configs):

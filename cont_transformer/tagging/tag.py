@@ -32,7 +32,7 @@ import json
 import os
 import re
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
 from itertools import islice
@@ -91,12 +91,15 @@ TOKENS_PER_BATCH, SENTENCES_PER_BATCH = 2048, 1024
 def one_name(name: str, value: int | None, batch_size: int | None, default: int, unit: str) -> int:
     """The batch option ``name`` (a count of ``unit`` s), also given as ``batch_size``, its
     spaCy-like older name with the same meaning (``default`` when neither is). ``ValueError``
-    in one line for both at once, or for a count that is not an integer >= 1."""
+    in one line for both at once, or for a count below 1; ``TypeError`` naming the type of one
+    that is no whole number."""
     if value is not None and batch_size is not None:
         raise ValueError(f"{name} and batch_size name the same count of {unit}s: give one")
     given, chosen = (name, value) if batch_size is None else ("batch_size", batch_size)
     chosen = default if chosen is None else chosen
-    if isinstance(chosen, bool) or not isinstance(chosen, int) or chosen < 1:
+    if isinstance(chosen, bool) or not isinstance(chosen, int):
+        raise TypeError(f"{given}: a whole number of {unit}s, not a {type(chosen).__name__}")
+    if chosen < 1:
         raise ValueError(f"{given} must be an integer >= 1 {unit}, got {chosen!r}")
     return chosen
 
@@ -105,21 +108,41 @@ def saved_tag_column(folder: str | os.PathLike) -> str:
     """The CoNLL-U column a saved tagger predicts, from its ``metrics.json`` (``xpos`` if
     absent)."""
     metrics = Path(folder) / METRICS_FILE
-    return json.loads(metrics.read_text()).get("tag_column", "xpos") if metrics.is_file() else "xpos"
+    if not metrics.is_file():
+        return "xpos"
+    try:
+        column = json.loads(metrics.read_text(encoding="utf-8")).get("tag_column", "xpos")
+    except (ValueError, AttributeError) as err:
+        raise ValueError(f"{metrics}: not the metrics a tagger run writes ({err})") from None
+    return column
 
 
 # What no word may hold: a tab or a line break would cut a CoNLL-U or TSV line.
 _LINE_BREAK_OR_TAB = re.compile("[\t\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+# A lone surrogate: half of a UTF-16 pair, no character (no UTF-8 encodes it).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def word_problem(word: object) -> str | None:
-    """Why ``word`` cannot be a word (None if it can): not a string, empty or blank, or
-    holding a tab or a line break (a CoNLL-U or TSV line could not hold it)."""
+    """Why ``word`` cannot be a word (None if it can): not a string, empty or blank,
+    holding a tab or a line break (a CoNLL-U or TSV line could not hold it) or a lone
+    surrogate."""
     if not isinstance(word, str) or not word.strip():
         return f"empty or non-string word {word!r}"
     if _LINE_BREAK_OR_TAB.search(word):
         return f"word {word!r} holds a tab or a line break"
+    if _SURROGATE.search(word):
+        return f"word {word!r} holds a lone surrogate, which is no character (text decoded wrongly?)"
     return None
+
+
+def _check_text(text: str) -> None:
+    """Refuse, naming its offset, text holding a lone surrogate (no UTF-8 encodes it)."""
+    if (found := _SURROGATE.search(text)) is not None:
+        raise ValueError(
+            f"text: a lone surrogate ({found.group()!r}) at character {found.start()}, which is no character "
+            "(text decoded wrongly?)"
+        )
 
 
 def check_words(sentences: Sequence[Sequence[str]]) -> None:
@@ -354,7 +377,7 @@ class Tagger:
         :meth:`pipe`). See :func:`tag`."""
         if isinstance(inputs, (str, Document)):
             return self._tagged([self.untagged(inputs)])[0]
-        if isinstance(inputs, (bytes, bytearray)) or not isinstance(inputs, Iterable):
+        if isinstance(inputs, (bytes, bytearray, Mapping)) or not isinstance(inputs, Iterable):
             raise TypeError(
                 f"tag() takes text (a str, not {type(inputs).__name__}), words or Documents; see Tagger.pipe"
             )
@@ -370,9 +393,12 @@ class Tagger:
             check_words([[word.text for word in sentence.words] for sentence in inputs.sentences])
             return inputs
         if isinstance(inputs, str):
+            _check_text(inputs)
             return Document.from_text(inputs, list(split_text(inputs, self.language)))
         inputs = list(inputs)
         if all(isinstance(item, str) for item in inputs):
+            for item in inputs:
+                _check_text(item)
             # One text of the sentences, one per line (as scripts/tag.py --input-format lines reads them).
             text, offsets = "\n".join(inputs), [0]
             for item in inputs[:-1]:
@@ -401,10 +427,16 @@ class Tagger:
 
     def _untagged_groups(self, inputs: Iterable, batch_size: int) -> Iterator[list[Document]]:
         """:meth:`untagged` documents of ``inputs``, grouped until a group holds ``batch_size``
-        sentences (the last group, possibly empty, when the input ends)."""
+        sentences (the last group, possibly empty, when the input ends); an item that is no
+        text refused naming its type."""
         pending: list[Document] = []
         sentences = 0
-        for item in inputs:
+        for index, item in enumerate(inputs):
+            if isinstance(item, (bytes, bytearray, Mapping)) or not isinstance(item, (str, Document, Iterable)):
+                raise TypeError(
+                    f"Tagger.pipe: item {index} is a {type(item).__name__}, not a text (a str, a list of "
+                    "sentences or of word lists, or a Document)"
+                )
             with paused_cycle_collection():  # never across a yield: the caller's code runs there
                 pending.append(self.untagged(item))
             sentences += len(pending[-1].sentences)
@@ -438,6 +470,11 @@ class Tagger:
         sentences_per_batch = one_name(
             "sentences_per_batch", sentences_per_batch, batch_size, SENTENCES_PER_BATCH, "sentence"
         )
+        if isinstance(inputs, (str, bytes, bytearray, Document, Mapping)) or not isinstance(inputs, Iterable):
+            raise TypeError(
+                f"Tagger.pipe takes an iterable of texts, one Document each, not a {type(inputs).__name__}; "
+                "tag one text with tagger(text)"
+            )
         groups: deque[list[Document]] = deque()  # read and not yet yielded, in order
 
         def batches() -> Iterator[list[list[str]]]:

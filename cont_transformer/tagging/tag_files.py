@@ -43,13 +43,12 @@ the pause is not recorded in MISC); files never pause, so their output does not 
 on timing. A paragraph longer than :data:`PIECE_CHARACTERS` is cut at a line end too.
 Memory stays flat however long the input.
 
-Output (:func:`~cont_transformer.runtime.safe_files.staged_output`). A regular file is
+Output (:func:`~cont_transformer.runtime.output_files.staged_output`). A regular file is
 written to a staging file beside ``output`` and renamed into place at the end: after an
-error, ``output`` is as it was; a killed run's staging file is deleted by the next run into
-the same output. An output that is not a regular file (stdout, ``-``, a FIFO, a character
-or block device, a socket, or a link to one:
-:func:`~cont_transformer.runtime.safe_files.is_stream`) is written directly, never staged
-or replaced. An output that is the input file is refused unless ``in_place``.
+error (a full disk named), ``output`` is as it was; a killed run's staging file is deleted by
+the next run into the same output. An output that is not a regular file (stdout, ``-``, a
+FIFO, a device, a socket, or a link to one: :func:`~cont_transformer.runtime.output_files.is_stream`) is written
+directly, never staged or replaced. An output that is the input file is refused unless ``in_place``.
 """
 
 from __future__ import annotations
@@ -67,7 +66,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from ..runtime.collection import paused_cycle_collection
-from ..runtime.safe_files import staged_output
+from ..runtime.output_files import staged_output
 from ..text.streams import input_lines
 from ..text_segmentation import Sentence, rules, split_text, tokenize_sentences, whitespace_sentences, word_splitter
 from .conllu_document import ConlluDocument, format_text_sentence

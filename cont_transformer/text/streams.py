@@ -34,6 +34,8 @@ def stream_lines(stream: BinaryIO, name: str) -> Iterator[str | None]:
     def decoded(line: bytes) -> str:
         nonlocal number
         number += 1
+        if b"\0" in line:  # UTF-16 without a byte-order mark holds many; no text holds one
+            raise ValueError(f"{name}:{number}: a NUL byte: not UTF-8 text (UTF-16? convert it to UTF-8)")
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError:

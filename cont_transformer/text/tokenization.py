@@ -231,7 +231,7 @@ def load_tokenizer(folder: str | os.PathLike, model=None, **options) -> PreTrain
     check_no_custom_code(folder)
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, **{**options, "trust_remote_code": False})
-    except (OSError, ValueError) as err:
+    except Exception as err:  # noqa: BLE001 (tokenizers' own parse errors are plain Exceptions)
         raise OSError(f"{folder / TOKENIZER_FILE}: the tokenizer does not load ({err})") from None
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))

@@ -49,6 +49,8 @@ def load_word_vectors(folder: str | os.PathLike) -> tuple[list[str], torch.Tenso
         raise WordVectorError(f"word_vectors: {folder / VECTORS_FILE} cannot be read ({err})") from None
     if vectors is None or vectors.dim() != 2 or not vectors.is_floating_point():
         raise WordVectorError(f"word_vectors: {folder / VECTORS_FILE} holds no 2-d float tensor 'vectors'")
+    if vectors.shape[1] == 0:
+        raise WordVectorError(f"word_vectors: {folder / VECTORS_FILE} holds vectors of width 0; train them again")
     try:
         words = (folder / WORDS_FILE).read_text(encoding="utf-8").split("\n")
     except UnicodeDecodeError:

@@ -76,6 +76,8 @@ RESUMABLE = frozenset(
 )
 RUN_LENGTH = frozenset({"max_steps", "num_train_epochs", "epochs"})
 FOLLOWS_RUN_LENGTH = frozenset({"cooldown_steps"})
+# The schedule's step counts, which --max-steps scales when no flag gives them (recipes.py).
+SCHEDULE_STEPS = ("warmup_steps", "refine_steps", "cooldown_steps")
 # Fields whose value sets the defaults of others: a difference there is named first.
 SOURCES = ("preset", "treebank", "model_name_or_path")
 
@@ -146,6 +148,11 @@ def read_identity(run_dir: PathLike) -> dict | None:
     return identity
 
 
+def _shown(value: object) -> str:
+    """A recorded value as its flag takes it (a list of steps comma-separated)."""
+    return ",".join(map(str, value)) or "none" if isinstance(value, (list, tuple)) else str(value)
+
+
 def _order(names: set[str]) -> list[str]:
     return sorted(names, key=lambda name: (name not in SOURCES, SOURCES.index(name) if name in SOURCES else 0, name))
 
@@ -176,9 +183,16 @@ def check_identity(
         differ -= FOLLOWS_RUN_LENGTH
     if differ:
         name = _order(differ)[0]
+        length = next((n for n in RUN_LENGTH if recorded.get(n) != given.get(n)), None)
+        scaled = (
+            f" (without {_flag(name)}, {_flag(length)} sets it: {given.get(length)!r} here, "
+            f"{recorded.get(length)!r} in that run; give {_flag(name)} {_shown(recorded.get(name))} or that length)"
+            if name in SCHEDULE_STEPS and length is not None
+            else ""
+        )
         raise OutputFolderError(
             f"{_flag(name)}: {given.get(name)!r} differs from {recorded.get(name)!r}, the "
-            f"value of the run in {output_dir}; resume with the same settings or train into "
+            f"value of the run in {output_dir}{scaled}; resume with the same settings or train into "
             "another --output-dir"
         )
     if identity.get("data") != data:

@@ -9,6 +9,9 @@
   (:func:`~cont_transformer.runtime.safe_files.lock_output_folder`). :func:`check_run_folder`
   applies its rules without touching the folder, so a run refuses a wrong one before it
   loads its data.
+* :func:`prepare_replacing_run` does the same for a run that replaces an earlier one only
+  once it has saved: the new run is built in a staging folder beside the output folder
+  and :func:`replace_earlier_run` swaps it in (:class:`RunFolder`, the scaffold's part).
 * :func:`record_run_outputs` records what a run writes at its top in the run's manifest.
 * :func:`publish_best_model` copies the best model's files to the top of the run folder
   at the end of training, as transformers' ``Trainer`` leaves its model in
@@ -47,6 +50,7 @@ from ..runtime.safe_files import (
     MANIFEST_FILE,
     OutputFolderError,
     PathLike,
+    StagedFolder,
     lock_output_folder,
     read_manifest,
     record_outputs,
@@ -54,8 +58,12 @@ from ..runtime.safe_files import (
     remove_outputs,
     remove_path,
 )
+from .checkpoints import remove_abandoned
+from .identity import check_identity, file_fingerprints, record_identity
 
 logger = logging.getLogger(__name__)
+
+LOGS_DIR = "logs"
 
 
 def check_run_folder(
@@ -149,13 +157,46 @@ def prepare_run_folder(
     ):
         if read_manifest(folder) is not None:
             remove_outputs(folder)
-        else:  # a run folder without a manifest: the fixed outputs and the published model files
-            published = [p.name for p in (folder / BEST_MODEL_DIR).glob("*") if p.is_file()]
-            for name in {*published, *RUN_OUTPUTS} - {LOCK_FILE}:
+        else:
+            for name in _unrecorded_outputs(folder):
                 remove_path(folder / name)
     folder.mkdir(parents=True, exist_ok=True)
     recover_directory(folder / BEST_MODEL_DIR)
     return folder
+
+
+def _unrecorded_outputs(folder: Path) -> set[str]:
+    """What a run folder without a manifest holds of a run: its fixed outputs and its
+    published model files."""
+    published = [p.name for p in (folder / BEST_MODEL_DIR).glob("*") if p.is_file()]
+    return {*published, *RUN_OUTPUTS} - {LOCK_FILE}
+
+
+def prepare_replacing_run(output_dir: PathLike, **rules) -> StagedFolder | None:
+    """:func:`prepare_run_folder` for a run that replaces an earlier one only once it has
+    saved (git's rule: nothing is destroyed before its replacement is in place). Where
+    ``overwrite`` finds an earlier run, it is left whole and the new run is built in a
+    staging folder beside ``output_dir`` (returned; its ``path`` is where the run writes,
+    and :func:`replace_earlier_run` swaps it in); a failed or killed new run leaves the
+    earlier one as it was. Returns None where there is no earlier run (``output_dir`` is
+    then prepared as :func:`prepare_run_folder` does). ``rules``: its keyword arguments."""
+    folder = Path(output_dir)
+    if folder.exists() and not folder.is_dir():
+        raise OutputFolderError(f"--output-dir: {folder} exists and is not a folder")
+    lock_output_folder(folder)
+    if not check_run_folder(folder, **rules):
+        prepare_run_folder(folder, **rules)
+        return None
+    return StagedFolder(folder)
+
+
+def replace_earlier_run(staged: StagedFolder) -> None:
+    """Put the new run built in ``staged`` in place of the earlier run, in one atomic swap:
+    what the earlier run wrote goes, everything else of its folder (a user's files, in
+    ``best/`` and ``checkpoints/`` too, the held lock file) is carried into the new one."""
+    folder = staged.target
+    owned = None if read_manifest(folder) is not None else _unrecorded_outputs(folder)
+    staged.commit(owned, nested=True)
 
 
 def _paths(value: PathLike | Sequence[PathLike] | None) -> list[PathLike]:
@@ -224,3 +265,57 @@ def publish_best_model(output_dir: PathLike) -> list[str]:
         shutil.copy2(best / name, temporary)
         os.replace(temporary, folder / name)
     return names
+
+
+class RunFolder:
+    """Preparing a run's output folder, and replacing an earlier run there only once the new
+    one has saved (a mixin of :class:`.scaffold.Trainer`, from its ``args``,
+    ``accelerator``, ``source_run``, ``run_kind``, ``run_folder`` and data hooks)."""
+
+    def _check_identity_and_prepare_folder(self, folder_rules: dict, writes: Sequence[str]) -> None:
+        """Compare a resumed run's identity (here, or of the other folder whose checkpoint it
+        resumes), then prepare the output folder and record a new run's identity: only a run
+        whose data, arguments and checkpoint were accepted touches its folder; ``writes``:
+        what the run writes at its top (recorded in its manifest)."""
+        args, accelerator, resume_here = self.args, self.accelerator, folder_rules["resuming"]
+        identity = (args.identity(), self.data_fingerprint(), file_fingerprints(self.data_files()))
+        if self.source_run is not None:
+            try:
+                check_identity(self.source_run, *identity)
+            except OutputFolderError as err:
+                raise OutputFolderError(
+                    f"--resume-from-checkpoint: {args.resume_from_checkpoint} is a checkpoint of another run: {err}"
+                ) from None
+        if resume_here:
+            check_identity(self.output_dir, *identity)
+        self.replacement = None  # the staging folder of a run replacing an earlier one (main process)
+        if accelerator.is_main_process:
+            self.replacement = prepare_replacing_run(self.output_dir, **folder_rules)
+            if self.replacement is not None:  # the earlier run stays whole until this one has saved
+                self.output_dir = self.replacement.path
+            record_run_outputs(self.output_dir, writes, self.run_kind)
+            remove_abandoned(self.output_dir)
+            if not resume_here:
+                record_identity(self.output_dir, *identity, mixed_precision=accelerator.mixed_precision)
+        if accelerator.num_processes > 1:  # every process writes its share of a checkpoint there
+            from accelerate.utils import broadcast_object_list
+
+            self.output_dir = Path(broadcast_object_list([str(self.output_dir)])[0])
+        if self.output_dir != self.run_folder and args.logging_dir is None:
+            accelerator.project_configuration.logging_dir = str(self.output_dir / LOGS_DIR)
+        accelerator.wait_for_everyone()
+
+    def _replace_earlier_run(self) -> None:
+        """Swap this run into ``--output-dir`` over the earlier run it replaces, once its
+        first best model is saved (or at its end): until then that run stays whole."""
+        if self.output_dir == self.run_folder:
+            return
+        if self.replacement is not None:
+            replace_earlier_run(self.replacement)
+        self.accelerator.wait_for_everyone()
+        self.output_dir = self.run_folder
+
+    def _abandon_replacement(self) -> None:
+        """A run that fails before it replaced the earlier run leaves that run as it was."""
+        if getattr(self, "replacement", None) is not None:
+            self.replacement.discard()

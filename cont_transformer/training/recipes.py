@@ -33,7 +33,7 @@ from transformers.hf_argparser import string_to_bool
 
 from ..checks import check_count
 from .arguments import RunArguments
-from .identity import read_identity
+from .identity import SCHEDULE_STEPS, read_identity
 from .schedules import parse_steps, scale_steps
 
 logger = logging.getLogger(__name__)
@@ -230,10 +230,8 @@ def parse_arguments(
     return kind(**{**defaults, **given, **scaled}), extra_values
 
 
-# The schedule's step counts, which --max-steps scales when no flag gives them.
-SCHEDULE_STEPS = ("warmup_steps", "refine_steps", "cooldown_steps")
-# How often a run evaluates and saves: scaled with it too (at least every step; 0, no
-# checkpoints, stays 0), but free to change when a run is resumed.
+# How often a run evaluates and saves: scaled with the schedule's steps (SCHEDULE_STEPS; at
+# least every step; 0, no checkpoints, stays 0), but free to change when a run is resumed.
 INTERVAL_STEPS = ("eval_steps", "save_steps")
 
 

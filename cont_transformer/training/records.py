@@ -121,7 +121,7 @@ class RunRecords:
         """The card's facts for the best model scored as ``entry``: :meth:`card_facts`, the
         run's mixed precision, and for a compressed best model what it was compressed from
         and what that cost on dev."""
-        arguments = {"model_name": self.output_dir.resolve().name, **self.card_facts(entry)}
+        arguments = {"model_name": self.run_folder.resolve().name, **self.card_facts(entry)}
         extra = dict(arguments.get("extra") or {})
         if self.accelerator.mixed_precision != "no":
             extra["mixed precision"] = self.accelerator.mixed_precision

@@ -19,9 +19,10 @@ of a batch and the evaluation; the scaffold does the rest the same way for all:
 * Folders. The folder's rules are checked first (touching nothing), then the data is
   loaded (and checked) and a resumed run's identity compared, and only then is
   ``output_dir`` touched. A new run
-  refuses a non-empty ``output_dir`` unless ``overwrite_output_dir``, which deletes only
+  refuses a non-empty ``output_dir`` unless ``overwrite_output_dir``, which replaces only
   what the earlier run's manifest names (:mod:`.outputs`), never a model the run reads
-  (:meth:`Trainer.sources`) inside the folder;
+  (:meth:`Trainer.sources`) inside the folder, and only once the new run has saved its
+  first best model: until then it is built beside the folder, the earlier run whole;
   ``run.json`` records the run's identity and a resumed run must match it
   (:mod:`.identity`), also when resuming from a checkpoint of another run folder, whose
   history then stays out of this run's ``metrics.json``; checkpoints are complete or
@@ -67,7 +68,7 @@ from ..runtime.model_folders import (
     TRAINING_RUN,
     UNCOMPRESSED_MODEL_DIR,
 )
-from ..runtime.safe_files import OutputFolderError, release_output_folder
+from ..runtime.safe_files import OutputFolderError, naming_full_disk, release_output_folder
 from ..transform import refine
 from .accelerator import end_distributed, make_accelerator
 from .arguments import RunArguments, check_trackers
@@ -78,19 +79,16 @@ from .checkpoints import (
     finish_checkpoint,
     foreign_run_folder,
     read_state,
-    remove_abandoned,
     resume_candidates,
     staging_folder,
 )
-from .identity import check_identity, file_fingerprints, record_identity
-from .outputs import check_run_folder, prepare_run_folder, publish_best_model, record_run_outputs
+from .outputs import LOGS_DIR, RunFolder, check_run_folder, publish_best_model
 from .records import COMPRESSED_BEST, COMPRESSION_FILE, RunRecords
 from .schedules import RefinementSchedule, RunPlan
 from .steps import OptimizerSteps, TrainerState, enable_activation_checkpointing, model_sizes, seed_step, split_batch
 
 logger = logging.getLogger(__name__)
 
-LOGS_DIR = "logs"
 # What every run writes at the top of its output folder, recorded in its manifest at the
 # start (a trainer records what it adds, e.g. the tagger's predictions/). logs/ (the
 # trackers' files) is the run's as a whole.
@@ -105,7 +103,7 @@ RUN_WRITES = (
 )
 
 
-class Trainer(RunRecords, OptimizerSteps):
+class Trainer(RunFolder, RunRecords, OptimizerSteps):
     """One training run under Accelerate; subclasses fill the hooks marked below.
 
     Hooks: :meth:`load_data` (data, preprocessing; prepare loaders here), optionally
@@ -126,7 +124,7 @@ class Trainer(RunRecords, OptimizerSteps):
         self.started = time.perf_counter()
         self.extra_metrics: dict = {}  # added after training (compression report, test)
         self.compiled = False
-        self.output_dir = Path(args.output_dir)
+        self.output_dir = self.run_folder = Path(args.output_dir)  # where it writes now, and in the end
         resuming = args.resume_from_checkpoint is not None
         self._check_selection_metric()
         if args.push_to_hub:  # a token and the connection, before anything is trained
@@ -152,7 +150,23 @@ class Trainer(RunRecords, OptimizerSteps):
         self.load_data()
         self.plan = self._follow_strategies(self.run_plan())  # derived once, after the data size is known
         args.resolve_warmup(self.plan.max_steps)  # --warmup-ratio: a share of the planned steps
-        self._check_identity_and_prepare_folder(folder_rules)
+        try:
+            self._check_identity_and_prepare_folder(folder_rules, RUN_WRITES)
+            self._start_or_resume(resuming)
+        except BaseException:
+            self._abandon_replacement()
+            raise
+        if tracker:  # --run-name: the trackers' run (tensorboard's folder, wandb's run name)
+            accelerator.init_trackers(
+                args.run_name or "train",
+                config=_loggable(dataclasses.asdict(args)),
+                init_kwargs={"wandb": {"name": args.run_name}} if args.run_name else None,
+            )
+
+    def _start_or_resume(self, resuming: bool) -> None:
+        """Build the model and optimiser from the start, or resume them from the newest
+        checkpoint that loads (falling back past a damaged one, named)."""
+        args, accelerator = self.args, self.accelerator
         candidates = resume_candidates(args.resume_from_checkpoint, self.output_dir) if resuming else [None]
         for index, checkpoint in enumerate(candidates):
             try:
@@ -179,35 +193,6 @@ class Trainer(RunRecords, OptimizerSteps):
                 f"{self.state.step} steps; resume with at least as many, resume an earlier checkpoint by its "
                 "path, or train into another --output-dir"
             )
-        if tracker:  # --run-name: the trackers' run (tensorboard's folder, wandb's run name)
-            accelerator.init_trackers(
-                args.run_name or "train",
-                config=_loggable(dataclasses.asdict(args)),
-                init_kwargs={"wandb": {"name": args.run_name}} if args.run_name else None,
-            )
-
-    def _check_identity_and_prepare_folder(self, folder_rules: dict) -> None:
-        """Compare a resumed run's identity (here, or of the other folder whose checkpoint it
-        resumes), then prepare the output folder and record a new run's identity: only a run
-        whose data, arguments and checkpoint were accepted touches its folder."""
-        args, accelerator, resume_here = self.args, self.accelerator, folder_rules["resuming"]
-        identity = (args.identity(), self.data_fingerprint(), file_fingerprints(self.data_files()))
-        if self.source_run is not None:
-            try:
-                check_identity(self.source_run, *identity)
-            except OutputFolderError as err:
-                raise OutputFolderError(
-                    f"--resume-from-checkpoint: {args.resume_from_checkpoint} is a checkpoint of another run: {err}"
-                ) from None
-        if resume_here:
-            check_identity(self.output_dir, *identity)
-        if accelerator.is_main_process:
-            prepare_run_folder(self.output_dir, **folder_rules)
-            record_run_outputs(self.output_dir, RUN_WRITES, self.run_kind)
-            remove_abandoned(self.output_dir)
-            if not resume_here:
-                record_identity(self.output_dir, *identity, mixed_precision=accelerator.mixed_precision)
-        accelerator.wait_for_everyone()
 
     def _resolve_batch_size(self) -> None:
         args, processes = self.args, self.accelerator.num_processes
@@ -410,6 +395,8 @@ class Trainer(RunRecords, OptimizerSteps):
                         entry = self.evaluate_and_keep_best(learning_rate)
                         if accelerator.is_main_process:
                             progress.write(self._describe(entry))
+                        if state.best is not None:
+                            self._replace_earlier_run()
                     if refine_now:
                         self._refine()
                     if save_now:
@@ -418,6 +405,10 @@ class Trainer(RunRecords, OptimizerSteps):
                         tick = time.perf_counter()
                     if state.step >= plan.max_steps:
                         break
+            self._replace_earlier_run()
+        except BaseException:
+            self._abandon_replacement()
+            raise
         finally:
             progress.close()
         if self.compiled:
@@ -446,7 +437,8 @@ class Trainer(RunRecords, OptimizerSteps):
         if accelerator.is_main_process:
             staging.mkdir(parents=True, exist_ok=True)
         accelerator.wait_for_everyone()
-        accelerator.save_state(str(staging))
+        with naming_full_disk(staging):
+            accelerator.save_state(str(staging))
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
             state = dataclasses.replace(self.state, total_seconds=self._total_seconds())
