@@ -42,7 +42,7 @@ CHECKPOINTS_DIR = "checkpoints"
 RUN_OUTPUTS = (BEST_MODEL_DIR, CHECKPOINTS_DIR, METRICS_FILE, RUN_FILE)
 # Files of a model folder that hold its weights (as transformers looks for them).
 _WEIGHTS_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
-# A folder of static word vectors (tagging/word_vectors.py reads it).
+# A folder of static word vectors (language_modeling/word_vectors.py writes it, text/word_vectors.py reads it).
 VECTORS_FILE = "word_vectors.safetensors"
 WORDS_FILE = "words.txt"
 SETTINGS_FILE = "word_vectors.json"
