@@ -73,9 +73,11 @@ from dataclasses import dataclass, field
 
 import torch
 from transformers import Pipeline
+from transformers.utils import cached_file
 
 from .column_decoding import combination_index, decode_columns, model_column_labels, parsed_labels, predicted_label_ids
 from .configuration_cont_transformer import OUTPUT_COLUMNS
+from .learned_segmentation import SEGMENTER_FILE, WEIGHTS_FILE, Segmenter
 from .lemma_scripts import vocabulary_words
 from .sentence_windows import evaluation_windows
 from .text_segmentation import check_language, split_text
@@ -94,6 +96,21 @@ def split_sentences(text: str, language: str = "en") -> list[list[tuple[int, int
     """The sentences of raw ``text``, each a list of its words' ``(start, end)``, as
     ``text_segmentation.split_text`` splits them (the ``Tagger``'s segmenter)."""
     return [sentence.spans for sentence in split_text(text, language)]
+
+
+def folder_segmenter(source: str) -> Segmenter | None:
+    """The learned segmenter a model folder (or Hub repository) holds, or None (the rules)."""
+    found = (
+        [
+            cached_file(
+                source, name, _raise_exceptions_for_missing_entries=False, _raise_exceptions_for_connection_errors=False
+            )
+            for name in (SEGMENTER_FILE, WEIGHTS_FILE)
+        ]
+        if source
+        else [None]
+    )
+    return Segmenter.load(found[0], found[1]) if all(found) else None
 
 
 def _empty(value: str | None, word: str) -> str | None:
@@ -153,6 +170,7 @@ class ContTransformerTaggingPipeline(Pipeline):
         self.max_length = getattr(config, "max_position_embeddings", None) or 2**62
         self.shorten = word_shortener(self.tokenizer, getattr(config, "max_word_length", 0) or 0)
         self.language = check_language(getattr(config, "language", None) or "en")
+        self.segmenter = folder_segmenter(self.model.name_or_path)
 
     def _sanitize_parameters(
         self, tokens_per_batch: int | None = None, is_split_into_words: bool | None = None, **unknown
@@ -194,7 +212,8 @@ class ContTransformerTaggingPipeline(Pipeline):
                 f"the {TASK} pipeline takes raw text (a string, or a list of them), not {type(inputs).__name__}; "
                 "for words already split, pass is_split_into_words=True"
             )
-        sentences = list(split_text(inputs, self.language))
+        segments = self.segmenter.split(inputs) if self.segmenter is not None else split_text(inputs, self.language)
+        sentences = list(segments)
         words = [sentence.words(inputs) for sentence in sentences]
         spans = [sentence.spans for sentence in sentences]
         multiword = [sentence.multiword for sentence in sentences]

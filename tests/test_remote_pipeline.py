@@ -37,6 +37,7 @@ KEYS = ["word", "start", "end", "sentence", "token", *COLUMNS, "score"]
 CODE_FILES = (
     "pipeline_cont_transformer.py",
     "text_segmentation.py",
+    "learned_segmentation.py",
     "word_encoding.py",
     "sentence_windows.py",
     "token_batches.py",

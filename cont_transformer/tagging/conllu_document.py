@@ -225,6 +225,7 @@ def format_sentence(
     comments: Sequence[str] = (),
     multiword: Mapping[int, int] | None = None,
     token_misc: Mapping[int, str] | None = None,
+    token_forms: Mapping[int, str] | None = None,
 ) -> str:
     """One sentence as a CoNLL-U block, ending with its blank line.
 
@@ -243,15 +244,20 @@ def format_sentence(
             tokens; their FORM is their words' concatenation, and their line carries
             the MISC of the token (the words' MISC is ``_``).
         token_misc: ``first -> MISC`` of multiword-token lines, replacing the whitespace's.
+        token_forms: ``first -> FORM`` of multiword-token lines whose words are not its
+            pieces (``στο`` over ``σε`` ``το``), instead of the words' concatenation.
     """
     if spaces_after is None:
         spaces_after = [" "] * len(words)
-    multiword = multiword or {}
+    multiword, token_forms = multiword or {}, token_forms or {}
     columns = {COLUMNS.index(name): values for name, values in by_column(tags, column).items()}
-    text = "".join(
-        word + (" " if spaces and index < len(words) - 1 else "")
-        for index, (word, spaces) in enumerate(zip(words, spaces_after))
-    )
+    pieces, index = [], 0
+    while index < len(words):  # the text, token by token
+        end = multiword.get(index, index + 1)
+        form = token_forms.get(index) or "".join(words[index:end])
+        pieces.append(form + (" " if spaces_after[end - 1] and end < len(words) else ""))
+        index = end
+    text = "".join(pieces)
     rows = list(comments)
     if not any(c.startswith("# sent_id") for c in comments):
         rows.append(f"# sent_id = {sent_id}")
@@ -262,7 +268,7 @@ def format_sentence(
         misc = _misc(spaces)
         if index in multiword:
             token_end = multiword[index]
-            form = "".join(words[index:token_end])
+            form = token_forms.get(index) or "".join(words[index:token_end])
             line_misc = _with_spaces_before(_misc(spaces_after[token_end - 1]), index, spaces_before)
             line_misc = (token_misc or {}).get(index, line_misc)
             rows.append(f"{index + 1}-{token_end}\t{form}\t_\t_\t_\t_\t_\t_\t_\t{line_misc}")
@@ -285,6 +291,7 @@ def format_text_sentence(
     multiword: Mapping[int, int] | None = None,
     first: bool = False,
     paragraph_start: bool | None = None,
+    forms: Mapping[int, str] | None = None,
 ) -> str:
     """One sentence of raw ``text`` as a CoNLL-U block (:func:`format_sentence`).
 
@@ -299,15 +306,25 @@ def format_text_sentence(
         paragraph_start: for text cut into paragraphs, whether the sentence begins one
             (``# newpar``; ``# newdoc`` too on the first sentence); None for text that is
             not (no such comments).
+        forms: word index -> FORM of a word that is not a piece of ``text`` (its span is
+            its multiword token's: ``text_segmentation.Sentence.forms``).
     """
-    words = [text[start:end] for start, end in spans]
+    forms = forms or {}
+    words = [forms.get(i, text[start:end]) for i, (start, end) in enumerate(spans)]
+    token_forms = {
+        first: text[spans[first][0] : spans[end - 1][1]]
+        for first, end in (multiword or {}).items()
+        if any(i in forms for i in range(first, end))
+    }
     ends = [start for start, _ in spans[1:]] + [_SPACES.match(text, spans[-1][1]).end()]
     spaces_after = [text[end:next_start] for (_, end), next_start in zip(spans, ends)]
     spaces_before = text[: spans[0][0]] if first else ""
     comments = []
     if paragraph_start is not None:
         comments = (["# newdoc"] if first else []) + (["# newpar"] if paragraph_start else [])
-    return format_sentence(sent_id, words, tags, None, spaces_after, spaces_before, comments, multiword)
+    return format_sentence(
+        sent_id, words, tags, None, spaces_after, spaces_before, comments, multiword, token_forms=token_forms
+    )
 
 
 def _with_spaces_before(misc: str, index: int, spaces_before: str) -> str:

@@ -257,7 +257,11 @@ class Document:
             spans, tokens, index = segment.spans, [], 0
             while index < len(spans):
                 end = segment.multiword.get(index, index + 1)
-                words = [Word(i + 1, text[a:b], start=a, end=b) for i, (a, b) in enumerate(spans[index:end], index)]
+                forms = segment.forms
+                words = [
+                    Word(i + 1, forms.get(i, text[a:b]), start=a, end=b)
+                    for i, (a, b) in enumerate(spans[index:end], index)
+                ]
                 start, stop = spans[index][0], spans[end - 1][1]
                 ids = (index + 1,) if end == index + 1 else (index + 1, end)
                 tokens.append(Token(ids, text[start:stop], words, start, stop))
@@ -400,9 +404,14 @@ class Document:
                     multiword[position] = position + len(token.words)
                 position += len(token.words)
             columns = {column: sentence.values(column) for column in TAG_COLUMNS}
+            forms = {  # words that are not pieces of the text (a learned segmenter's)
+                i: word.text
+                for i, (word, (a, b)) in enumerate(zip(sentence.words, spans))
+                if word.text != self.text[a:b]
+            }
             blocks.append(
                 format_text_sentence(
-                    str(number), self.text, spans, columns, multiword, number == 1, sentence.paragraph_start
+                    str(number), self.text, spans, columns, multiword, number == 1, sentence.paragraph_start, forms
                 )
             )
         return "".join(blocks)

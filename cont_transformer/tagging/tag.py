@@ -42,6 +42,7 @@ import torch
 # (cont_transformer/pipeline_cont_transformer.py, remote code): joint decoding, lemma scripts.
 from ..column_decoding import combination_index, decode_columns, model_column_labels, parsed_labels, predicted_label_ids
 from ..configuration_cont_transformer import AUXILIARY_COLUMNS
+from ..learned_segmentation import Segmenter, has_segmenter
 from ..lemma_scripts import vocabulary_words
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..pretrained import check_model_kind, check_no_custom_code
@@ -50,7 +51,7 @@ from ..runtime.compiling import compiled
 from ..runtime.model_folders import METRICS_FILE, resolve_model_dir
 from ..text.batching import IGNORE_INDEX, PaddingCollator, encode_for_evaluation
 from ..text.tokenization import load_tokenizer
-from ..text_segmentation import check_language, split_text, tokenize_sentences
+from ..text_segmentation import Sentence, check_language, split_text, tokenize_sentences
 from ..token_batches import token_batches
 from ..word_encoding import word_shortener
 from .document import TAG_COLUMNS, Document
@@ -160,6 +161,9 @@ class Tagger:
             CPU thread for a hidden size of 128; on a GPU more is faster.
         torch_compile: run the model through ``torch.compile`` (dynamic shapes: batches
             vary in size) with ``torch_compile_backend`` and ``torch_compile_mode``.
+        segmenter: a learned segmenter (``learned_segmentation.Segmenter``) for raw text;
+            None: the rules of ``language`` (``text_segmentation``). :meth:`from_pretrained`
+            loads the one a folder holds.
     """
 
     def __init__(
@@ -172,6 +176,7 @@ class Tagger:
         torch_compile: bool = False,
         torch_compile_mode: str | None = None,
         torch_compile_backend: str = "inductor",
+        segmenter: Segmenter | None = None,
     ):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1 token, got {batch_size}")
@@ -180,6 +185,7 @@ class Tagger:
         self.column = getattr(model.config, "primary_column", None) or column
         self.language = check_language(language or getattr(model.config, "language", None) or "en")
         self.batch_size = batch_size
+        self.segmenter = segmenter
         self.labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
         self.feats_mode = getattr(model.config, "feats_mode", "whole")
         # Column -> its labels (lemma scripts parsed once), the primary column's from id2label.
@@ -232,7 +238,21 @@ class Tagger:
         # No length limit: the tagger windows long sentences itself (a folder's tokenizer
         # may hold the training length, and would warn about it).
         tokenizer = load_tokenizer(folder, model, model_max_length=VERY_LARGE_INTEGER)
+        if "segmenter" not in options and has_segmenter(folder):
+            options["segmenter"] = Segmenter.load(folder)
         return cls(model, tokenizer, column=options.pop("column", saved_tag_column(folder)), **options)
+
+    def split_text(self, text: str) -> Iterator[Sentence]:
+        """The sentences of raw ``text``: by the learned segmenter, or else by the rules of
+        the tagger's language."""
+        return self.segmenter.split(text) if self.segmenter is not None else split_text(text, self.language)
+
+    def tokenize_sentences(self, sentences: Sequence[str], offsets: Sequence[int] | None = None) -> Iterator[Sentence]:
+        """Each string as one sentence, split into words (as :meth:`split_text` splits them)."""
+        if self.segmenter is None:
+            return tokenize_sentences(sentences, self.language, offsets)
+        offsets = [0] * len(sentences) if offsets is None else offsets
+        return (self.segmenter.tokenize(sentence, offset) for sentence, offset in zip(sentences, offsets))
 
     def predict(
         self, sentences: Sequence[Sequence[str]], progress: Callable[[int], object] | None = None
@@ -321,14 +341,14 @@ class Tagger:
             check_words([[word.text for word in sentence.words] for sentence in inputs.sentences])
             return inputs
         if isinstance(inputs, str):
-            return Document.from_text(inputs, list(split_text(inputs, self.language)))
+            return Document.from_text(inputs, list(self.split_text(inputs)))
         inputs = list(inputs)
         if all(isinstance(item, str) for item in inputs):
             # One text of the sentences, one per line (as scripts/tag.py --input-format lines reads them).
             text, offsets = "\n".join(inputs), [0]
             for item in inputs[:-1]:
                 offsets.append(offsets[-1] + len(item) + 1)
-            segments = list(tokenize_sentences(inputs, self.language, offsets))
+            segments = list(self.tokenize_sentences(inputs, offsets))
             return Document.from_text(text, segments, paragraphs=False)
         if all(isinstance(item, (list, tuple)) for item in inputs):
             words = [list(item) for item in inputs]

@@ -71,7 +71,7 @@ from tqdm.auto import tqdm
 
 from ..runtime.collection import paused_cycle_collection
 from ..runtime.safe_files import staged_output
-from ..text_segmentation import Sentence, rules, split_text, tokenize_sentences, whitespace_sentences, word_splitter
+from ..text_segmentation import Sentence, rules, whitespace_sentences, word_splitter
 from .conllu_document import ConlluDocument, format_text_sentence
 from .words import empty_as_none
 
@@ -256,17 +256,17 @@ class _Unit:
     conllu: ConlluDocument | None = None
 
 
-def _raw_units(pieces: Iterable[_Piece | None], input_format: str, language: str) -> Iterator[_Unit | None]:
+def _raw_units(pieces: Iterable[_Piece | None], input_format: str, tagger: Tagger) -> Iterator[_Unit | None]:
     for piece in pieces:
         if piece is None:
             yield None
             continue
         if input_format == "text":
-            sentences = list(split_text(piece.text, language))
+            sentences = list(tagger.split_text(piece.text))
             if sentences and piece.continues:
                 sentences[0].paragraph_start = False
         elif input_format == "lines":
-            sentences = list(tokenize_sentences([piece.text], language))
+            sentences = list(tagger.tokenize_sentences([piece.text]))
         else:
             sentences = list(whitespace_sentences([piece.text]))
         for sentence in sentences:
@@ -363,7 +363,7 @@ class _Formatter:
             paragraph_start = sentence.paragraph_start if self.raw_format == "text" else None
             first = self.count == 1
             return format_text_sentence(
-                sent_id, piece.text, sentence.spans, columns, sentence.multiword, first, paragraph_start
+                sent_id, piece.text, sentence.spans, columns, sentence.multiword, first, paragraph_start, sentence.forms
             )
         if self.format == "tsv":
             lines = zip(words, *columns.values())
@@ -474,7 +474,7 @@ def tag_file(
     if input_format == "conllu":
         units = _conllu_units(lines, name)
     else:
-        units = _raw_units(_pieces(lines, input_format), input_format, tagger.language)
+        units = _raw_units(_pieces(lines, input_format), input_format, tagger)
     formatter = _Formatter(output_format, None if input_format == "conllu" else input_format, tagger.columns)
     # tqdm: disable=None hides the bar when stderr is not a terminal.
     disable = None if progress is None else not progress
