@@ -3,8 +3,8 @@
 A tagger's ``save_pretrained`` folder names this pipeline in ``config.json``
 (``custom_pipelines``, task :data:`TASK`) and holds a copy of this file and of the files it
 imports (``column_decoding.py``, ``lemma_scripts.py``, ``word_encoding.py``,
-``sentence_windows.py``, ``token_batches.py``, ``text_segmentation.py`` and the
-configuration), so where this package is not installed::
+``sentence_windows.py``, ``token_batches.py``, ``text_segmentation.py``,
+``learned_segmentation.py`` and the configuration), so where this package is not installed::
 
     from transformers import pipeline
 
@@ -49,7 +49,11 @@ own pipeline: the primary column's tag per token piece. With this package
 installed, ``pipeline(model=folder, pipeline_class=ContTransformerTaggingPipeline)`` runs the
 package's code instead of the folder's copies.
 
-Raw text to words and sentences (:func:`split_sentences`): ``text_segmentation.py``,
+Raw text to words and sentences: the segmenter learned from the treebank where the folder
+holds one (``segmenter.json`` and ``segmenter.safetensors``, read by ``learned_segmentation.py``:
+its tokens, sentences and multiword tokens, a word that is not a piece of the text given
+by its form, with its token's offsets), as the ``Tagger`` loads it; else
+(:func:`split_sentences`) ``text_segmentation.py``,
 the segmenter the package's ``Tagger`` and ``tag.py`` use too (no spaCy, which remote code
 cannot count on), with the rules of the model's ``language`` (English when the config
 names none), so the pipeline and the ``Tagger`` give the same words and sentences

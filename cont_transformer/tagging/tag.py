@@ -6,7 +6,8 @@ predicted edit script to the word (:mod:`.lemmas`), factored features assembled 
 one FEATS string (:mod:`.columns`). ``sentence.tags`` and the ``(word, tag)`` pairs a
 sentence iterates hold the primary column, as for a model of one column.
 
-:func:`tag` takes raw text (split into sentences and UD words by
+:func:`tag` takes raw text (split into sentences and UD words by the folder's learned
+segmenter, :mod:`~cont_transformer.learned_segmentation`, or else the rules of
 :mod:`~cont_transformer.text_segmentation`), a list of sentences (each tokenized), a list of
 already tokenized sentences or a :class:`~cont_transformer.tagging.document.Document` (e.g. read
 from CoNLL-U), and returns a ``Document``: ``doc.sentences[i].words[j].upos``, multiword tokens,
