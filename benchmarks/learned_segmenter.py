@@ -6,7 +6,8 @@ trained on the same train split with dev as its heldout data (``peers/udpipe1.py
 --tokenizer``, run as its own process), and both segment the raw dev text (``# text``
 lines, a blank line at each paragraph); the CoNLL 2018 scorer gives Tokens, Words and
 Sentences F1. ``--rules`` adds today's rules (``text_segmentation.split_text``) with the
-treebank's language. Prints a markdown table and writes a JSON record per treebank.
+treebank's language. Prints a markdown table and writes a JSON record per treebank; a UDPipe model already
+trained into --output-dir with the same options is reused.
 
     OMP_NUM_THREADS=1 python benchmarks/learned_segmenter.py th_tud vi_vtb tr_imst el_gdt \\
         --data-dir ../shared/data/ud --output-dir runs/segmenters [--udpipe-options epochs=20] [--rules]
@@ -40,12 +41,16 @@ def find_split(data_dir: Path, treebank: str, split: str) -> Path:
 
 
 def udpipe_scores(train: Path, dev: Path, out: Path, options: str) -> dict[str, float]:
-    command = [sys.executable, str(PEER), "--tokenizer", "--train-file", str(train), "--dev-file", str(dev)]
-    command += ["--output-dir", str(out), "--tokenizer-options", options]
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """UDPipe 1's tokenizer trained and scored; one trained before with the same options into
+    ``out`` is scored again instead."""
+    record = out / "udpipe1.tokenizer.json"
+    if not (record.is_file() and json.loads(record.read_text())["tokenizer_options"] == options):
+        command = [sys.executable, str(PEER), "--tokenizer", "--train-file", str(train), "--dev-file", str(dev)]
+        command += ["--output-dir", str(out), "--tokenizer-options", options]
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     gold = ConlluDocument.read(dev)
     result = score(gold, ConlluDocument.read(out / "udpipe1.raw.conllu"), columns=())
-    record = json.loads((out / "udpipe1.tokenizer.json").read_text())
+    record = json.loads(record.read_text())
     scores = {unit: 100 * result[unit]["f1"] for unit in ("tokens", "words", "sentences")}
     return {**scores, "cpu_seconds": record["train_cpu_seconds"]}
 

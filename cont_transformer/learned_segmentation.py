@@ -62,6 +62,8 @@ CONTEXT = 64  # context kept on each side of a window's tagged characters
 CATEGORIES = ("Cc", "Cf", "Co", "Cs", "Ll", "Lm", "Lo", "Lt", "Lu", "Mc", "Me", "Mn", "Nd", "Nl", "No", "Pc")
 CATEGORIES += ("Pd", "Pe", "Pf", "Pi", "Po", "Ps", "Sc", "Sk", "Sm", "So", "Zl", "Zp", "Zs", "Cn")
 PAD, UNKNOWN = 0, 1  # character ids
+MARKS = 8  # a known word starts at the character, ends at it, goes through it: 3 bits
+LONGEST_ENTRY = 24  # the longest dictionary word looked for, in characters
 
 
 @dataclass
@@ -70,7 +72,7 @@ class SegmenterConfig:
 
     num_characters: int
     embedding_size: int = 64
-    category_size: int = 16
+    category_size: int = 16  # the embedding of a character's kind: its category and dictionary marks
     hidden_size: int = 64
     kernel_size: int = 5
     dropout: float = 0.2
@@ -83,7 +85,7 @@ class CharacterTagger(nn.Module):
     def __init__(self, config: SegmenterConfig):
         super().__init__()
         self.characters = nn.Embedding(config.num_characters, config.embedding_size, padding_idx=PAD)
-        self.categories = nn.Embedding(len(CATEGORIES) + 1, config.category_size, padding_idx=0)
+        self.categories = nn.Embedding((len(CATEGORIES) + 1) * MARKS, config.category_size, padding_idx=0)
         inputs = config.embedding_size + config.category_size
         self.convolution = nn.Conv1d(inputs, config.hidden_size, config.kernel_size, padding=config.kernel_size // 2)
         self.gru = nn.GRU(config.hidden_size, config.hidden_size, batch_first=True, bidirectional=True)
@@ -107,7 +109,7 @@ def _recased(words: Sequence[str], form: str) -> list[str]:
     """Lowercase ``words`` with ``form``'s case: all upper, or the first letter upper."""
     if form.isupper() and len(form) > 1:
         return [word.upper() for word in words]
-    if form[:1].isupper():
+    if form[:1].isupper() and words:
         return [words[0][:1].upper() + words[0][1:], *words[1:]]
     return list(words)
 
@@ -124,6 +126,9 @@ class Segmenter:
         suffix_rules: suffix -> ``[replacement, word, ...]``: an unseen form ending in the
             suffix is its stem + replacement, then the words.
         spaces_in_tokens: a token may hold whitespace (it did in training: Vietnamese).
+        dictionary: lowercased token forms of two characters or more, marked on the
+            characters the model reads (:meth:`marks`), as stanza's tokenizer marks its
+            dictionary's words.
         language: the treebank's language code (informative).
         scores: its dev scores when it was trained (informative: what a folder carries).
     """
@@ -138,9 +143,12 @@ class Segmenter:
         spaces_in_tokens: bool = False,
         language: str | None = None,
         scores: Mapping[str, float] | None = None,
+        dictionary: Sequence[str] = (),
     ):
         self.model, self.config = model, config
         self.scores = dict(scores or {})
+        self.dictionary = frozenset(dictionary)
+        self.longest_entry = max(map(len, self.dictionary), default=0)
         self.characters = list(characters)
         self.character_ids = {c: i + 2 for i, c in enumerate(self.characters)}
         self.lexicon = {form: list(words) for form, words in (lexicon or {}).items()}
@@ -152,9 +160,30 @@ class Segmenter:
     # Characters to labels. -----------------------------------------------------------------
 
     def encode(self, text: str) -> tuple[list[int], list[int]]:
-        """Character ids and category ids of ``text``."""
+        """Character ids and kind ids of ``text``: a kind is the character's Unicode category
+        and its dictionary marks (:meth:`marks`)."""
         ids = [self.character_ids.get(c.lower(), UNKNOWN) for c in text]
-        return ids, [category_id(c) for c in text]
+        return ids, [category_id(c) * MARKS + mark for c, mark in zip(text, self.marks(text))]
+
+    def marks(self, text: str) -> list[int]:
+        """Per character, where the dictionary's words (known tokens of two characters or
+        more, lowercased) lie over it: 1 a word starts there, 2 one ends there, 4 one goes
+        through it."""
+        marks = [0] * len(text)
+        if not self.dictionary:
+            return marks
+        lowered = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+        longest = min(self.longest_entry, LONGEST_ENTRY)
+        for start in range(len(text)):
+            if lowered[start].isspace():
+                continue
+            for length in range(2, min(longest, len(text) - start) + 1):
+                if lowered[start : start + length] in self.dictionary:
+                    marks[start] |= 1
+                    marks[start + length - 1] |= 2
+                    for inside in range(start + 1, start + length - 1):
+                        marks[inside] |= 4
+        return marks
 
     def label_logits(self, texts: Sequence[str], batch_windows: int = 64) -> list[torch.Tensor]:
         """Per text, ``(len(text), labels)`` logits, read in windows (module docstring)."""
@@ -290,6 +319,7 @@ class Segmenter:
             "spaces_in_tokens": self.spaces_in_tokens,
             "language": self.language,
             "scores": self.scores,
+            "dictionary": sorted(self.dictionary),
         }
         staged = folder / f".{WEIGHTS_FILE}.tmp"
         save_file({name: tensor.contiguous() for name, tensor in self.model.state_dict().items()}, str(staged))
@@ -317,6 +347,9 @@ class Segmenter:
             if config.num_characters != len(characters) + 2:
                 raise ValueError(f"num_characters {config.num_characters} for {len(characters)} characters")
             lexicon, rules = data.get("lexicon") or {}, data.get("suffix_rules") or {}
+            dictionary = data.get("dictionary") or []
+            if not isinstance(dictionary, list) or not all(isinstance(w, str) for w in dictionary):
+                raise ValueError("dictionary: not a list of strings")
             for name, table in (("lexicon", lexicon), ("suffix_rules", rules)):
                 if not isinstance(table, dict) or not all(
                     isinstance(v, list) and all(isinstance(w, str) for w in v) for v in table.values()
@@ -332,7 +365,8 @@ class Segmenter:
             message = str(err).splitlines()[0] if str(err) else type(err).__name__
             raise ValueError(f"{weights}: not the weights of the segmenter in {path.name} ({message})") from err
         model.eval()
-        return cls(model, config, characters, lexicon, rules, bool(data.get("spaces_in_tokens")), data.get("language"))
+        spaces, language, scores = bool(data.get("spaces_in_tokens")), data.get("language"), data.get("scores")
+        return cls(model, config, characters, lexicon, rules, spaces, language, scores, dictionary)
 
 
 def has_segmenter(folder: str | os.PathLike) -> bool:

@@ -106,6 +106,7 @@ def test_lexicon_and_suffix_rules_give_the_words_of_a_token():
     assert segmenter.token_words("Del") == ["De", "el"]  # the lexicon, with the form's case
     assert segmenter.token_words("pal") == ["pa", "el"]  # an unseen form: the suffix rule
     assert segmenter.token_words("pan") is None  # one word
+    assert Segmenter(None, None, [], {"del": [], "al": ["a", "el"]}).token_words("Del") is None  # mostly one word
     assert segmenter.token_words("değildir", [5]) == ["değil", "dir"]  # the model's boundaries
 
 

@@ -47,6 +47,8 @@ from .scoring import score
 RULE_MIN_COUNT = 2  # a suffix rule is kept when it explains at least this many training tokens
 RULE_MIN_SHARE = 0.5  # ... and more than this share of the training tokens ending in its suffix
 MIN_CHARACTER_COUNT = 2  # rarer characters are unknown to the model
+DICTIONARY_MIN_COUNT = 2  # a token form seen this often is a dictionary word: in training,
+# the words seen once are the unknown words of new text
 TRAIN_WINDOW = 192  # characters per training row: more, shorter rows make more steps per pass
 
 
@@ -212,16 +214,24 @@ def score_segmenter(split: Callable, gold: ConlluDocument) -> dict[str, float]:
     return {unit: 100 * result[unit]["f1"] for unit in ("tokens", "words", "sentences")}
 
 
-def _windows(paragraphs: list[Paragraph], rng: random.Random) -> list[tuple[str, list[int]]]:
-    """The training text cut into windows of at most :data:`TRAIN_WINDOW` characters, from a random
-    offset (paragraphs joined by a blank line, which has no label)."""
+def _encoded(paragraphs: list[Paragraph], segmenter: Segmenter) -> tuple[list[int], list[int], list[int]]:
+    """The training text (paragraphs joined by a blank line, which has no label) as the
+    model reads it: character ids, kind ids, labels."""
     text = "\n\n".join(p.text for p in paragraphs)
     labels = []
     for p in paragraphs:
         labels += ([IGNORED, IGNORED] if labels else []) + p.labels
+    return (*segmenter.encode(text), labels)
+
+
+def _windows(length: int, rng: random.Random) -> list[tuple[int, int]]:
+    """``(start, end)`` of windows of at most :data:`TRAIN_WINDOW` characters over a text of
+    ``length``, from a random offset, shuffled."""
     start = rng.randrange(TRAIN_WINDOW)
-    bounds = [0, *range(start, len(text), TRAIN_WINDOW), len(text)]
-    return [(text[a:b], labels[a:b]) for a, b in itertools.pairwise(bounds) if b > a]
+    bounds = [0, *range(start, length, TRAIN_WINDOW), length]
+    windows = [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+    rng.shuffle(windows)
+    return windows
 
 
 def train_segmenter(
@@ -258,26 +268,29 @@ def train_segmenter(
         suffix_rules(tokens),
         spaces_in_tokens=any(any(c.isspace() for c in form) for form, _ in tokens),
         language=language,
+        dictionary=[
+            form
+            for form, count in Counter(form.lower() for form, _ in tokens).items()
+            if count >= DICTIONARY_MIN_COUNT and len(form) > 1
+        ],
     )
+    encoded = _encoded(train, segmenter)
     optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
     loss_function = torch.nn.CrossEntropyLoss(ignore_index=IGNORED)
     best, best_state, waited = None, None, 0
     for epoch in range(1, max_epochs + 1):
         model.train()
-        windows = _windows(train, rng)
-        rng.shuffle(windows)
+        windows = _windows(len(encoded[0]), rng)
         total = 0.0
         for first in range(0, len(windows), batch_size):
             chosen = windows[first : first + batch_size]
-            length = max(len(text) for text, _ in chosen)
+            length = max(end - start for start, end in chosen)
             characters_in = torch.zeros(len(chosen), length, dtype=torch.long)
             categories_in = torch.zeros(len(chosen), length, dtype=torch.long)
             targets = torch.full((len(chosen), length), IGNORED, dtype=torch.long)
-            for k, (text, labels) in enumerate(chosen):
-                ids, cats = segmenter.encode(text)
-                characters_in[k, : len(text)] = torch.tensor(ids)
-                categories_in[k, : len(text)] = torch.tensor(cats)
-                targets[k, : len(text)] = torch.tensor(labels)
+            for k, (start, end) in enumerate(chosen):
+                for row, values in zip((characters_in, categories_in, targets), encoded):
+                    row[k, : end - start] = torch.tensor(values[start:end])
             logits = model(characters_in, categories_in)
             loss = loss_function(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
             optimizer.zero_grad()
