@@ -11,6 +11,8 @@ trained into --output-dir with the same options is reused.
 
     OMP_NUM_THREADS=1 python benchmarks/learned_segmenter.py th_tud vi_vtb tr_imst el_gdt \\
         --data-dir ../shared/data/ud --output-dir runs/segmenters [--udpipe-options epochs=20] [--rules]
+    OMP_NUM_THREADS=1 python benchmarks/learned_segmenter.py en_gum \\
+        de=$UD/UD_German-LIT/de_lit-ud-test.conllu,$UD/UD_German-GSD/de_gsd-ud-dev.conllu --rules ...
 """
 
 from __future__ import annotations
@@ -57,25 +59,32 @@ def udpipe_scores(train: Path, dev: Path, out: Path, options: str) -> dict[str, 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("treebanks", nargs="+", help="treebank codes (el_gdt) or UD_* folder names")
+    parser.add_argument("treebanks", nargs="+", help="treebank codes (el_gdt), or CODE=TRAIN_FILE,DEV_FILE")
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--output-dir", required=True)
     parser.add_argument("--udpipe-options", default="", help="UDPipe's tokenizer options (default: its own)")
     parser.add_argument("--rules", action="store_true", help="also score the rules")
     parser.add_argument("--no-udpipe", action="store_true")
+    parser.add_argument("--max-epochs", type=int, default=15, help="our segmenter's passes at most")
     args = parser.parse_args(argv)
     data_dir, out = Path(args.data_dir), Path(args.output_dir)
     print("| treebank | segmenter | Tokens | Words | Sentences | train CPU s |\n|---|---|---:|---:|---:|---:|")
     for treebank in args.treebanks:
-        train, dev = find_split(data_dir, treebank, "train"), find_split(data_dir, treebank, "dev")
-        code = dev.name.split("-ud-")[0]
+        if "=" in treebank:  # CODE=TRAIN,DEV: files of two treebanks (German: LIT to train, GSD dev)
+            code, _, files = treebank.partition("=")
+            train, dev = (Path(path) for path in files.split(","))
+        else:
+            train, dev = find_split(data_dir, treebank, "train"), find_split(data_dir, treebank, "dev")
+            code = dev.name.split("-ud-")[0]
         folder = out / code
         folder.mkdir(parents=True, exist_ok=True)
         rows = {}
         language = code.split("_")[0]
         start = time.process_time()
         with (folder / "segmenter.log").open("w") as log:
-            segmenter, ours = train_segmenter(train, dev, language=language, log=partial(print, file=log, flush=True))
+            segmenter, ours = train_segmenter(
+                train, dev, language=language, max_epochs=args.max_epochs, log=partial(print, file=log, flush=True)
+            )
         rows["ours"] = {**ours, "cpu_seconds": time.process_time() - start}
         segmenter.save(folder / "segmenter")
         if args.rules:
