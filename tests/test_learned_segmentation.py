@@ -5,16 +5,12 @@ sentences; it round-trips through its files and refuses broken ones; ``tag.py``,
 and the folder's pipeline (without the package too) use it where a folder holds one."""
 
 import json
-import os
 import random
-import subprocess
-import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
 import torch
-from test_remote_pipeline import WITHOUT_PACKAGE
+from test_remote_pipeline import without_package_run
 from tiny import labels
 from transformers import pipeline
 
@@ -181,7 +177,7 @@ TEXT = "El perro vino del monte. El gato fue al río!"
 WORDS = [["El", "perro", "vino", "de", "el", "monte", "."], ["El", "gato", "fue", "a", "el", "río", "!"]]
 
 
-def test_tagger_and_tag_py_use_the_folders_segmenter(folder, tmp_path):
+def test_tagger_and_tag_py_use_the_folders_segmenter(folder, tmp_path, script_here):
     tagger = Tagger.from_pretrained(folder, device="cpu")
     assert tagger.segmenter is not None
     document = tagger(TEXT)
@@ -191,15 +187,7 @@ def test_tagger_and_tag_py_use_the_folders_segmenter(folder, tmp_path):
     assert "4-5\tdel\t" in conllu and "\n4\tde\t" in conllu and "\n5\tel\t" in conllu
     assert "# text = El perro vino del monte." in conllu
     (tmp_path / "in.txt").write_text(TEXT + "\n")
-    result = subprocess.run(
-        [sys.executable, "scripts/tag.py", str(folder), "--input", str(tmp_path / "in.txt"), "--no-progress"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-        timeout=300,
-        check=False,
-    )
+    result = script_here(REPO / "scripts/tag.py", folder, "--input", tmp_path / "in.txt", "--no-progress")
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout == tagger(TEXT + "\n").to_conllu()  # the same words, tokens and sentences
     gold = ConlluDocument(result.stdout)  # valid CoNLL-U: the token over its words
@@ -230,34 +218,7 @@ print("RESULT", json.dumps([[e["word"], e["token"] and e["token"]["id"]] for e i
 
 @pytest.mark.slow
 def test_without_the_package_the_pipeline_carries_its_segmenter(folder, tmp_path):
-    paths = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
-    paths = [path for path in paths if not Path(path).resolve().is_relative_to(REPO)]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf_home"), "OMP_NUM_THREADS": "1"}
-    env.pop("PYTHONPATH", None)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-I",
-            "-S",
-            "-c",
-            WITHOUT_PACKAGE,
-            json.dumps(paths),
-            WITHOUT_PACKAGE_CHECK,
-            str(folder),
-            TEXT,
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    if result.stdout.startswith("CANNOT_BUILD"):
-        pytest.skip(f"no interpreter without the package: {result.stdout.strip()}")
-    *_, found, loaded = result.stdout.strip().splitlines()
-    assert loaded == "LOADED []"
+    *_, found = without_package_run(tmp_path, WITHOUT_PACKAGE_CHECK, str(folder), TEXT)
     words = json.loads(found.removeprefix("RESULT "))
     assert [word for word, _ in words] == [word for sentence in WORDS for word in sentence]
     assert words[3] == ["de", "4-5"] and words[4] == ["el", "4-5"]

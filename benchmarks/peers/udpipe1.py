@@ -53,25 +53,33 @@ def read_sentences(text: str) -> udpipe.Sentences:
     return sentences
 
 
-def tokenize(train_file: Path, dev_file: Path, out: Path, tokenizer_options: str) -> None:
-    """Train UDPipe 1's tokenizer and tokenize the raw dev text (module docstring)."""
-    train = read_sentences(train_file.read_text(encoding="utf-8-sig"))
-    dev_text = dev_file.read_text(encoding="utf-8-sig")
+def trained_model(
+    train: udpipe.Sentences, heldout: udpipe.Sentences, options: tuple[str, str, str], model_path: Path
+) -> tuple[udpipe.Model, float, float]:
+    """A model trained with (tokenizer, tagger, parser) ``options``, written to ``model_path``
+    and loaded back, with the training's wall-clock and CPU seconds."""
     error = udpipe.ProcessingError()
-    start_cpu = time.process_time()
-    model_data = udpipe.Trainer.train(
-        "morphodita_parsito", train, read_sentences(dev_text), tokenizer_options, "none", "none", error
-    )
-    train_cpu_seconds = time.process_time() - start_cpu
+    start, start_cpu = time.perf_counter(), time.process_time()
+    model_data = udpipe.Trainer.train("morphodita_parsito", train, heldout, *options, error)
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - start_cpu
     if error.occurred():
-        sys.exit(f"udpipe1.py: error: tokenizer training failed: {error.message}")
-    model_path = out / "udpipe1.tokenizer.model"
+        sys.exit(f"udpipe1.py: error: training failed: {error.message}")
     model_path.write_bytes(
         model_data if isinstance(model_data, bytes) else model_data.encode("utf-8", "surrogateescape")
     )
     model = udpipe.Model.load(str(model_path))
     if model is None:
         sys.exit(f"udpipe1.py: error: cannot load {model_path}")
+    return model, seconds, cpu_seconds
+
+
+def tokenize(train_file: Path, dev_file: Path, out: Path, tokenizer_options: str) -> None:
+    """Train UDPipe 1's tokenizer and tokenize the raw dev text (module docstring)."""
+    train = read_sentences(train_file.read_text(encoding="utf-8-sig"))
+    dev_text = dev_file.read_text(encoding="utf-8-sig")
+    heldout, options = read_sentences(dev_text), (tokenizer_options, "none", "none")
+    model, _, train_cpu_seconds = trained_model(train, heldout, options, out / "udpipe1.tokenizer.model")
+    error = udpipe.ProcessingError()
     pipeline = udpipe.Pipeline(model, "tokenize", "none", "none", "conllu")
     start_cpu = time.process_time()
     output = pipeline.process(raw_text(dev_text), error)
@@ -112,28 +120,10 @@ def main(argv: list[str] | None = None) -> None:
     options = {"tokenizer": "none", "tagger": udpipe.Trainer.DEFAULT, "parser": "none"}
     print(f"training UDPipe 1 on {len(train)} sentences, options {options}", file=sys.stderr)
     error = udpipe.ProcessingError()
-    start, start_cpu = time.perf_counter(), time.process_time()
-    model_data = udpipe.Trainer.train(
-        "morphodita_parsito",
-        train,
-        udpipe.Sentences(),
-        options["tokenizer"],
-        options["tagger"],
-        options["parser"],
-        error,
-    )
-    train_seconds = time.perf_counter() - start
-    train_cpu_seconds = time.process_time() - start_cpu
-    if error.occurred():
-        sys.exit(f"udpipe1.py: error: training failed: {error.message}")
     model_path = out / "udpipe1.model"
-    model_path.write_bytes(
-        model_data if isinstance(model_data, bytes) else model_data.encode("utf-8", "surrogateescape")
+    model, train_seconds, train_cpu_seconds = trained_model(
+        train, udpipe.Sentences(), (options["tokenizer"], options["tagger"], options["parser"]), model_path
     )
-
-    model = udpipe.Model.load(str(model_path))
-    if model is None:
-        sys.exit(f"udpipe1.py: error: cannot load {model_path}")
     gold = Conllu.read(dev_file)
     pipeline = udpipe.Pipeline(model, "conllu", udpipe.Pipeline.DEFAULT, udpipe.Pipeline.NONE, "conllu")
     blanked = gold.blanked()
