@@ -234,3 +234,27 @@ def test_greek_contractions_from_a_few_dozen_real_sentences(tmp_path):
     text = "Πήγε στο σπίτι."
     (sentence,) = segmenter.split(text)
     assert sentence.words(text)[1:3] == ["σ", "το"] and sentence.multiword == {1: 3}  # as GDT writes στο
+
+
+def test_train_segmenter_script_writes_into_a_folder_and_refuses_bad_arguments(tmp_path, script_here, monkeypatch):
+    train = spanish_treebank(tmp_path / "es_toy-ud-train.conllu", 20, seed=0)
+    dev = spanish_treebank(tmp_path / "es_toy-ud-dev.conllu", 8, seed=1)
+    script = REPO / "scripts/train_segmenter.py"
+    result = script_here(
+        script, "--train-file", train, "--dev-file", dev, "--output-dir", tmp_path / "out", "--max-epochs", "1"
+    )
+    assert result.returncode == 0, result.stderr
+    assert Segmenter.load(tmp_path / "out").language == "es" and "words" in Segmenter.load(tmp_path / "out").scores
+    monkeypatch.delenv("UD_DIR", raising=False)
+    for arguments, message in (
+        ([], "give --treebank, or --train-file and --dev-file"),
+        (["--treebank", "el_gdt"], "--treebank el_gdt: needs --data-dir or the UD_DIR environment variable"),
+        (["--treebank", "xx_none", "--data-dir", str(tmp_path)], "--treebank xx_none: no train file"),
+        (
+            ["--train-file", str(tmp_path / "missing.conllu"), "--dev-file", str(dev)],
+            "missing.conllu: no such train file",
+        ),
+    ):
+        result = script_here(script, *arguments, "--output-dir", tmp_path / "refused")
+        assert result.returncode == 2 and message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "refused").exists()
