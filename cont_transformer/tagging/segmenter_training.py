@@ -234,6 +234,18 @@ def _windows(length: int, rng: random.Random) -> list[tuple[int, int]]:
     return windows
 
 
+def _batch(encoded: tuple[list[int], ...], windows: list[tuple[int, int]]) -> list[torch.Tensor]:
+    """Character ids, kind ids and labels of ``windows`` of the encoded training text, padded:
+    each ``(batch, length)``."""
+    length = max(end - start for start, end in windows)
+    rows = [torch.zeros(len(windows), length, dtype=torch.long) for _ in range(2)]
+    rows.append(torch.full((len(windows), length), IGNORED, dtype=torch.long))
+    for k, (start, end) in enumerate(windows):
+        for row, values in zip(rows, encoded):
+            row[k, : end - start] = torch.tensor(values[start:end])
+    return rows
+
+
 def train_segmenter(
     train_file: str | os.PathLike,
     dev_file: str | os.PathLike,
@@ -283,14 +295,7 @@ def train_segmenter(
         windows = _windows(len(encoded[0]), rng)
         total = 0.0
         for first in range(0, len(windows), batch_size):
-            chosen = windows[first : first + batch_size]
-            length = max(end - start for start, end in chosen)
-            characters_in = torch.zeros(len(chosen), length, dtype=torch.long)
-            categories_in = torch.zeros(len(chosen), length, dtype=torch.long)
-            targets = torch.full((len(chosen), length), IGNORED, dtype=torch.long)
-            for k, (start, end) in enumerate(chosen):
-                for row, values in zip((characters_in, categories_in, targets), encoded):
-                    row[k, : end - start] = torch.tensor(values[start:end])
+            characters_in, categories_in, targets = _batch(encoded, windows[first : first + batch_size])
             logits = model(characters_in, categories_in)
             loss = loss_function(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
             optimizer.zero_grad()

@@ -2,10 +2,8 @@
 
 Inputs (``input_format``):
 
-* ``text``: raw text, split into paragraphs (blank lines), sentences and UD words by the
-  tagger's segmenter (:meth:`Tagger.split_text`: the folder's learned segmenter,
-  :mod:`~cont_transformer.learned_segmentation`, else the rules of
-  :mod:`~cont_transformer.text_segmentation`);
+* ``text``: raw text, split into paragraphs (blank lines), sentences and UD words
+  (:meth:`Tagger.split_text`: the folder's learned segmenter, else the rules);
 * ``lines``: one sentence per line, tokenized (blank lines skipped);
 * ``tokens``: one sentence per line, words separated by whitespace (kept as they are);
 * ``conllu``: a CoNLL-U file, its words tagged as they are.
