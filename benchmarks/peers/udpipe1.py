@@ -53,6 +53,12 @@ def read_sentences(text: str) -> udpipe.Sentences:
     return sentences
 
 
+def record_head(peer: str, train_file: Path, dev_file: Path) -> dict:
+    """The first fields of a run's JSON record: the peer, its version, the files."""
+    version = "{0.major}.{0.minor}.{0.patch}".format(udpipe.Version.current())
+    return {"peer": peer, "udpipe_version": version, "train_file": str(train_file), "dev_file": str(dev_file)}
+
+
 def trained_model(
     train: udpipe.Sentences, heldout: udpipe.Sentences, options: tuple[str, str, str], model_path: Path
 ) -> tuple[udpipe.Model, float, float]:
@@ -88,10 +94,7 @@ def tokenize(train_file: Path, dev_file: Path, out: Path, tokenizer_options: str
         sys.exit(f"udpipe1.py: error: tokenizing failed: {error.message}")
     (out / "udpipe1.raw.conllu").write_text(output, encoding="utf-8")
     record = {
-        "peer": "UDPipe 1 tokenizer",
-        "udpipe_version": "{0.major}.{0.minor}.{0.patch}".format(udpipe.Version.current()),
-        "train_file": str(train_file),
-        "dev_file": str(dev_file),
+        **record_head("UDPipe 1 tokenizer", train_file, dev_file),
         "tokenizer_options": tokenizer_options,
         "train_cpu_seconds": round(train_cpu_seconds, 1),
         "tokenize_cpu_seconds": round(tokenize_cpu_seconds, 3),
@@ -139,10 +142,7 @@ def main(argv: list[str] | None = None) -> None:
     predictions.write_text(gold.with_tags(tags), encoding="utf-8")
 
     record = {
-        "peer": "UDPipe 1",
-        "udpipe_version": "{0.major}.{0.minor}.{0.patch}".format(udpipe.Version.current()),
-        "train_file": str(train_file),
-        "dev_file": str(dev_file),
+        **record_head("UDPipe 1", train_file, dev_file),
         "options": options,
         "train_sentences": len(train),
         "train_seconds": round(train_seconds, 1),
