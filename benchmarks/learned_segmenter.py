@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--udpipe-options", default="", help="UDPipe's tokenizer options (default: its own)")
     parser.add_argument("--rules", action="store_true", help="also score the rules")
     parser.add_argument("--no-udpipe", action="store_true")
-    parser.add_argument("--max-epochs", type=int, default=15, help="our segmenter's passes at most")
+    parser.add_argument("--max-epochs", type=int, default=25, help="our segmenter's passes at most")
     args = parser.parse_args(argv)
     data_dir, out = Path(args.data_dir), Path(args.output_dir)
     print("| treebank | segmenter | Tokens | Words | Sentences | train CPU s |\n|---|---|---:|---:|---:|---:|")

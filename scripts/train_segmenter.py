@@ -26,7 +26,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--dev-file", help="the CoNLL-U dev file that chooses the epoch")
     parser.add_argument("--output-dir", required=True, help="a tagger's folder, or a folder of its own")
     parser.add_argument("--language", help="the language code (default: from the file name)")
-    parser.add_argument("--max-epochs", type=int, default=15)
+    parser.add_argument("--max-epochs", type=int, default=25)
     parser.add_argument("--seed", type=int, default=0)
     args = both_spellings(parser).parse_args(argv)
     if (args.treebank is None) == (args.train_file is None and args.dev_file is None):

@@ -251,7 +251,7 @@ def train_segmenter(
     dev_file: str | os.PathLike,
     language: str | None = None,
     hidden_size: int = 64,
-    max_epochs: int = 15,
+    max_epochs: int = 25,
     patience: int = 3,
     batch_size: int = 16,
     learning_rate: float = 3e-3,
