@@ -6,8 +6,10 @@ A small character model tags each character of a paragraph with what follows it
 (:data:`LABELS`): nothing (the token goes on), a word boundary inside the token (the words
 of a multiword token written one after the other, as Turkish ``değildir`` = ``değil``
 ``dir``), the end of a token, or the end of a sentence. Its layers: an embedding of the
-lowercased character and of its Unicode category (so case and unseen characters still
-speak), a convolution over five characters, a bidirectional GRU, a linear layer. A paragraph
+lowercased character and of its kind: its Unicode category (so case and unseen characters
+still speak) and its dictionary marks (where a token seen twice in training starts, ends
+or goes through: the words of Thai and the syllable groups of Vietnamese, which the
+characters alone hardly tell), a convolution over five characters, a bidirectional GRU, a linear layer. A paragraph
 longer than :data:`WINDOW` characters is read in overlapping windows, each character
 tagged where it has :data:`CONTEXT` characters of context on both sides.
 
