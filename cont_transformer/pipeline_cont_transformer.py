@@ -3,8 +3,8 @@
 A tagger's ``save_pretrained`` folder names this pipeline in ``config.json``
 (``custom_pipelines``, task :data:`TASK`) and holds a copy of this file and of the files it
 imports (``column_decoding.py``, ``lemma_scripts.py``, ``word_encoding.py``,
-``sentence_windows.py``, ``token_batches.py``, ``text_segmentation.py`` and the
-configuration), so where this package is not installed::
+``sentence_windows.py``, ``token_batches.py``, ``text_segmentation.py``,
+``learned_segmentation.py`` and the configuration), so where this package is not installed::
 
     from transformers import pipeline
 
@@ -60,7 +60,11 @@ registers the task with transformers, and the config's ``custom_pipelines``
 (``configuration_cont_transformer.CustomPipelines``) then leaves it to the registered class, the
 package's code, as transformers does for the config and the model.
 
-Raw text to words and sentences (:func:`split_sentences`): ``text_segmentation.py``,
+Raw text to words and sentences: the segmenter learned from the treebank where the folder
+holds one (``segmenter.json`` and ``segmenter.safetensors``, read by ``learned_segmentation.py``:
+its tokens, sentences and multiword tokens, a word that is not a piece of the text given
+by its form, with its token's offsets), as the ``Tagger`` loads it; else
+(:func:`split_sentences`) ``text_segmentation.py``,
 the segmenter the package's ``Tagger`` and ``tag.py`` use too (no spaCy, which remote code
 cannot count on), with the rules of the model's ``language`` (English when the config
 names none), so the pipeline and the ``Tagger`` give the same words and sentences
@@ -84,9 +88,11 @@ from dataclasses import dataclass, field
 
 import torch
 from transformers import Pipeline
+from transformers.utils import cached_file
 
 from .column_decoding import combination_index, decode_columns, model_column_labels, parsed_labels, predicted_label_ids
 from .configuration_cont_transformer import OUTPUT_COLUMNS
+from .learned_segmentation import SEGMENTER_FILE, WEIGHTS_FILE, Segmenter
 from .lemma_scripts import vocabulary_words
 from .pretrained import inference_dtype
 from .sentence_windows import evaluation_windows
@@ -110,6 +116,21 @@ def split_sentences(text: str, language: str = "en") -> list[list[tuple[int, int
     """The sentences of raw ``text``, each a list of its words' ``(start, end)``, as
     ``text_segmentation.split_text`` splits them (the ``Tagger``'s segmenter)."""
     return [sentence.spans for sentence in split_text(text, language)]
+
+
+def folder_segmenter(source: str) -> Segmenter | None:
+    """The learned segmenter a model folder (or Hub repository) holds, or None (the rules)."""
+    found = (
+        [
+            cached_file(
+                source, name, _raise_exceptions_for_missing_entries=False, _raise_exceptions_for_connection_errors=False
+            )
+            for name in (SEGMENTER_FILE, WEIGHTS_FILE)
+        ]
+        if source
+        else [None]
+    )
+    return Segmenter.load(found[0], found[1]) if all(found) else None
 
 
 def _empty(value: str | None, word: str) -> str | None:
@@ -175,6 +196,7 @@ class ContTransformerTaggingPipeline(Pipeline):
         self.max_length = getattr(config, "max_position_embeddings", None) or 2**62
         self.shorten = word_shortener(self.tokenizer, getattr(config, "max_word_length", 0) or 0)
         self.language = check_language(getattr(config, "language", None) or "en")
+        self.segmenter = folder_segmenter(self.model.name_or_path)
 
     def _sanitize_parameters(
         self,
@@ -227,7 +249,8 @@ class ContTransformerTaggingPipeline(Pipeline):
                 f"the {TASK} pipeline takes raw text (a string, or a list of them), not {type(inputs).__name__}; "
                 "for words already split, pass is_split_into_words=True"
             )
-        sentences = list(split_text(inputs, self.language))
+        segments = self.segmenter.split(inputs) if self.segmenter is not None else split_text(inputs, self.language)
+        sentences = list(segments)
         words = [sentence.words(inputs) for sentence in sentences]
         spans = [sentence.spans for sentence in sentences]
         multiword = [sentence.multiword for sentence in sentences]

@@ -218,14 +218,19 @@ class Sentence:
         multiword: ``first -> end`` word indices of each multiword token, words
             ``first .. end - 1`` (usually empty).
         paragraph_start: the sentence begins a paragraph.
+        forms: word index -> its form, for a word of a multiword token that is not a piece
+            of the text (Greek ``στο`` = ``σε`` ``το``, from a learned segmenter); such a
+            word spans its whole token. Empty from the rules.
     """
 
     spans: list[tuple[int, int]]
     multiword: dict[int, int] = field(default_factory=dict)
     paragraph_start: bool = False
+    forms: dict[int, str] = field(default_factory=dict)
 
     def words(self, text: str) -> list[str]:
-        return [text[start:end] for start, end in self.spans]
+        """The form of each word: ``text[start:end]``, or its entry in :attr:`forms`."""
+        return [self.forms.get(i, text[start:end]) for i, (start, end) in enumerate(self.spans)]
 
 
 def check_language(language: str) -> str:

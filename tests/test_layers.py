@@ -48,6 +48,7 @@ MODELS = [
     "lemma_scripts",  # lemma edit scripts: applying and choosing
     "column_decoding",  # outputs to CoNLL-U columns
     "text_segmentation",  # raw text to sentences of words, for Tagger and the saved pipeline alike
+    "learned_segmentation",  # a segmenter learned from a treebank, carried with the pipeline
     "pipeline_cont_transformer",  # the tagger's pipeline, saved with it for remote code
 ]
 LAYERS = [

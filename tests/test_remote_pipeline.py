@@ -41,6 +41,7 @@ KEYS = ["entity", "score", "index", "word", "start", "end", "sentence", "token",
 CODE_FILES = (
     "pipeline_cont_transformer.py",
     "text_segmentation.py",
+    "learned_segmentation.py",
     "word_encoding.py",
     "sentence_windows.py",
     "token_batches.py",
@@ -278,18 +279,21 @@ def card_snippet(folder: Path) -> str:
     return snippet.replace("<this repo>", str(folder))
 
 
-def test_the_card_snippet_runs_where_the_package_is_not_installed(saved, tmp_path):
+def without_package_run(work: Path, code: str, *arguments: str) -> list[str]:
+    """The lines ``code`` prints (``sys.argv[3:]``: ``arguments``), run in ``work`` by a fresh
+    interpreter that cannot import the package, offline; skips where no such interpreter can
+    be built, and checks that nothing of the package was imported."""
     paths = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
     paths = [path for path in paths if not Path(path).resolve().is_relative_to(REPO)]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf_home"), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(work / "hf_home"), "OMP_NUM_THREADS": "1"}
     env.pop("PYTHONPATH", None)
     result = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", WITHOUT_PACKAGE, json.dumps(paths), card_snippet(saved)],
-        cwd=tmp_path,
+        [sys.executable, "-I", "-S", "-c", WITHOUT_PACKAGE, json.dumps(paths), code, *arguments],
+        cwd=work,
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
+        timeout=600,
         check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -297,6 +301,11 @@ def test_the_card_snippet_runs_where_the_package_is_not_installed(saved, tmp_pat
         pytest.skip(f"no interpreter without the package: {result.stdout.strip()}")
     *printed, loaded = result.stdout.strip().splitlines()
     assert loaded == "LOADED []"  # nothing of the package was imported
+    return printed
+
+
+def test_the_card_snippet_runs_where_the_package_is_not_installed(saved, tmp_path):
+    printed = without_package_run(tmp_path, card_snippet(saved))
     rows = [line.split(" ") for line in printed]
     assert [row[0] for row in rows] == CARD_WORDS  # one line per word
     assert all(len(row) == 5 and "None" not in (row[1], row[2], row[4]) for row in rows)  # every column
@@ -364,25 +373,7 @@ BATCH_TEXTS = ["One dog.", "Two cats ran.", TEXT]
 def without_package(saved, tmp_path_factory) -> dict:
     """What :data:`REMOTE_CHECKS` found, in a fresh interpreter that cannot import the package."""
     work = tmp_path_factory.mktemp("without_package")
-    paths = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
-    paths = [path for path in paths if not Path(path).resolve().is_relative_to(REPO)]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(work / "hf_home"), "OMP_NUM_THREADS": "1"}
-    env.pop("PYTHONPATH", None)
-    arguments = [json.dumps(paths), REMOTE_CHECKS, str(saved), str(work), json.dumps(BATCH_TEXTS)]
-    result = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", WITHOUT_PACKAGE, *arguments],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    if result.stdout.startswith("CANNOT_BUILD"):
-        pytest.skip(f"no interpreter without the package: {result.stdout.strip()}")
-    *_, found, loaded = result.stdout.strip().splitlines()
-    assert loaded == "LOADED []"  # nothing of the package was imported
+    *_, found = without_package_run(work, REMOTE_CHECKS, str(saved), str(work), json.dumps(BATCH_TEXTS))
     return {**json.loads(found.removeprefix("RESULT ")), "out": work}
 
 

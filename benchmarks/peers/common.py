@@ -74,6 +74,26 @@ class Conllu:
         return self.with_tags([[("_",) * 4 for _ in sentence] for sentence in self.sentences])
 
 
+def raw_text(conllu: str) -> str:
+    """The raw text of a CoNLL-U text from its ``# text`` lines, as the package rebuilds it
+    (``ConlluDocument.text``): sentences joined by a space, a blank line before each
+    ``# newdoc``/``# newpar``."""
+    pieces: list[str] = []
+    new_paragraph, text = False, None
+    for line in [*conllu.split("\n"), ""]:
+        line = line.rstrip("\r")
+        if line.startswith(("# newdoc", "# newpar")):
+            new_paragraph = True
+        elif line.startswith("# text = "):
+            text = line[len("# text = ") :]
+        elif not line.strip() and text is not None:
+            if pieces:
+                pieces.append("\n\n" if new_paragraph else " ")
+            pieces.append(text)
+            new_paragraph, text = False, None
+    return "".join(pieces) + "\n" if pieces else ""
+
+
 def existing_file(parser: argparse.ArgumentParser, path: str, option: str) -> Path:
     """``path`` as a Path, or a one-line argparse error if it is not a file."""
     if not Path(path).is_file():

@@ -239,12 +239,35 @@ def spaces_after(text: str, spans: Sequence[tuple[int, int]]) -> list[str]:
     return [text[end:next_start] for (_, end), next_start in zip(spans, ends)]
 
 
-def sentence_text(words: Sequence[str], spaces_after: Sequence[str]) -> str:
-    """UD's ``# text``: the forms joined by one space except where none followed."""
-    return "".join(
-        word + (" " if spaces and index < len(words) - 1 else "")
-        for index, (word, spaces) in enumerate(zip(words, spaces_after))
-    )
+def sentence_text(
+    words: Sequence[str],
+    spaces_after: Sequence[str],
+    multiword: Mapping[int, int] | None = None,
+    token_forms: Mapping[int, str] | None = None,
+) -> str:
+    """UD's ``# text``: the tokens' forms joined by one space except where none followed; a
+    multiword token's form is its words' concatenation, or its ``token_forms`` entry where
+    its words are not its pieces."""
+    multiword, token_forms = multiword or {}, token_forms or {}
+    pieces, index = [], 0
+    while index < len(words):
+        end = multiword.get(index, index + 1)
+        form = token_forms.get(index) or "".join(words[index:end])
+        pieces.append(form + (" " if spaces_after[end - 1] and end < len(words) else ""))
+        index = end
+    return "".join(pieces)
+
+
+def multiword_forms(
+    text: str, spans: Sequence[tuple[int, int]], multiword: Mapping[int, int] | None, forms: Mapping[int, str]
+) -> dict[int, str]:
+    """``first -> FORM`` of the multiword tokens of a sentence of ``text`` whose words are not
+    their pieces (a learned segmenter's ``forms``): the token's own text."""
+    return {
+        first: text[spans[first][0] : spans[end - 1][1]]
+        for first, end in (multiword or {}).items()
+        if any(i in forms for i in range(first, end))
+    }
 
 
 def format_sentence(
@@ -258,6 +281,7 @@ def format_sentence(
     multiword: Mapping[int, int] | None = None,
     token_misc: Mapping[int, str] | None = None,
     complete: bool = True,
+    token_forms: Mapping[int, str] | None = None,
 ) -> str:
     """One sentence as a CoNLL-U block, ending with its blank line.
 
@@ -278,22 +302,24 @@ def format_sentence(
         token_misc: ``first -> MISC`` of multiword-token lines, replacing the whitespace's.
         complete: add the ``# sent_id`` and ``# text`` lines ``comments`` lack (False: the
             comments as given, the lines a sentence was read with).
+        token_forms: ``first -> FORM`` of multiword-token lines whose words are not its
+            pieces (``στο`` over ``σε`` ``το``), instead of the words' concatenation.
     """
     if spaces_after is None:
         spaces_after = [" "] * len(words)
-    multiword = multiword or {}
+    multiword, token_forms = multiword or {}, token_forms or {}
     columns = {COLUMNS.index(name): values for name, values in by_column(tags, column).items()}
     rows = list(comments)
     if complete and not any(c.startswith("# sent_id") for c in comments):
         rows.append(f"# sent_id = {sent_id}")
     if complete and not any(c.startswith("# text =") for c in comments):
-        rows.append(f"# text = {sentence_text(words, spaces_after)}")
+        rows.append(f"# text = {sentence_text(words, spaces_after, multiword, token_forms)}")
     token_end = 0  # end of the multiword token being written, 0 outside one
     for index, (word, spaces) in enumerate(zip(words, spaces_after)):
         before = "" if index else spaces_before
         if index in multiword:
             token_end = multiword[index]
-            form = "".join(words[index:token_end])
+            form = token_forms.get(index) or "".join(words[index:token_end])
             line_misc = (token_misc or {}).get(index, spaces_misc(spaces_after[token_end - 1], before))
             rows.append(f"{index + 1}-{token_end}\t{form}\t_\t_\t_\t_\t_\t_\t_\t{line_misc}")
         misc = "_" if index < token_end else spaces_misc(spaces, before)
@@ -313,6 +339,7 @@ def format_text_sentence(
     first: bool = False,
     paragraph_start: bool | None = None,
     comments: Sequence[str] = (),
+    forms: Mapping[int, str] | None = None,
 ) -> str:
     """One sentence of raw ``text`` as a CoNLL-U block (:func:`format_sentence`).
 
@@ -329,12 +356,25 @@ def format_text_sentence(
             not (no such comments).
         comments: the sentence's comment lines, written instead of those (a sentence of a
             :class:`~.document.Document` keeps the lines it was made with).
+        forms: word index -> FORM of a word that is not a piece of ``text`` (its span is
+            its multiword token's: ``text_segmentation.Sentence.forms``).
     """
-    words = [text[start:end] for start, end in spans]
+    forms = forms or {}
+    words = [forms.get(i, text[start:end]) for i, (start, end) in enumerate(spans)]
     spaces_before = text[: spans[0][0]] if first else ""
     if not comments:
         comments = paragraph_comments(first, paragraph_start)
-    return format_sentence(sent_id, words, tags, None, spaces_after(text, spans), spaces_before, comments, multiword)
+    return format_sentence(
+        sent_id,
+        words,
+        tags,
+        None,
+        spaces_after(text, spans),
+        spaces_before,
+        comments,
+        multiword,
+        token_forms=multiword_forms(text, spans, multiword, forms),
+    )
 
 
 def paragraph_comments(first: bool, paragraph_start: bool | None) -> list[str]:

@@ -46,6 +46,7 @@ from .conllu_document import (
     ConlluDocument,
     format_sentence,
     format_text_sentence,
+    multiword_forms,
     paragraph_comments,
     sentence_text,
     spaces_after,
@@ -307,7 +308,11 @@ class Document:
             spaces = spaces_after(text, spans) if spans else []
             while index < len(spans):
                 end = segment.multiword.get(index, index + 1)
-                words = [Word(i + 1, text[a:b], start=a, end=b) for i, (a, b) in enumerate(spans[index:end], index)]
+                forms = segment.forms
+                words = [
+                    Word(i + 1, forms.get(i, text[a:b]), start=a, end=b)
+                    for i, (a, b) in enumerate(spans[index:end], index)
+                ]
                 start, stop = spans[index][0], spans[end - 1][1]
                 misc = spaces_misc(spaces[end - 1], text[:start] if number == 1 and index == 0 else "")
                 misc = None if misc == "_" else misc
@@ -319,7 +324,9 @@ class Document:
                 index = end
             comments = []
             if spans:
-                words_text = sentence_text([text[a:b] for a, b in spans], spaces)
+                pieces = [text[a:b] for a, b in spans]
+                tokens_text = multiword_forms(text, spans, segment.multiword, segment.forms)
+                words_text = sentence_text(pieces, spaces, segment.multiword, tokens_text)
                 comments = paragraph_comments(number == 1, paragraph_start)
                 comments += [f"# sent_id = {number}", f"# text = {words_text}"]
             own_text = text[spans[0][0] : spans[-1][1]] if spans else ""
@@ -461,6 +468,11 @@ class Document:
                     multiword[position] = position + len(token.words)
                 position += len(token.words)
             columns = {column: sentence.values(column) for column in TAG_COLUMNS}
+            forms = {  # words that are not pieces of the text (a learned segmenter's)
+                i: word.text
+                for i, (word, (a, b)) in enumerate(zip(sentence.words, spans))
+                if word.text != self.text[a:b]
+            }
             blocks.append(
                 format_text_sentence(
                     str(number),
@@ -471,6 +483,7 @@ class Document:
                     number == 1,
                     sentence.paragraph_start,
                     sentence.comments,
+                    forms,
                 )
             )
         return "".join(blocks)

@@ -6,7 +6,8 @@ predicted edit script to the word (:mod:`.lemmas`), factored features assembled 
 one FEATS string (:mod:`.columns`). ``sentence.tags`` and the ``(word, tag)`` pairs a
 sentence iterates hold the primary column, as for a model of one column.
 
-:func:`tag` takes raw text (split into sentences and UD words by
+:func:`tag` takes raw text (split into sentences and UD words by the folder's learned
+segmenter, :mod:`~cont_transformer.learned_segmentation`, or else the rules of
 :mod:`~cont_transformer.text_segmentation`), a list of sentences (each tokenized), a list of
 already tokenized sentences or a :class:`~cont_transformer.tagging.document.Document` (e.g. read
 from CoNLL-U), and returns a ``Document``: ``doc.sentences[i].words[j].upos``, multiword tokens,
@@ -44,6 +45,7 @@ import torch
 # (cont_transformer/pipeline_cont_transformer.py, remote code): joint decoding, lemma scripts.
 from ..column_decoding import combination_index, decode_columns, model_column_labels, parsed_labels, predicted_label_ids
 from ..configuration_cont_transformer import AUXILIARY_COLUMNS
+from ..learned_segmentation import Segmenter, has_segmenter
 from ..lemma_scripts import vocabulary_words
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..pretrained import check_model_kind, check_no_custom_code, inference_dtype
@@ -53,7 +55,7 @@ from ..runtime.model_folders import METRICS_FILE, resolve_model_dir
 from ..runtime.workers import mapped, worker_count
 from ..text.batching import IGNORE_INDEX, PaddingCollator, encode_for_evaluation
 from ..text.tokenization import load_tokenizer
-from ..text_segmentation import check_language, split_text, tokenize_sentences
+from ..text_segmentation import Sentence, check_language, split_text, tokenize_sentences
 from ..token_batches import token_batches
 from ..word_encoding import word_shortener
 from .document import TAG_COLUMNS, Document
@@ -217,6 +219,9 @@ class Tagger:
             same (not both).
         torch_compile: run the model through ``torch.compile`` (dynamic shapes: batches
             vary in size) with ``torch_compile_backend`` and ``torch_compile_mode``.
+        segmenter: a learned segmenter (``learned_segmentation.Segmenter``) for raw text;
+            None: the rules of ``language`` (``text_segmentation``). :meth:`from_pretrained`
+            loads the one a folder holds.
     """
 
     def __init__(
@@ -230,6 +235,7 @@ class Tagger:
         torch_compile_mode: str | None = None,
         torch_compile_backend: str = "inductor",
         batch_size: int | None = None,
+        segmenter: Segmenter | None = None,
     ):
         tokens_per_batch = one_name("tokens_per_batch", tokens_per_batch, batch_size, TOKENS_PER_BATCH, "token")
         self.model = model
@@ -237,6 +243,7 @@ class Tagger:
         self.column = getattr(model.config, "primary_column", None) or column
         self.language = check_language(language or getattr(model.config, "language", None) or "en")
         self.tokens_per_batch = tokens_per_batch
+        self.segmenter = segmenter
         self.labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
         self.feats_mode = getattr(model.config, "feats_mode", "whole")
         # Column -> its labels (lemma scripts parsed once), the primary column's from id2label.
@@ -289,7 +296,21 @@ class Tagger:
         # No length limit: the tagger windows long sentences itself (a folder's tokenizer
         # may hold the training length, and would warn about it).
         tokenizer = load_tokenizer(folder, model, model_max_length=VERY_LARGE_INTEGER)
+        if "segmenter" not in options and has_segmenter(folder):
+            options["segmenter"] = Segmenter.load(folder)
         return cls(model, tokenizer, column=options.pop("column", saved_tag_column(folder)), **options)
+
+    def split_text(self, text: str) -> Iterator[Sentence]:
+        """The sentences of raw ``text``: by the learned segmenter, or else by the rules of
+        the tagger's language."""
+        return self.segmenter.split(text) if self.segmenter is not None else split_text(text, self.language)
+
+    def tokenize_sentences(self, sentences: Sequence[str], offsets: Sequence[int] | None = None) -> Iterator[Sentence]:
+        """Each string as one sentence, split into words (as :meth:`split_text` splits them)."""
+        if self.segmenter is None:
+            return tokenize_sentences(sentences, self.language, offsets)
+        offsets = [0] * len(sentences) if offsets is None else offsets
+        return (self.segmenter.tokenize(sentence, offset) for sentence, offset in zip(sentences, offsets))
 
     def predict(
         self, sentences: Sequence[Sequence[str]], progress: Callable[[int], object] | None = None
@@ -394,7 +415,7 @@ class Tagger:
             return inputs
         if isinstance(inputs, str):
             _check_text(inputs)
-            return Document.from_text(inputs, list(split_text(inputs, self.language)))
+            return Document.from_text(inputs, list(self.split_text(inputs)))
         inputs = list(inputs)
         if all(isinstance(item, str) for item in inputs):
             for item in inputs:
@@ -403,7 +424,7 @@ class Tagger:
             text, offsets = "\n".join(inputs), [0]
             for item in inputs[:-1]:
                 offsets.append(offsets[-1] + len(item) + 1)
-            segments = list(tokenize_sentences(inputs, self.language, offsets))
+            segments = list(self.tokenize_sentences(inputs, offsets))
             return Document.from_text(text, segments, paragraphs=False)
         if all(isinstance(item, (list, tuple)) for item in inputs):
             words = [list(item) for item in inputs]

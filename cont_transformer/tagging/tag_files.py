@@ -3,7 +3,7 @@
 Inputs (``input_format``):
 
 * ``text``: raw text, split into paragraphs (blank lines), sentences and UD words
-  (:mod:`~cont_transformer.text_segmentation`);
+  (:meth:`Tagger.split_text`: the folder's learned segmenter, else the rules);
 * ``lines``: one sentence per line, tokenized (blank lines skipped);
 * ``tokens``: one sentence per line, words separated by whitespace (kept as they are);
 * ``conllu``: a CoNLL-U file, its words tagged as they are.
@@ -68,7 +68,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from ..runtime.collection import paused_cycle_collection
 from ..runtime.output_files import staged_output
 from ..text.streams import input_lines
-from ..text_segmentation import Sentence, rules, split_text, tokenize_sentences, whitespace_sentences, word_splitter
+from ..text_segmentation import Sentence, rules, whitespace_sentences, word_splitter
 from .conllu_document import ConlluDocument, format_text_sentence
 from .words import empty_as_none
 
@@ -210,17 +210,17 @@ class _Unit:
     conllu: ConlluDocument | None = None
 
 
-def _raw_units(pieces: Iterable[_Piece | None], input_format: str, language: str) -> Iterator[_Unit | None]:
+def _raw_units(pieces: Iterable[_Piece | None], input_format: str, tagger: Tagger) -> Iterator[_Unit | None]:
     for piece in pieces:
         if piece is None:
             yield None
             continue
         if input_format == "text":
-            sentences = list(split_text(piece.text, language))
+            sentences = list(tagger.split_text(piece.text))
             if sentences and piece.continues:
                 sentences[0].paragraph_start = False
         elif input_format == "lines":
-            sentences = list(tokenize_sentences([piece.text], language))
+            sentences = list(tagger.tokenize_sentences([piece.text]))
         else:
             sentences = list(whitespace_sentences([piece.text]))
         for sentence in sentences:
@@ -318,7 +318,7 @@ class _Formatter:
             paragraph_start = sentence.paragraph_start if self.raw_format == "text" else None
             first = self.count == 1
             return format_text_sentence(
-                sent_id, piece.text, sentence.spans, columns, sentence.multiword, first, paragraph_start
+                sent_id, piece.text, sentence.spans, columns, sentence.multiword, first, paragraph_start, sentence.forms
             )
         if self.format == "tsv":
             lines = zip(words, *columns.values())
@@ -431,7 +431,7 @@ def tag_file(
     with stats.timing("setup"):
         if input_format in ("text", "lines"):
             word_splitter(rules(tagger.language))  # built now (cached), outside the tokenizer's time
-    units = _units(input_lines(input, text, name), input_format, name, tagger.language)
+    units = _units(input_lines(input, text, name), input_format, name, tagger)
     formatter = _Formatter(output_format, None if input_format == "conllu" else input_format, tagger.columns)
     from tqdm.auto import tqdm  # here, not above: tag.py checks its flags without it
 
@@ -459,11 +459,12 @@ def tag_file(
     return stats
 
 
-def _units(lines: Iterable[str | None], input_format: str, name: str, language: str) -> Iterator[_Unit | None]:
-    """The units of the input ``name`` (None at a pause)."""
+def _units(lines: Iterable[str | None], input_format: str, name: str, tagger: Tagger) -> Iterator[_Unit | None]:
+    """The units of the input ``name`` (None at a pause), raw text split by ``tagger``'s
+    segmenter."""
     if input_format == "conllu":
         return _conllu_units(lines, name)
-    return _raw_units(_pieces(lines, input_format), input_format, language)
+    return _raw_units(_pieces(lines, input_format), input_format, tagger)
 
 
 def _tagged_batches(
