@@ -483,7 +483,7 @@ class Document:
                     number == 1,
                     sentence.paragraph_start,
                     sentence.comments,
-                    forms,
+                    forms=forms,
                 )
             )
         return "".join(blocks)

@@ -318,7 +318,14 @@ class _Formatter:
             paragraph_start = sentence.paragraph_start if self.raw_format == "text" else None
             first = self.count == 1
             return format_text_sentence(
-                sent_id, piece.text, sentence.spans, columns, sentence.multiword, first, paragraph_start, sentence.forms
+                sent_id,
+                piece.text,
+                sentence.spans,
+                columns,
+                sentence.multiword,
+                first,
+                paragraph_start,
+                forms=sentence.forms,
             )
         if self.format == "tsv":
             lines = zip(words, *columns.values())
