@@ -36,6 +36,7 @@ imports only torch, safetensors (a dependency of transformers) and its sibling
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -45,7 +46,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 from torch import nn
 
@@ -323,11 +324,15 @@ class Segmenter:
             "scores": self.scores,
             "dictionary": sorted(self.dictionary),
         }
+        text = json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n"
+        # The weights record the digest of the JSON they go with: an edit of either is refused.
+        record = {DIGEST_KEY: hashlib.sha256(text.encode("utf-8")).hexdigest()}
         staged = folder / f".{WEIGHTS_FILE}.tmp"
-        save_file({name: tensor.contiguous() for name, tensor in self.model.state_dict().items()}, str(staged))
+        state = {name: tensor.contiguous() for name, tensor in self.model.state_dict().items()}
+        save_file(state, str(staged), metadata=record)
         os.replace(staged, folder / WEIGHTS_FILE)
         staged = folder / f".{SEGMENTER_FILE}.tmp"
-        staged.write_text(json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+        staged.write_text(text, encoding="utf-8")
         os.replace(staged, folder / SEGMENTER_FILE)
 
     @classmethod
@@ -339,7 +344,8 @@ class Segmenter:
             path, weights = path / SEGMENTER_FILE, path / WEIGHTS_FILE
         weights = Path(weights) if weights is not None else path.with_name(WEIGHTS_FILE)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            raw = path.read_bytes()
+            data = json.loads(raw.decode("utf-8"))
             if not isinstance(data, dict) or data.get("format") != FORMAT:
                 raise ValueError(f"its format is not {FORMAT!r}")
             config = SegmenterConfig(**data["config"])
@@ -361,14 +367,22 @@ class Segmenter:
             raise ValueError(f"{path}: not a learned segmenter ({err})") from err
         model = CharacterTagger(config)
         try:
+            with safe_open(str(weights), "pt") as opened:
+                recorded = (opened.metadata() or {}).get(DIGEST_KEY)
             state = load_file(str(weights))
             model.load_state_dict(state, strict=True)
         except (OSError, SafetensorError, RuntimeError, ValueError) as err:
             message = str(err).splitlines()[0] if str(err) else type(err).__name__
             raise ValueError(f"{weights}: not the weights of the segmenter in {path.name} ({message})") from err
+        if recorded != hashlib.sha256(raw).hexdigest():
+            raise ValueError(f"{path}: differs from the segmenter its weights {weights.name} were saved with")
         model.eval()
         spaces, language, scores = bool(data.get("spaces_in_tokens")), data.get("language"), data.get("scores")
         return cls(model, config, characters, lexicon, rules, spaces, language, scores, dictionary)
+
+
+# The key of the weights' metadata that records the digest of the segmenter's JSON.
+DIGEST_KEY = "segmenter_json_sha256"
 
 
 def has_segmenter(folder: str | os.PathLike) -> bool:

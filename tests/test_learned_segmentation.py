@@ -152,7 +152,14 @@ def test_save_load_round_trip_and_broken_files_refused(spanish, tmp_path):
         with pytest.raises(ValueError, match=f"^{tmp_path / SEGMENTER_FILE}: not a learned segmenter") as err:
             Segmenter.load(tmp_path)
         assert "\n" not in str(err.value)
+    # An edit that keeps it a segmenter (another lexicon entry) is refused by its weights' record.
+    edited = json.loads(good)
+    edited["lexicon"]["del"] = ["de", "la"]
+    (tmp_path / SEGMENTER_FILE).write_text(json.dumps(edited, ensure_ascii=False, sort_keys=True) + "\n")
+    with pytest.raises(ValueError, match=f"^{tmp_path / SEGMENTER_FILE}: differs from the segmenter its weights"):
+        Segmenter.load(tmp_path)
     (tmp_path / SEGMENTER_FILE).write_text(good)
+    assert Segmenter.load(tmp_path).lexicon == segmenter.lexicon
     (tmp_path / WEIGHTS_FILE).write_bytes(b"\x00" * 40)
     with pytest.raises(ValueError, match=f"^{tmp_path / WEIGHTS_FILE}: not the weights") as err:
         Segmenter.load(tmp_path)
@@ -259,3 +266,19 @@ def test_train_segmenter_script_writes_into_a_folder_and_refuses_bad_arguments(t
         result = script_here(script, *arguments, "--output-dir", tmp_path / "refused")
         assert result.returncode == 2 and message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "refused").exists()
+
+
+def test_the_card_says_which_segmenter_the_folder_carries(tmp_path):
+    from cont_transformer.tagging.segmenter_training import SEGMENTER_ROW, note_on_card
+
+    card = tmp_path / "README.md"
+    card.write_text(f"# A tagger\n\n| | |\n|---|---|\n| {SEGMENTER_ROW} | the package's rules for 'el' |\n| x | y |\n")
+    note_on_card(tmp_path, "UD_Greek-GDT", {"tokens": 99.8, "words": 99.87, "sentences": 94.28, "epoch": 17})
+    text = card.read_text()
+    assert f"| {SEGMENTER_ROW} | learned from UD_Greek-GDT (learned_segmentation.py; dev F1: tokens 99.80" in text
+    assert "rules" not in text and text.count(SEGMENTER_ROW) == 1 and "| x | y |" in text
+    card.write_text("# A card without the row\n")
+    note_on_card(tmp_path, "el.conllu", {"words": 90.0})
+    assert card.read_text().endswith(
+        f"## Raw text\n\n| | |\n|---|---|\n| {SEGMENTER_ROW} | learned from el.conllu (learned_segmentation.py; dev F1: words 90.00) |\n"
+    )

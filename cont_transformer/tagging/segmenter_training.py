@@ -353,19 +353,49 @@ def train_into_folder(
         if not Path(path).is_file():
             raise FileNotFoundError(f"{path}: no such {name}")
     folder = Path(output_dir)
+    folders = [folder]
     if folder.is_dir() and ((folder / "config.json").is_file() or (folder / BEST_MODEL_DIR).is_dir()):
-        folder = resolve_model_dir(folder)
+        # A run folder may hold the model at its top besides best/: both get the segmenter.
+        best = resolve_model_dir(folder)
+        folders = [best, *([folder] if best != folder and (folder / "config.json").is_file() else [])]
     if language is None:
         language = Path(dev_file).name.split("_")[0] if "_" in Path(dev_file).name else None
     segmenter, scores = train_segmenter(train_file, dev_file, language=language, log=log, **options)
     segmenter.scores = scores
-    segmenter.save(folder)
-    log(f"saved the segmenter into {folder} (dev: {', '.join(f'{k} {v:.2f}' for k, v in scores.items())})")
+    source = Path(train_file).parent.name if Path(train_file).parent.name.startswith("UD_") else Path(train_file).name
+    for target in folders:
+        segmenter.save(target)
+        note_on_card(target, source, scores)
+        log(f"saved the segmenter into {target} (dev: {', '.join(f'{k} {v:.2f}' for k, v in scores.items())})")
     return scores
+
+
+# The row of a tagger's card that says how it splits raw text (the trainer writes the rules').
+SEGMENTER_ROW = "raw text segmenter"
+
+
+def note_on_card(folder: Path, source: str, scores: dict[str, float]) -> None:
+    """Say on the card of the tagger in ``folder`` (its README.md, if any) that it splits raw
+    text with a segmenter learned from ``source``, with its dev scores: its
+    :data:`SEGMENTER_ROW` row replaced, or the row added in a section of its own."""
+    card = folder / "README.md"
+    if not card.is_file():
+        return
+    figures = ", ".join(f"{name} {value:.2f}" for name, value in scores.items() if name != "epoch")
+    row = f"| {SEGMENTER_ROW} | learned from {source} (learned_segmentation.py; dev F1: {figures}) |"
+    lines = card.read_text(encoding="utf-8").split("\n")
+    noted = [row if line.startswith(f"| {SEGMENTER_ROW} |") else line for line in lines]
+    text = "\n".join(noted)
+    if noted == lines:
+        text = text.rstrip("\n") + f"\n\n## Raw text\n\n| | |\n|---|---|\n{row}\n"
+    staged = card.with_name(f".{card.name}.tmp")
+    staged.write_text(text, encoding="utf-8")
+    os.replace(staged, card)
 
 
 __all__ = [
     "Paragraph",
+    "note_on_card",
     "score_segmenter",
     "segmented_conllu",
     "suffix_rules",

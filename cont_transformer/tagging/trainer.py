@@ -105,6 +105,7 @@ from .evaluation import (
 )
 from .lemma_lexicon import treebank_lemma_lexicon
 from .sample_treebank import write_sample_treebank
+from .segmenter_training import SEGMENTER_ROW
 from .self_training import silver_sentences
 from .starts import tagger_start
 from .tag import Tagger
@@ -330,6 +331,7 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
 
     def card_facts(self, entry: dict) -> dict:
         args, facts = self.args, self.facts
+        language = (facts and facts.language) or "en"  # what Tagger and tag.py split its text by
         name = facts.name if facts else args.treebank
         dev = treebank_facts(self.files.get("validation", [])) or facts  # the dev score's data set
         dev_name = dev.name if dev else name
@@ -351,6 +353,7 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
                 "best dev step": entry["step"],
                 **({"language": facts.language} if facts and facts.language else {}),
                 **({"licence": _licence_note(facts)} if facts and facts.license_source else {}),
+                SEGMENTER_ROW: f"the package's rules for {language!r} (text_segmentation.py)",
                 **({"static word vectors": self.vector_note()} if self.start.word_vectors is not None else {}),
             },
             "language": facts and facts.language,
