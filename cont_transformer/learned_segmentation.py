@@ -165,7 +165,7 @@ class Segmenter:
     def encode(self, text: str) -> tuple[list[int], list[int]]:
         """Character ids and kind ids of ``text``: a kind is the character's Unicode category
         and its dictionary marks (:meth:`marks`)."""
-        ids = [self.character_ids.get(c.lower(), UNKNOWN) for c in text]
+        ids = [self.character_ids.get(fold_case(c), UNKNOWN) for c in text]
         return ids, [category_id(c) * MARKS + mark for c, mark in zip(text, self.marks(text))]
 
     def marks(self, text: str) -> list[int]:
@@ -175,7 +175,7 @@ class Segmenter:
         marks = [0] * len(text)
         if not self.dictionary:
             return marks
-        lowered = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+        lowered = "".join(map(fold_case, text))
         longest = min(self.longest_entry, LONGEST_ENTRY)
         for start in range(len(text)):
             if lowered[start].isspace():
@@ -381,6 +381,14 @@ class Segmenter:
         return cls(model, config, characters, lexicon, rules, spaces, language, scores, dictionary)
 
 
+def fold_case(character: str) -> str:
+    """``character`` lowercased where that keeps it one character (Turkish ``İ`` lowercases
+    to two, ``i`` and a combining dot: it stays as it is), so the model's characters and
+    the text's offsets stay one for one."""
+    lowered = character.lower()
+    return lowered if len(lowered) == 1 else character
+
+
 # The key of the weights' metadata that records the digest of the segmenter's JSON.
 DIGEST_KEY = "segmenter_json_sha256"
 
@@ -398,5 +406,6 @@ __all__ = [
     "CharacterTagger",
     "Segmenter",
     "SegmenterConfig",
+    "fold_case",
     "has_segmenter",
 ]

@@ -282,3 +282,12 @@ def test_the_card_says_which_segmenter_the_folder_carries(tmp_path):
     assert card.read_text().endswith(
         f"## Raw text\n\n| | |\n|---|---|\n| {SEGMENTER_ROW} | learned from el.conllu (learned_segmentation.py; dev F1: words 90.00) |\n"
     )
+
+
+def test_case_folding_keeps_every_character_one_character():
+    """Turkish ``İ`` lowercases to two characters: the model keeps it as it is, so the
+    characters it saves load back (each is one character) and offsets stay one for one."""
+    from cont_transformer.learned_segmentation import fold_case
+
+    assert (fold_case("İ"), fold_case("I"), fold_case("Σ"), fold_case("ß")) == ("İ", "i", "σ", "ß")
+    assert all(len(fold_case(chr(code))) == 1 for code in range(0x110000) if not 0xD800 <= code < 0xE000)

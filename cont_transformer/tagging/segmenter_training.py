@@ -39,6 +39,7 @@ from ..learned_segmentation import (
     CharacterTagger,
     Segmenter,
     SegmenterConfig,
+    fold_case,
 )
 from ..runtime.model_folders import BEST_MODEL_DIR, resolve_model_dir
 from .conllu_document import ConlluDocument, format_text_sentence
@@ -268,7 +269,7 @@ def train_segmenter(
     if skipped:
         log(f"{train_file}: {skipped} sentences whose tokens are not in their # text are not labelled")
     tokens = [token for paragraph in train for token in paragraph.tokens]
-    counts = Counter(c.lower() for paragraph in train for c in paragraph.text)
+    counts = Counter(fold_case(c) for paragraph in train for c in paragraph.text)
     characters = sorted(c for c, n in counts.items() if n >= MIN_CHARACTER_COUNT)
     config = SegmenterConfig(num_characters=len(characters) + 2, hidden_size=hidden_size)
     model = CharacterTagger(config)
