@@ -179,7 +179,7 @@ def test_the_quickstart_and_the_python_blocks_run_in_order(tmp_path):
     assert "['did', \"n't\"]" in stanza_shape and "Tom didn't see it!" in stanza_shape
     assert (tmp_path / "tagged.conllu").is_file()
     # The pipeline block: its first entry as the README shows it.
-    comment = re.search(r"^# (\[\{'word': 'Tom'.*?\}), \.\.\.\]$", re.sub(r"\n#   ", " ", README), re.MULTILINE)[1]
+    comment = re.search(r"^# (\[\{'entity': 'NNP'.*?\}), \.\.\.\]$", re.sub(r"\n#   ", " ", README), re.MULTILINE)[1]
     shown, given = ast.literal_eval(comment + "]")[0], ast.literal_eval(pipeline_block.strip())[0]
     assert {**given, "score": round(given["score"], 3)} == shown  # the score as the README rounds it
     assert sorted(path.name for path in ROOT.iterdir()) == before  # the checkout stays clean
