@@ -33,20 +33,25 @@ TRAIN = "\n".join(  # noqa: FLY002
 def rigged_model(combinations=None):
     """Independent argmax: NOUN / VBD / Number=Sing, a triple never seen; of the seen ones
     NOUN / NN / Number=Sing scores best (only XPOS gives way)."""
+    biases = {"classifier": [0.0, 1.0, 3.0], "upos": [0.0, 3.0, 1.0], "feats": [3.0, 0.0, 0.0]}
+    return biased_model(XPOS, "xpos", LABELS, biases, combinations)
+
+
+def biased_model(primary_labels, primary, column_labels, biases, combinations):
+    """A tiny tagger whose heads give every word the same scores: each head's ``biases``."""
     config = ContTransformerConfig(
         vocab_size=len(WORDS) + 3,
         hidden_size=16,
         num_attention_heads=2,
         intermediate_size=24,
         num_basis=2,
-        id2label=dict(enumerate(XPOS)),
-        label2id={t: i for i, t in enumerate(XPOS)},
-        primary_column="xpos",
-        column_labels=LABELS,
+        id2label=dict(enumerate(primary_labels)),
+        label2id={t: i for i, t in enumerate(primary_labels)},
+        primary_column=primary,
+        column_labels=column_labels,
         tag_combinations=combinations,
     )
     model = ContTransformerForTokenClassification(config).eval()
-    biases = {"classifier": [0.0, 1.0, 3.0], "upos": [0.0, 3.0, 1.0], "feats": [3.0, 0.0, 0.0]}
     heads = {"classifier": model.classifier, **model.column_classifiers}
     with torch.no_grad():
         for name, head in heads.items():
@@ -134,27 +139,8 @@ def upos_feats_model(combinations=None):
     """A tagger without XPOS (Marathi-UFAL, Hungarian-Szeged): UPOS primary, FEATS beside it.
     Independent argmax: VERB / Number=Sing, never seen together; of the seen pairs,
     NOUN / Number=Sing beats VERB / Tense=Past."""
-    upos = LABELS["upos"]
-    config = ContTransformerConfig(
-        vocab_size=len(WORDS) + 3,
-        hidden_size=16,
-        num_attention_heads=2,
-        intermediate_size=24,
-        num_basis=2,
-        id2label=dict(enumerate(upos)),
-        label2id={t: i for i, t in enumerate(upos)},
-        primary_column="upos",
-        column_labels={"feats": LABELS["feats"]},
-        tag_combinations=combinations,
-    )
-    model = ContTransformerForTokenClassification(config).eval()
     biases = {"classifier": [0.0, 2.5, 3.0], "feats": [3.0, 0.0, 0.0]}
-    heads = {"classifier": model.classifier, **model.column_classifiers}
-    with torch.no_grad():
-        for name, head in heads.items():
-            head.weight.zero_()
-            head.bias.copy_(torch.tensor(biases[name]))
-    return model
+    return biased_model(LABELS["upos"], "upos", {"feats": LABELS["feats"]}, biases, combinations)
 
 
 def test_two_joint_columns_are_decoded_jointly_without_the_third():
