@@ -94,7 +94,7 @@ def train_flags(entry: dict[str, Path]) -> list[str]:
     return ["--train-file", *map(str, entry["train"]), "--dev-file", str(entry["dev"])]
 
 
-def run_ours(code: str, entry: dict[str, Path], out: Path) -> dict:
+def run_ours(entry: dict[str, Path], out: Path) -> dict:
     model, python = out / "ours", sys.executable
     train = run_step(
         out / "ours.train.json",
@@ -124,7 +124,7 @@ def run_ours(code: str, entry: dict[str, Path], out: Path) -> dict:
     return {"train": train, "segmenter": segmenter, "gold": gold, "raw": text}
 
 
-def run_udpipe1(code: str, entry: dict[str, Path], out: Path, tokenizer_options: str) -> dict:
+def run_udpipe1(entry: dict[str, Path], out: Path, tokenizer_options: str) -> dict:
     """UDPipe 1's tagger on the gold words, and its tokenizer on the raw text, whose words
     the tagger then tags (``udpipe1.raw.tagged.conllu``)."""
     folder = out / "udpipe1"
@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> None:
         out.mkdir(parents=True, exist_ok=True)
         empty = empty_columns(entry["dev"])
         if "ours" in args.steps:
-            steps = run_ours(code, entry, out)
+            steps = run_ours(entry, out)
             result = {
                 "gold": scores(entry["dev"], out / "ours.gold.conllu", GOLD_ROWS, empty),
                 "raw": scores(entry["dev"], out / "ours.raw.conllu", RAW_ROWS, empty),
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> None:
             (out / "ours.scores.json").write_text(json.dumps(result, indent=2) + "\n")
             print(json.dumps({code: {"ours": result}}), flush=True)
         if "udpipe1" in args.steps:
-            steps = run_udpipe1(code, entry, out, args.udpipe_tokenizer_options)
+            steps = run_udpipe1(entry, out, args.udpipe_tokenizer_options)
             result = {
                 "gold": scores(entry["dev"], out / "udpipe1" / "udpipe1.dev.conllu", GOLD_ROWS, empty),
                 "raw": scores(entry["dev"], out / "udpipe1" / "udpipe1.raw.tagged.conllu", RAW_ROWS, empty),

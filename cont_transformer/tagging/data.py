@@ -295,11 +295,10 @@ def treebank_files(
     gives both the train and the dev split."""
     files: dict[str, list[Path]] = {}
     replaced = {SPLIT_ALIASES.get(split, split) for split, spec in (replace or {}).items() if spec}
-    if {"train", "validation"} <= replaced:
-        pass
-    elif name in TREEBANKS:
+    own = not {"train", "validation"} <= replaced  # the name's files count only for a split not replaced
+    if own and name in TREEBANKS:
         files = _known_treebank_files(name, data_dir)
-    elif name != "sample" and Path(name).is_dir():
+    elif own and name != "sample" and Path(name).is_dir():
         files = _release_folder_files(Path(name))
     for split, spec in (replace or {}).items():
         if spec:
