@@ -29,8 +29,8 @@ import time
 from itertools import pairwise
 from pathlib import Path
 
+from cont_transformer import processing_cont_transformer as processing
 from cont_transformer.sentence_windows import evaluation_windows
-from cont_transformer.tagging import batching
 from cont_transformer.tagging.conllu_document import ConlluDocument
 from cont_transformer.tagging.tag import Tagger
 from cont_transformer.tagging.tag_files import INPUT_FORMATS, tag_file
@@ -84,17 +84,17 @@ def seams(tagger: Tagger, conllu: Path, contexts: list[int]) -> None:
     document = ConlluDocument.read(conllu)
     words = [w for sentence in document.words() for w in sentence]
     gold = [document.lines[i].split("\t")[3:5] for sentence in document.sentences for i in sentence]
-    capacity = tagger.max_length - 1
+    capacity = tagger.processor.max_length - 1
     choices = [("half-window overlap (before)", half_overlap_windows)]
     choices += [(f"context {c}", functools.partial(evaluation_windows, context=c)) for c in contexts]
     for name, windows in choices:
-        batching.evaluation_windows = windows
+        processing.evaluation_windows = windows  # the windows the processor encodes with
         windowed = len(windows(len(words), capacity)) * capacity  # words through the model
         [columns] = tagger.predict_columns([words])
         upos = sum(p == g[0] for p, g in zip(columns["upos"], gold)) / len(gold)
         xpos = sum(p == g[1] for p, g in zip(columns["xpos"], gold)) / len(gold)
         print(f"{name:30s} UPOS {100 * upos:.2f} XPOS {100 * xpos:.2f}  words in windows {windowed / len(words):.2f}x")
-    batching.evaluation_windows = evaluation_windows
+    processing.evaluation_windows = evaluation_windows
 
 
 def main() -> None:

@@ -271,6 +271,13 @@ class ContTransformerForTokenClassification(ContTransformerPreTrainedModel):
 
         return TASK, ContTransformerTaggingPipeline
 
+    def saved_processor(self) -> type:
+        """The tagger's processor, which every save names in ``processor_config.json`` for
+        ``AutoProcessor`` and carries (imported here, when a folder is saved, as the pipeline)."""
+        from .processing_cont_transformer import ContTransformerTaggerProcessor
+
+        return ContTransformerTaggerProcessor
+
     def __init__(self, config: ContTransformerConfig):
         super().__init__(config)
         self.num_labels = config.num_labels

@@ -86,24 +86,15 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-import torch
 from transformers import Pipeline
-from transformers.utils import cached_file
 
-from .column_decoding import combination_index, decode_columns, model_column_labels, parsed_labels, predicted_label_ids
 from .configuration_cont_transformer import OUTPUT_COLUMNS
-from .learned_segmentation import SEGMENTER_FILE, WEIGHTS_FILE, Segmenter
-from .lemma_scripts import vocabulary_words
 from .pretrained import inference_dtype
-from .sentence_windows import evaluation_windows
-from .text_segmentation import check_language, split_text
-from .token_batches import token_batches
-from .word_encoding import encode_words, word_shortener
+from .processing_cont_transformer import SCORE, TOKENS_PER_BATCH, ContTransformerTaggerProcessor, folder_segmenter
+from .text_segmentation import split_text
 
 # The custom task a tagger's folder names in config.json's custom_pipelines.
 TASK = "pos-tagging"
-# The tokens of one forward pass, padding included (the Tagger's default tokens_per_batch).
-TOKENS_PER_BATCH = 2048
 # The arguments the pipeline takes, besides transformers' own (batch_size, num_workers).
 ARGUMENTS = ("is_split_into_words", "tokens_per_batch", "aggregation_strategy")
 # transformers' token-classification aggregation strategies; every one but "none" groups
@@ -118,21 +109,6 @@ def split_sentences(text: str, language: str = "en") -> list[list[tuple[int, int
     return [sentence.spans for sentence in split_text(text, language)]
 
 
-def folder_segmenter(source: str) -> Segmenter | None:
-    """The learned segmenter a model folder (or Hub repository) holds, or None (the rules)."""
-    found = (
-        [
-            cached_file(
-                source, name, _raise_exceptions_for_missing_entries=False, _raise_exceptions_for_connection_errors=False
-            )
-            for name in (SEGMENTER_FILE, WEIGHTS_FILE)
-        ]
-        if source
-        else [None]
-    )
-    return Segmenter.load(found[0], found[1]) if all(found) else None
-
-
 def _empty(value: str | None, word: str) -> str | None:
     """A column's value as the ``Tagger`` gives it: None for CoNLL-U's empty ``_`` (a ``_``
     of the word ``_`` stays)."""
@@ -140,28 +116,17 @@ def _empty(value: str | None, word: str) -> str | None:
 
 
 @dataclass
-class _Row:
-    """One forward row: the root and a window of a sentence's words; ``first``: the
-    positions of the first tokens of the words it tags."""
-
-    sentence: int
-    input_ids: list[int]
-    first: list[int]
-    predicted: dict[str, list] = field(default_factory=dict)  # column -> label ids of its words
-    scores: list[float] = field(default_factory=list)  # the primary column's chosen tag's probability
-
-
-@dataclass
 class _Document:
     """One input: its text (None for words given already split), its sentences (words, spans,
-    multiword tokens) and its rows (kept out of transformers' way: the pipeline moves dicts
-    and lists of tensors between devices, not this)."""
+    multiword tokens) and, once predicted, per sentence each column's label ids and the
+    primary column's scores (kept out of transformers' way: the pipeline moves dicts and
+    lists of tensors between devices, not this)."""
 
     text: str | None
     words: list[list[str]]
     spans: list[list[tuple[int, int]]] | None
     multiword: list[dict[int, int]]
-    rows: list[_Row]
+    predicted: list[dict[str, list]] = field(default_factory=list)
 
 
 class ContTransformerTaggingPipeline(Pipeline):
@@ -183,20 +148,12 @@ class ContTransformerTaggingPipeline(Pipeline):
         chosen = inference_dtype(self.device) if isinstance(dtype, str) and dtype == "auto" else None
         if chosen is not None and self.model.dtype != chosen:
             self.model.to(chosen)
-        config = self.model.config
-        self.column = getattr(config, "primary_column", None) or "xpos"
-        # Column -> its labels (lemma scripts parsed once), the primary column's from id2label.
-        self.column_labels = parsed_labels(model_column_labels(config, self.column))
-        self.columns = tuple(c for c in OUTPUT_COLUMNS if c in self.column_labels)
-        self.feats_mode = getattr(config, "feats_mode", "whole")
-        # The seen (UPOS, XPOS, FEATS) triples, decoded jointly; None: each column alone.
-        self.combinations = combination_index(config, self.column_labels)
-        self.lemma_lexicon = getattr(config, "lemma_lexicon", None)  # (form, tag) -> lemma
-        self.vocabulary = vocabulary_words(self.tokenizer)  # the words a lemma may be (choose_lemma)
-        self.max_length = getattr(config, "max_position_embeddings", None) or 2**62
-        self.shorten = word_shortener(self.tokenizer, getattr(config, "max_word_length", 0) or 0)
-        self.language = check_language(getattr(config, "language", None) or "en")
-        self.segmenter = folder_segmenter(self.model.name_or_path)
+        # Everything between text and tensors and back, and the one inference step.
+        self.processor = ContTransformerTaggerProcessor.for_model(
+            self.tokenizer, self.model.config, folder_segmenter(self.model.name_or_path)
+        )
+        self.column = self.processor.column
+        self.columns = tuple(c for c in OUTPUT_COLUMNS if c in self.processor.column_labels)
 
     def _sanitize_parameters(
         self,
@@ -243,18 +200,17 @@ class ContTransformerTaggingPipeline(Pipeline):
                     f"or a list of such lists, not {type(inputs).__name__}"
                 )
             words = [list(inputs)] if inputs else []
-            return {"documents": [_Document(None, words, None, [{} for _ in words], self.rows(words))]}
+            return {"documents": [_Document(None, words, None, [{} for _ in words])]}
         if not isinstance(inputs, str):
             raise TypeError(
                 f"the {TASK} pipeline takes raw text (a string, or a list of them), not {type(inputs).__name__}; "
                 "for words already split, pass is_split_into_words=True"
             )
-        segments = self.segmenter.split(inputs) if self.segmenter is not None else split_text(inputs, self.language)
-        sentences = list(segments)
+        sentences = list(self.processor.split_text(inputs))
         words = [sentence.words(inputs) for sentence in sentences]
         spans = [sentence.spans for sentence in sentences]
         multiword = [sentence.multiword for sentence in sentences]
-        return {"documents": [_Document(inputs, words, spans, multiword, self.rows(words))]}
+        return {"documents": [_Document(inputs, words, spans, multiword)]}
 
     def get_iterator(
         self, inputs, num_workers: int, batch_size: int, preprocess_params, forward_params, postprocess_params
@@ -276,92 +232,32 @@ class ContTransformerTaggingPipeline(Pipeline):
 
         return results()
 
-    def rows(self, sentences: list[list[str]]) -> list[_Row]:
-        """The rows of ``sentences`` (lists of words), as the package's evaluation and
-        ``Tagger`` encode them: the root token, then each word's tokens; a sentence longer
-        than ``max_position_embeddings`` (root included) in windows."""
-        if self.max_length < 2:
-            raise ValueError(
-                f"max_position_embeddings must leave room for the root token and a word: {self.max_length}"
-            )
-        if not sentences:
-            return []
-        read = [[self.shorten(word) for word in words] for words in sentences] if self.shorten else sentences
-        encoding = encode_words(self.tokenizer, read, verbose=False)
-        rows = []
-        for index, words in enumerate(read):
-            input_ids, word_of = encoding["input_ids"][index], encoding.word_ids(index)
-            if word_of[0] is not None or any(w is None for w in word_of[1:]):
-                raise ValueError("the tokenizer must prepend exactly one special (root) token")
-            pieces: list[list[int]] = [[] for _ in words]
-            for token, word in zip(input_ids[1:], word_of[1:]):
-                pieces[word].append(token)
-            if not all(pieces):
-                raise ValueError(f"the tokenizer drops a word of sentence {index + 1}: {words}")
-            for start, owned_start, owned_end in evaluation_windows(len(words), self.max_length - 1):
-                row = _Row(index, [input_ids[0]], [])
-                for word in range(start, min(start + self.max_length - 1, len(words))):
-                    if owned_start <= word < owned_end:
-                        row.first.append(len(row.input_ids))
-                    row.input_ids += pieces[word]
-                rows.append(row)
-        return rows
-
     def _forward(self, model_inputs: dict[str, list[_Document]], tokens_per_batch: int = TOKENS_PER_BATCH) -> dict:
         documents = model_inputs["documents"]
-        rows = [row for document in documents for row in document.rows]
-        pad = self.tokenizer.pad_token_id or 0
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            for chosen in token_batches([len(row.input_ids) for row in rows], tokens_per_batch):
-                length = max(len(rows[i].input_ids) for i in chosen)
-                input_ids = torch.full((len(chosen), length), pad, dtype=torch.long)
-                mask = torch.zeros((len(chosen), length), dtype=torch.long)
-                for k, i in enumerate(chosen):
-                    input_ids[k, : len(rows[i].input_ids)] = torch.tensor(rows[i].input_ids)
-                    mask[k, : len(rows[i].input_ids)] = 1
-                output = self.model(
-                    input_ids=input_ids.to(self.device),
-                    attention_mask=None if bool(mask.all()) else mask.to(self.device),
-                )
-                columns = predicted_label_ids(
-                    output, self.columns, self.column, self.column_labels, self.feats_mode, self.combinations
-                )
-                # The probability of the primary column's chosen tag (joint decoding may choose
-                # another tag than its argmax).
-                chosen_tag = columns[self.column]
-                scores = torch.softmax(output.logits.float(), -1).gather(-1, chosen_tag.unsqueeze(-1)).squeeze(-1)
-                scores = scores.cpu()
-                for column, ids in columns.items():
-                    ids = ids.cpu()
-                    for k, i in enumerate(chosen):
-                        rows[i].predicted[column] = ids[k, rows[i].first].tolist()
-                for k, i in enumerate(chosen):
-                    rows[i].scores = scores[k, rows[i].first].tolist()
-        finally:
-            self.model.train(was_training)
+        predicted = iter(
+            self.processor.predict(
+                self.model,
+                [words for document in documents for words in document.words],
+                tokens_per_batch,
+                self.columns,
+                scores=True,
+            )
+        )
+        for document in documents:
+            document.predicted = list(itertools.islice(predicted, len(document.words)))
         return {"documents": documents}
 
     def postprocess(self, model_outputs: dict, aggregation_strategy: str = "none") -> list[dict]:
         (document,) = model_outputs["documents"]
-        ids: list[dict[str, list]] = [{column: [] for column in self.columns} for _ in document.words]
-        scores: list[list[float]] = [[] for _ in document.words]
-        for row in document.rows:
-            for column in self.columns:
-                ids[row.sentence][column].extend(row.predicted[column])
-            scores[row.sentence].extend(row.scores)
         entries = []
-        for index, (words, sentence_ids) in enumerate(zip(document.words, ids)):
-            values = decode_columns(
-                words, sentence_ids, self.column_labels, self.feats_mode, self.lemma_lexicon, self.vocabulary
-            )
+        for index, (words, sentence_ids) in enumerate(zip(document.words, document.predicted)):
+            values = self.processor.decode(words, sentence_ids)
             spans = document.spans[index] if document.spans is not None else [(None, None)] * len(words)
             tokens = self.multiword_tokens(document, index)
             for k, (word, (start, end)) in enumerate(zip(words, spans)):
                 entry = {
                     "entity": _empty(values[self.column][k], word),
-                    "score": scores[index][k],
+                    "score": sentence_ids[SCORE][k],
                     "index": k + 1,
                     "word": word,
                 }

@@ -57,7 +57,10 @@ from transformers.dynamic_module_utils import custom_object_save
 from .config_record import DIGEST_KEY, config_mismatch, read_metadata, record_config, unrecorded_warning
 from .model_card import MAX_ABS_WEIGHT, write_model_card
 from .ode_block import OdeBlock
-from .tagger_files import TAGGER_FILE_OF
+from .tagger_files import TAGGER_FILE_OF, replace_file
+
+# What a saved folder's processor is, for AutoProcessor (transformers' name for the file).
+PROCESSOR_FILE = "processor_config.json"
 
 
 def class_reference(cls: type) -> str:
@@ -365,6 +368,12 @@ class ContinuousPreTrainedModel(PreTrainedModel):
         subclass with a pipeline of its own says so: the tagger's)."""
         return None
 
+    def saved_processor(self) -> type | None:
+        """The processor class (a ``ProcessorMixin``) that a saved folder names in
+        ``processor_config.json`` for ``AutoProcessor`` and carries the code of; None for
+        none (the tagger has one)."""
+        return None
+
     def num_parameters_split(self) -> dict[str, int]:
         """Parameter counts: ``embedding`` (word and learned position embeddings),
         ``non_embedding`` (the ODE blocks' coefficients and every other layer: the part
@@ -459,6 +468,7 @@ class ContinuousPreTrainedModel(PreTrainedModel):
         file, where the package is not installed.
         """
         pipeline = self.saved_pipeline() if self._auto_class is not None else None
+        processor = self.saved_processor() if self._auto_class is not None else None
         if self._auto_class is not None:  # registered for remote code (importing the package does it)
             auto_map = dict(getattr(self.config, "auto_map", None) or {})
             auto_map["AutoModel"] = class_reference(type(self.base_model))
@@ -475,6 +485,13 @@ class ContinuousPreTrainedModel(PreTrainedModel):
             record_config(self.config, save_directory)  # config.json's fields, in the weights
             if pipeline is not None:  # the pipeline's file and the files it imports, flat
                 custom_object_save(pipeline[1], save_directory)
+            if processor is not None:  # the processor's file, and what AutoProcessor reads
+                custom_object_save(processor, save_directory)
+                saved = {
+                    "processor_class": processor.__name__,
+                    "auto_map": {"AutoProcessor": class_reference(processor)},
+                }
+                replace_file(Path(save_directory, PROCESSOR_FILE), json.dumps(saved, indent=2) + "\n")
             write_model_card(self, save_directory, overwrite=regenerate_model_card)
 
 

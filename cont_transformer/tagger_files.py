@@ -48,7 +48,7 @@ TAGGER_FILE_OF = {field: name for name, fields in TAGGER_FILES.items() for field
 HUB_OPTIONS = ("cache_dir", "force_download", "local_files_only", "token", "revision", "subfolder", "proxies")
 
 
-def _replace(path: Path, text: str) -> None:
+def replace_file(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a staged file moved over it: never half-written."""
     staging = path.with_name(f".{path.name}.tmp")
     staging.write_text(text, encoding="utf-8")
@@ -63,14 +63,14 @@ def write_config(config, json_file_path: str | os.PathLike, use_diff: bool = Tru
     saved = json.loads(config.to_json_string(use_diff=use_diff))
     for field in TAGGER_FIELDS:
         saved.pop(field, None)
-    _replace(path, json.dumps(saved, indent=2, sort_keys=True) + "\n")
+    replace_file(path, json.dumps(saved, indent=2, sort_keys=True) + "\n")
     for name, fields in TAGGER_FILES.items():
         values = {field: getattr(config, field, None) for field in fields}
         values = {field: value for field, value in values.items() if value}
         target = path.with_name(name)
         if values:
             data = values[fields[0]] if len(fields) == 1 else values
-            _replace(target, json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n")
+            replace_file(target, json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n")
         elif target.exists():
             target.unlink()  # another model's, from an earlier save into this folder
 
@@ -126,5 +126,6 @@ __all__ = [
     "TAGGER_FILES",
     "TAGGER_FILE_OF",
     "read_tagger_files",
+    "replace_file",
     "write_config",
 ]

@@ -6,8 +6,9 @@ import json
 import pytest
 import torch
 
-from cont_transformer import ContTransformerConfig
+from cont_transformer import ContTransformerConfig, build_tokenizer
 from cont_transformer.configuration_cont_transformer import PREDICTED_COLUMNS
+from cont_transformer.processing_cont_transformer import ContTransformerTaggerProcessor
 from cont_transformer.runtime.model_folders import BEST_MODEL_DIR
 from cont_transformer.tagging.arguments import parse_columns
 from cont_transformer.tagging.columns import annotated_columns, column_labels, primary_column
@@ -62,10 +63,12 @@ def test_deprel_is_scored_only_on_data_that_has_it():
     gold = {"xpos": [["NNS", "VBD"]], "deprel": [["nsubj", "root"]]}
     labels = {"xpos": ["NNS", "VBD"], "deprel": ["nsubj", "root"]}
     predicted = {"xpos": torch.tensor([0, 1]), "deprel": torch.tensor([0, 0])}
-    assert GoldColumns(words, gold, labels, "xpos").scores(predicted)["deprel"] == 0.5
+    tokenizer = build_tokenizer(["Dogs", "barked"])
+    processor = ContTransformerTaggerProcessor(tokenizer, labels)
+    assert GoldColumns(words, gold, labels, "xpos", tokenizer).scores(predicted, processor)["deprel"] == 0.5
     # A treebank without DEPREL (all "_", or no column): no meaningless score of 0.
     for without in ({"xpos": gold["xpos"], "deprel": [["_", "_"]]}, {"xpos": gold["xpos"]}):
-        scores = GoldColumns(words, without, labels, "xpos").scores(predicted)
+        scores = GoldColumns(words, without, labels, "xpos", tokenizer).scores(predicted, processor)
         assert "deprel" not in scores and scores["xpos"] == 1.0
 
 

@@ -6,6 +6,8 @@ import json
 import pytest
 import torch
 
+from cont_transformer import build_tokenizer
+from cont_transformer.processing_cont_transformer import ContTransformerTaggerProcessor
 from cont_transformer.runtime.model_folders import BEST_MODEL_DIR
 from cont_transformer.tagging.arguments import parse_columns, resolve_arguments
 from cont_transformer.tagging.evaluation import GoldColumns, reported_rows
@@ -80,8 +82,10 @@ def test_reported_rows_and_the_selection_score():
     }
     scripts = [str(edit_script("Dogs", "dog")), str(edit_script("barked", "bark"))]
     labels = {"xpos": ["NNS", "VBD"], "feats": ["Number=Plur", "_"], "lemma": scripts}
-    scores = GoldColumns(words, gold, labels, "xpos").scores(
-        {"xpos": torch.tensor([0, 0]), "feats": torch.tensor([0, 1]), "lemma": torch.tensor([0, 1])}
+    tokenizer = build_tokenizer(["Dogs", "barked"])
+    processor = ContTransformerTaggerProcessor(tokenizer, labels)
+    scores = GoldColumns(words, gold, labels, "xpos", tokenizer).scores(
+        {"xpos": torch.tensor([0, 0]), "feats": torch.tensor([0, 1]), "lemma": torch.tensor([0, 1])}, processor
     )
     # UFeats compares universal features only: "Foo=Bar" and "_" agree, as the scorer says.
     assert (scores["xpos"], scores["ufeats"], scores["lemmas"]) == (0.5, 1.0, 1.0)

@@ -294,3 +294,10 @@ def test_gum_dev_round_trips_through_its_dict(tagger):
     assert Document(doc.to_dict(), doc.text).to_conllu() == doc.to_conllu()
     assert "".join(t.text + t.spaces_after for t in doc.iter_tokens()) == text[:60_000].lstrip()
     assert [s.sent_id for s in doc] == written_sent_ids(doc.to_conllu())
+
+
+def test_a_document_and_the_processor_name_the_same_written_columns():
+    from cont_transformer.processing_cont_transformer import WRITTEN_COLUMNS as processor_columns
+    from cont_transformer.tagging.document import WRITTEN_COLUMNS
+
+    assert WRITTEN_COLUMNS == processor_columns == ("lemma", "upos", "xpos", "feats")

@@ -44,11 +44,11 @@ MODELS = [
     # What a saved tagger's pipeline shares with the tagging application:
     "word_encoding",  # words to token ids, each word whole
     "sentence_windows",  # windows over long sentences
-    "token_batches",  # batches by a token budget
     "lemma_scripts",  # lemma edit scripts: applying and choosing
     "column_decoding",  # outputs to CoNLL-U columns
     "text_segmentation",  # raw text to sentences of words, for Tagger and the saved pipeline alike
     "learned_segmentation",  # a segmenter learned from a treebank, carried with the pipeline
+    "processing_cont_transformer",  # the tagger's processor: text to tensors and back, the one inference step
     "pipeline_cont_transformer",  # the tagger's pipeline, saved with it for remote code
 ]
 LAYERS = [

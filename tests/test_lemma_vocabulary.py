@@ -82,11 +82,11 @@ def test_decoding_a_sentence_uses_the_vocabulary_and_the_lexicon_still_wins():
 
 def test_a_saved_tagger_chooses_lemmas_with_its_tokenizers_words(sample_run_60):
     tagger = Tagger.from_pretrained(sample_run_60, device="cpu")
-    vocabulary = tagger.vocabulary
+    vocabulary = tagger.processor.vocabulary
     assert vocabulary == vocabulary_words(tagger.tokenizer) and len(vocabulary) > 10
     sentences = [["The", "dogs", "walked", "home", "."], ["Endorsed", "by", "them", "blorped", "."]]
     chosen = tagger.predict_columns(sentences)
-    tagger.vocabulary = frozenset()
+    tagger.processor.vocabulary = frozenset()
     likeliest = tagger.predict_columns(sentences)
     for words, with_vocabulary, without in zip(sentences, chosen, likeliest):
         assert {c: v for c, v in with_vocabulary.items() if c != "lemma"} == {

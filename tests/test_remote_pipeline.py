@@ -44,7 +44,7 @@ CODE_FILES = (
     "learned_segmentation.py",
     "word_encoding.py",
     "sentence_windows.py",
-    "token_batches.py",
+    "processing_cont_transformer.py",
     "lemma_scripts.py",
     "column_decoding.py",
     "configuration_cont_transformer.py",
@@ -319,8 +319,8 @@ def test_the_card_snippet_runs_where_the_package_is_not_installed(saved, tmp_pat
 REMOTE_CHECKS = textwrap.dedent(
     """
     import json, os, sys
-    from transformers import (AutoModelForTokenClassification, AutoTokenizer, DataCollatorForTokenClassification,
-                              Trainer, TrainingArguments, pipeline)
+    from transformers import (AutoModelForTokenClassification, AutoProcessor, AutoTokenizer,
+                              DataCollatorForTokenClassification, Trainer, TrainingArguments, pipeline)
     folder, out = sys.argv[3], sys.argv[4]
     result = {}
     tagger = pipeline(model=folder, trust_remote_code=True)
@@ -341,6 +341,8 @@ REMOTE_CHECKS = textwrap.dedent(
     words = [entry["word"] for entry in result["single"][0]]
     result["words"] = tagger(words, is_split_into_words=True)
     result["word_lists"] = tagger([words, ["Tom", "ran", "."]], is_split_into_words=True)
+    processor = AutoProcessor.from_pretrained(folder, trust_remote_code=True)
+    result["processor"] = [type(processor).__name__, list(processor.columns), processor.language]
     # The tokenizer runs no code; transformers reads config.json first, whose auto_map names
     # the config's code: trust_remote_code=False loads it without asking (input() exits).
     tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
@@ -394,6 +396,10 @@ def test_without_the_package_a_list_of_texts_in_batches_gives_one_result_per_tex
 
 
 @pytest.mark.slow
+def test_without_the_package_auto_processor_loads_the_taggers_processor(without_package):
+    assert without_package["processor"] == ["ContTransformerTaggerProcessor", ["lemma", "upos", "xpos", "feats"], "en"]
+
+
 def test_without_the_package_unknown_arguments_are_refused_by_name(without_package):
     refused = without_package["refused"]
     assert [message.split(":")[0] for message in refused] == [

@@ -21,10 +21,11 @@ from cont_transformer import (
     build_tokenizer,
     tag,
 )
+from cont_transformer.processing_cont_transformer import Row
 from cont_transformer.tagging.conllu_document import ConlluDocument, format_sentence
 from cont_transformer.tagging.sample_treebank import write_sample_treebank
 from cont_transformer.tagging.scoring import score
-from cont_transformer.tagging.tag import Tagger, token_batches
+from cont_transformer.tagging.tag import Tagger
 from cont_transformer.tagging.tag_files import tag_file
 from cont_transformer.text_segmentation import split_text, tokenize_sentences
 
@@ -164,8 +165,11 @@ def test_order_is_kept_under_length_sorting(tagger):
     batched = tagger.predict(sentences)  # several batches of mixed lengths
     assert batched == [expected_tags(tagger, words) for words in sentences]
     assert [len(t) for t in batched] == [len(s) for s in sentences]
-    batches = list(token_batches([3, 9, 5, 9, 1], tokens_per_batch=18))
-    assert batches == [[1, 3], [2, 0, 4]]
+    rows = [Row(0, [1] * length, []) for length in (3, 9, 5, 9, 1)]
+    batches = list(tagger.processor.batches(rows, tokens_per_batch=18))
+    assert [chosen for chosen, _, _ in batches] == [[1, 3], [2, 0, 4]]
+    assert [tuple(input_ids.shape) for _, input_ids, _ in batches] == [(2, 9), (3, 5)]
+    assert batches[0][2] is None and batches[1][2].tolist()[2] == [1, 0, 0, 0, 0]
 
 
 def test_each_batch_count_has_its_own_name(tagger, model_dir, script_here):

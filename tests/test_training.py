@@ -28,13 +28,13 @@ from cont_transformer import (
     build_tokenizer,
 )
 from cont_transformer.basis import get_basis
+from cont_transformer.column_decoding import combination_index, model_column_labels, predicted_label_ids
 from cont_transformer.runtime import hub, model_folders
 from cont_transformer.runtime.model_folders import BEST_MODEL_DIR, CHECKPOINTS_DIR, METRICS_FILE
 from cont_transformer.tagging.arguments import resolve_arguments
 from cont_transformer.tagging.data import load_treebank, most_frequent_tag_baseline
 from cont_transformer.tagging.metrics import load_conll18
 from cont_transformer.tagging.sample_treebank import write_sample_treebank
-from cont_transformer.tagging.tag import combination_index, model_column_labels, predicted_label_ids
 from cont_transformer.tagging.trainer import train
 from cont_transformer.text.batching import (
     IGNORE_INDEX,

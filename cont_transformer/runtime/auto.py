@@ -49,6 +49,7 @@ def register_auto_classes() -> None:
         AutoModelForImageClassification,
         AutoModelForMaskedLM,
         AutoModelForTokenClassification,
+        AutoProcessor,
     )
     from transformers.pipelines import PIPELINE_REGISTRY
     from transformers.utils import is_vision_available
@@ -65,6 +66,7 @@ def register_auto_classes() -> None:
     from ..pipeline_cont_transformer import TASK as PIPELINE_TASK
     from ..pipeline_cont_transformer import ContTransformerTaggingPipeline
     from ..pretrained import register_own_class
+    from ..processing_cont_transformer import ContTransformerTaggerProcessor
 
     AutoConfig.register(ContTransformerConfig.model_type, ContTransformerConfig, exist_ok=True)
     AutoModel.register(ContTransformerConfig, ContTransformerModel, exist_ok=True)
@@ -76,6 +78,9 @@ def register_auto_classes() -> None:
     ContTransformerForMaskedLM.register_for_auto_class("AutoModelForMaskedLM")
     ContTransformerModel.register_for_auto_class("AutoModel")
     ContTransformerForTokenClassification.register_for_auto_class("AutoModelForTokenClassification")
+    # Text to tensors and back: a tagger's processor (a language model's folder has none).
+    AutoProcessor.register(ContTransformerConfig, ContTransformerTaggerProcessor, exist_ok=True)
+    ContTransformerTaggerProcessor.register_for_auto_class()
     # The whole tagger as a pipeline (every column, one entry per word), by its task name.
     PIPELINE_REGISTRY.register_pipeline(
         PIPELINE_TASK,
@@ -99,6 +104,7 @@ def register_auto_classes() -> None:
         ContTransformerForTokenClassification,
         ContTransformerForMaskedLM,
         ContTransformerTaggingPipeline,
+        ContTransformerTaggerProcessor,
         OdeResNetConfig,
         OdeResNetModel,
         OdeResNetForImageClassification,

@@ -18,13 +18,14 @@ from pathlib import Path
 
 import datasets
 
+from ..column_decoding import model_column_labels
 from ..config_record import config_mismatch, read_metadata, record_config, weights_files
 from ..configuration_cont_transformer import JOINT_COLUMNS, joint_columns
 from ..runtime.model_folders import resolve_model_dir
 from ..tagger_files import TAGGER_FILE_OF, read_tagger_files
 from .columns import canonical_feats, column_values
 from .data import load_treebank
-from .tag import model_column_labels, saved_tag_column
+from .tag import saved_tag_column
 
 
 def tag_combinations(

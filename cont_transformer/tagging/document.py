@@ -55,7 +55,8 @@ from .conllu_document import (
 from .data import PathLike
 from .words import WORD_COLUMNS, Token, Word, empty_as_none
 
-TAG_COLUMNS = COLUMNS[2:6]  # lemma, upos, xpos, feats: what a tagger predicts, in CoNLL-U order
+# What a tagger writes, in CoNLL-U order (the processor's WRITTEN_COLUMNS; this module loads no torch).
+WRITTEN_COLUMNS = COLUMNS[2:6]
 
 
 def _written(value: str | int | None) -> str:
@@ -152,20 +153,20 @@ class Sentence:
             own_text = "".join(token.text + token.spaces_after for token in tokens[:-1]) + (
                 tokens[-1].text if tokens else ""
             )
-        predicted = tuple(c for c in TAG_COLUMNS if any(getattr(w, c) is not None for w in words))
+        predicted = tuple(c for c in WRITTEN_COLUMNS if any(getattr(w, c) is not None for w in words))
         return cls(tokens, own_text, predicted, comments=comments)
 
     def fill(self, columns: Mapping[str, Sequence[str]], column: str | None = None) -> Sentence:
         """Set the words' ``columns`` (``{column: one value per word}``, ``_`` read as None)
         and the primary ``column``; returns the sentence."""
         for name, values in columns.items():
-            if name not in TAG_COLUMNS:
-                raise ValueError(f"column: {name!r} is not one of {TAG_COLUMNS}")
+            if name not in WRITTEN_COLUMNS:
+                raise ValueError(f"column: {name!r} is not one of {WRITTEN_COLUMNS}")
             if len(values) != len(self.words):
                 raise ValueError(f"{len(values)} values of {name} for a sentence of {len(self.words)} words")
             for word, value in zip(self.words, values):
                 setattr(word, name, empty_as_none(value, word.text))
-        self.predicted = tuple(c for c in TAG_COLUMNS if c in columns or c in self.predicted)
+        self.predicted = tuple(c for c in WRITTEN_COLUMNS if c in columns or c in self.predicted)
         self.column = column
         return self
 
@@ -467,7 +468,7 @@ class Document:
                 if token.is_mwt():
                     multiword[position] = position + len(token.words)
                 position += len(token.words)
-            columns = {column: sentence.values(column) for column in TAG_COLUMNS}
+            columns = {column: sentence.values(column) for column in WRITTEN_COLUMNS}
             forms = {  # words that are not pieces of the text (a learned segmenter's)
                 i: word.text
                 for i, (word, (a, b)) in enumerate(zip(sentence.words, spans))

@@ -32,25 +32,20 @@ from dataclasses import dataclass
 import torch
 from transformers import AutoConfig, AutoTokenizer
 
+from ..column_decoding import model_column_labels
 from ..configuration_cont_transformer import AUXILIARY_COLUMNS, PREDICTED_COLUMNS
-from ..lemma_scripts import vocabulary_words
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..pretrained import check_no_custom_code
+from ..processing_cont_transformer import ContTransformerTaggerProcessor
 from ..runtime.model_folders import resolve_model_dir
 from ..text.batching import IGNORE_INDEX, WORD_INDEX, encode_for_evaluation, eval_loader
 from ..text.pretrained_encoder import MODEL_TYPE
 from ..text.tokenization import check_tokenizer, training_words
 from ..training.accelerator import end_distributed, make_accelerator
-from .columns import column_values, decode_columns, encode_column, label_field
+from .columns import column_values, encode_column, label_field
 from .data import SPLIT_ALIASES, load_treebank
 from .metrics.conll18.ud_eval import Word, tag_counts
-from .tag import (
-    combination_index,
-    model_column_labels,
-    parsed_labels,
-    predicted_label_ids,
-    saved_tag_column,
-)
+from .tag import saved_tag_column
 
 # The result's name of each CoNLL 2018 row; the columns a row needs predicted.
 ROW_NAMES = {"UPOS": "upos", "XPOS": "xpos", "UFeats": "ufeats", "AllTags": "alltags", "Lemmas": "lemmas"}
@@ -79,8 +74,8 @@ class GoldColumns:
     gold: dict[str, list[list[str]]]
     labels: dict[str, list[str]]
     primary: str
+    tokenizer: object  # the tagger's, whose processor predicts and decodes
     feats_mode: str = "whole"
-    vocabulary: frozenset[str] = frozenset()  # the tokenizer's words, for lemmas (choose_lemma)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -90,12 +85,17 @@ class GoldColumns:
     def num_words(self) -> int:
         return sum(map(len, self.words))
 
-    def scores(self, predicted: dict[str, torch.Tensor], lemma_lexicon: dict | None = None) -> dict[str, float]:
+    def processor(self, config) -> ContTransformerTaggerProcessor:
+        """The processor of the tagger ``config`` describes, which predicts and decodes these
+        columns as every other door to the tagger does."""
+        return ContTransformerTaggerProcessor.for_model(self.tokenizer, config, column=self.primary)
+
+    def scores(self, predicted: dict[str, torch.Tensor], processor: ContTransformerTaggerProcessor) -> dict[str, float]:
         """The rows of :func:`reported_rows` and ``accuracy`` from predicted label ids per
         column, one per word of the data in order (factored features: a row per word),
-        decoded with the model's ``lemma_lexicon`` if it has one; and ``deprel``, the share
+        decoded by the tagger's ``processor`` (its lemma lexicon too); and ``deprel``, the share
         of words whose relation is right, when the tagger learnt it and the data has it."""
-        pairs, gold, system = self._decoded(predicted, lemma_lexicon)
+        pairs, gold, system = self._decoded(predicted, processor)
         counts = tag_counts(pairs)
         result = {ROW_NAMES[row]: counts[row] / len(pairs) if pairs else 0.0 for row in _rows(self.columns)}
         averaged = [result[row] for row in SELECTION_ROWS if row in result]
@@ -105,22 +105,21 @@ class GoldColumns:
                 result[column] = sum(map(str.__eq__, system[column], gold[column])) / len(pairs)
         return {"accuracy": sum(averaged) / len(averaged), **result}
 
-    def words_right(self, predicted: dict[str, torch.Tensor], lemma_lexicon: dict | None, row: str) -> torch.Tensor:
+    def words_right(
+        self, predicted: dict[str, torch.Tensor], processor: ContTransformerTaggerProcessor, row: str
+    ) -> torch.Tensor:
         """Per word of the data, whether the CoNLL 2018 ``row`` (``"Lemmas"``, ...) counts its
         decoded prediction right: ``(num_words,)`` bool."""
-        pairs, _, _ = self._decoded(predicted, lemma_lexicon)
+        pairs, _, _ = self._decoded(predicted, processor)
         return torch.tensor([bool(tag_counts([pair])[row]) for pair in pairs], dtype=torch.bool)
 
-    def _decoded(self, predicted: dict[str, torch.Tensor], lemma_lexicon: dict | None):
+    def _decoded(self, predicted: dict[str, torch.Tensor], processor: ContTransformerTaggerProcessor):
         """``(gold, system)`` word pairs of the data, and the gold and system values per column."""
-        labels = parsed_labels(self.labels)
         system = {column: [] for column in self.columns}
         offset = 0
         for words in self.words:
             ids = {column: predicted[column][offset : offset + len(words)].tolist() for column in self.columns}
-            for column, values in decode_columns(
-                words, ids, labels, self.feats_mode, lemma_lexicon, self.vocabulary
-            ).items():
+            for column, values in processor.decode(words, ids).items():
                 system[column].extend(values)
             offset += len(words)
         gold = {
@@ -168,7 +167,7 @@ def scoring_rows(
         offsets += len(sentence)
     tags = fields.pop("labels")
     rows = encode_for_evaluation(tokenizer, words, tags, max_length, known_words, columns={**fields, WORD_INDEX: index})
-    return rows, GoldColumns(words, gold, dict(labels), primary, feats_mode, vocabulary_words(tokenizer))
+    return rows, GoldColumns(words, gold, dict(labels), primary, tokenizer, feats_mode)
 
 
 @torch.no_grad()
@@ -187,15 +186,11 @@ def evaluate(model, dataloader, accelerator, gold: GoldColumns) -> dict[str, flo
     num_sentences = 0
     split = torch.zeros(4, dtype=torch.long)  # correct seen, seen, correct unseen, unseen
     unseen_words = torch.zeros(num_words, dtype=torch.bool)  # a lemma primary's split, per word
-    config = accelerator.unwrap_model(model).config
-    combinations = combination_index(config, gold.labels, next(model.parameters()).device)
+    processor = gold.processor(accelerator.unwrap_model(model).config)
     has_split = False
     for batch in dataloader:
         has_split |= "unseen" in batch
-        output = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
-        ids = list(
-            predicted_label_ids(output, columns, gold.primary, gold.labels, gold.feats_mode, combinations).values()
-        )
+        ids = list(processor.predict_batch(model, batch["input_ids"], batch["attention_mask"], columns).values())
         padded = [
             accelerator.pad_across_processes(tensor, dim=1, pad_index=pad)
             for tensor, pad in (
@@ -217,10 +212,9 @@ def evaluate(model, dataloader, accelerator, gold: GoldColumns) -> dict[str, flo
         else:
             split += _seen_unseen_counts(ids[columns.index(gold.primary)], labels, unseen.bool())
     model.train(was_training)
-    lexicon = getattr(config, "lemma_lexicon", None)
-    scores = gold.scores(predicted, lexicon)
+    scores = gold.scores(predicted, processor)
     if gold.primary == "lemma" and has_split:
-        right = gold.words_right(predicted, lexicon, "Lemmas")
+        right = gold.words_right(predicted, processor, "Lemmas")
         split = torch.stack([(right & ~unseen_words).sum(), (~unseen_words).sum(), (right & unseen_words).sum()])
         split = torch.cat([split, unseen_words.sum().reshape(1)])
     result = {**scores, "num_words": num_words, "num_sentences": num_sentences}

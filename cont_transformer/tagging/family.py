@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from ..column_decoding import model_column_labels
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..pretrained import check_model_kind
 from ..runtime.families import EvalSet, ModelFamily, forward_batches, register_family
@@ -20,7 +21,7 @@ from ..training.accelerator import make_accelerator
 from .data import load_treebank
 from .evaluation import evaluate, reported_rows, scoring_rows
 from .sample_treebank import write_sample_treebank
-from .tag import model_column_labels, saved_tag_column
+from .tag import saved_tag_column
 
 
 def load_preprocessor(folder: Path):

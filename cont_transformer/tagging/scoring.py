@@ -25,9 +25,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .conllu_document import ConlluDocument
+from .data import TAG_COLUMNS
 from .metrics.conll18.ud_eval import counts, scores
 
-TAG_COLUMNS = ("upos", "xpos")
 UNITS = ("tokens", "sentences", "words")
 # The package's names of the CoNLL 2018 rows.
 ROWS = {

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 from transformers import AutoTokenizer
 
+from ..column_decoding import model_column_labels
 from ..configuration_cont_transformer import ContTransformerConfig
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..tagger_files import read_tagger_files
@@ -40,7 +41,7 @@ from ..text.pretrained_encoder import (
 from ..text.tokenization import build_tokenizer, check_tokenizer, spelling_tables, training_words
 from ..text.word_vectors import load_word_vectors, vector_table
 from .arguments import TrainingArguments
-from .tag import model_column_labels, saved_tag_column
+from .tag import saved_tag_column
 
 logger = logging.getLogger(__name__)
 

@@ -41,24 +41,17 @@ from pathlib import Path
 
 import torch
 
-# The decoding is written once, for this tagger and for the pipeline a saved folder carries
-# (cont_transformer/pipeline_cont_transformer.py, remote code): joint decoding, lemma scripts.
-from ..column_decoding import combination_index, decode_columns, model_column_labels, parsed_labels, predicted_label_ids
-from ..configuration_cont_transformer import AUXILIARY_COLUMNS
 from ..learned_segmentation import Segmenter, has_segmenter
-from ..lemma_scripts import vocabulary_words
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..pretrained import check_model_kind, check_no_custom_code, inference_dtype
+from ..processing_cont_transformer import TOKENS_PER_BATCH, ContTransformerTaggerProcessor
 from ..runtime.collection import paused_cycle_collection
 from ..runtime.compiling import compiled
 from ..runtime.model_folders import METRICS_FILE, resolve_model_dir
 from ..runtime.workers import mapped, worker_count
-from ..text.batching import IGNORE_INDEX, PaddingCollator, encode_for_evaluation
 from ..text.tokenization import load_tokenizer
-from ..text_segmentation import Sentence, check_language, split_text, tokenize_sentences
-from ..token_batches import token_batches
-from ..word_encoding import word_shortener
-from .document import TAG_COLUMNS, Document
+from ..text_segmentation import Sentence
+from .document import Document
 
 
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
@@ -86,8 +79,9 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
     return resolved
 
 
-# The default batches: tokens per forward pass, and sentences read ahead by Tagger.pipe.
-TOKENS_PER_BATCH, SENTENCES_PER_BATCH = 2048, 1024
+# The sentences Tagger.pipe reads ahead by default (the tokens of a forward pass:
+# processing_cont_transformer.TOKENS_PER_BATCH).
+SENTENCES_PER_BATCH = 1024
 
 
 def one_name(name: str, value: int | None, batch_size: int | None, default: int, unit: str) -> int:
@@ -240,32 +234,34 @@ class Tagger:
         tokens_per_batch = one_name("tokens_per_batch", tokens_per_batch, batch_size, TOKENS_PER_BATCH, "token")
         self.model = model
         self.tokenizer = tokenizer
-        self.column = getattr(model.config, "primary_column", None) or column
-        self.language = check_language(language or getattr(model.config, "language", None) or "en")
-        self.tokens_per_batch = tokens_per_batch
-        self.segmenter = segmenter
-        self.labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
-        self.feats_mode = getattr(model.config, "feats_mode", "whole")
-        # Column -> its labels (lemma scripts parsed once), the primary column's from id2label.
-        self.column_labels = parsed_labels(model_column_labels(model.config, self.column))
-        self.columns = tuple(c for c in TAG_COLUMNS if c in self.column_labels)  # what it gives, in CoNLL-U order
+        # Everything between text and tensors and back, and the one inference step.
+        self.processor = ContTransformerTaggerProcessor.for_model(
+            tokenizer, model.config, segmenter, column, language=language
+        )
+        self.column = self.processor.column
+        self.columns = self.processor.columns  # what it gives, in CoNLL-U order
         # What it learnt besides, as a training signal (DEPREL): predicted only when asked.
-        self.auxiliary_columns = tuple(c for c in AUXILIARY_COLUMNS if c in self.column_labels)
-        # The seen (UPOS, XPOS, FEATS) triples, decoded jointly; None: each column alone.
-        self.combinations = combination_index(model.config, self.column_labels, next(model.parameters()).device)
-        self.lemma_lexicon = getattr(model.config, "lemma_lexicon", None)  # (form, tag) -> lemma
-        self.vocabulary = vocabulary_words(tokenizer)  # the words a lemma may be (choose_lemma)
-        # The length the model was trained on; longer sentences go in windows (see above),
-        # even with sinusoidal positions: windows score better than whole long stretches
-        # (docs/experiments.md, "Long sentences").
-        self.max_length = getattr(model.config, "max_position_embeddings", None) or 2**62
-        self.collate = PaddingCollator(tokenizer.pad_token_id)
-        # Long words cut to what the model reads: time linear in the input (tokenization.py).
-        self.shorten = word_shortener(tokenizer, getattr(model.config, "max_word_length", 0) or 0)
+        self.auxiliary_columns = self.processor.auxiliary_columns
+        self.tokens_per_batch = tokens_per_batch
         device = next(model.parameters()).device
         self.forward = (
             compiled(model, device, torch_compile_backend, torch_compile_mode, dynamic=True) if torch_compile else model
         )
+
+    @property
+    def language(self) -> str:
+        """The language whose rules split raw text where the folder has no learned segmenter."""
+        return self.processor.language
+
+    @property
+    def segmenter(self) -> Segmenter | None:
+        """The learned segmenter for raw text, or None (the rules of :attr:`language`)."""
+        return self.processor.segmenter
+
+    @property
+    def shorten(self) -> Callable[[str], str] | None:
+        """What the model reads of a long word (None: every word whole)."""
+        return self.processor.shorten
 
     @classmethod
     def from_pretrained(
@@ -301,16 +297,12 @@ class Tagger:
         return cls(model, tokenizer, column=options.pop("column", saved_tag_column(folder)), **options)
 
     def split_text(self, text: str) -> Iterator[Sentence]:
-        """The sentences of raw ``text``: by the learned segmenter, or else by the rules of
-        the tagger's language."""
-        return self.segmenter.split(text) if self.segmenter is not None else split_text(text, self.language)
+        """The sentences of raw ``text`` (:meth:`ContTransformerTaggerProcessor.split_text`)."""
+        return self.processor.split_text(text)
 
     def tokenize_sentences(self, sentences: Sequence[str], offsets: Sequence[int] | None = None) -> Iterator[Sentence]:
-        """Each string as one sentence, split into words (as :meth:`split_text` splits them)."""
-        if self.segmenter is None:
-            return tokenize_sentences(sentences, self.language, offsets)
-        offsets = [0] * len(sentences) if offsets is None else offsets
-        return (self.segmenter.tokenize(sentence, offset) for sentence, offset in zip(sentences, offsets))
+        """Each string as one sentence, split into words, as :meth:`split_text` splits them."""
+        return self.processor.tokenize_sentences(sentences, offsets)
 
     def predict(
         self, sentences: Sequence[Sequence[str]], progress: Callable[[int], object] | None = None
@@ -330,49 +322,11 @@ class Tagger:
         order: per sentence, ``{column: one value per word}`` (``self.columns``; with
         ``auxiliary``, ``self.auxiliary_columns`` too, as a teacher gives them).
         ``progress`` is called with the number of words tagged after each batch."""
-        if not sentences:
-            return []
         wanted = self.columns + (self.auxiliary_columns if auxiliary else ())
-        read = sentences  # what the model reads; lemmas are made from the words themselves
-        if self.shorten is not None:
-            read = [[self.shorten(word) for word in words] for words in sentences]
-        rows = encode_for_evaluation(self.tokenizer, read, [[0] * len(words) for words in read], self.max_length)
-        owner = torch.tensor([row["sentence_start"] for row in rows]).cumsum(0) - 1  # (rows,)
-        predicted: list[dict[str, list]] = [{} for _ in rows]
-        device = next(self.model.parameters()).device
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            with torch.inference_mode():
-                for chosen in token_batches([len(row["input_ids"]) for row in rows], self.tokens_per_batch):
-                    batch = self.collate([rows[i] for i in chosen])
-                    mask = batch["attention_mask"]
-                    output = self.forward(
-                        input_ids=batch["input_ids"].to(device),
-                        attention_mask=None if bool(mask.all()) else mask.to(device),
-                    )
-                    scored = batch["labels"] != IGNORE_INDEX  # (batch, seq)
-                    columns = predicted_label_ids(
-                        output, wanted, self.column, self.column_labels, self.feats_mode, self.combinations
-                    )
-                    for column, column_ids in columns.items():
-                        ids = column_ids.cpu()[scored].split(scored.sum(1).tolist())
-                        for i, row_ids in zip(chosen, ids):
-                            predicted[i][column] = row_ids.tolist()
-                    if progress is not None:
-                        progress(int(scored.sum()))
-        finally:
-            self.model.train(was_training)
-        ids: list[dict[str, list]] = [{column: [] for column in wanted} for _ in sentences]
-        for sentence, row_ids in zip(owner.tolist(), predicted):
-            for column in wanted:
-                ids[sentence][column].extend(row_ids[column])
-        return [
-            decode_columns(
-                words, sentence_ids, self.column_labels, self.feats_mode, self.lemma_lexicon, self.vocabulary
-            )
-            for words, sentence_ids in zip(sentences, ids)
-        ]
+        ids = self.processor.predict(
+            self.model, sentences, self.tokens_per_batch, wanted, progress=progress, forward=self.forward
+        )
+        return [self.processor.decode(words, sentence_ids) for words, sentence_ids in zip(sentences, ids)]
 
     def predict_batches(
         self, batches: Iterable[Sequence[Sequence[str]]], processes: int = 1
