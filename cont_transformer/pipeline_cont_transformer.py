@@ -2,9 +2,10 @@
 
 A tagger's ``save_pretrained`` folder names this pipeline in ``config.json``
 (``custom_pipelines``, task :data:`TASK`) and holds a copy of this file and of the files it
-imports (``column_decoding.py``, ``lemma_scripts.py``, ``word_encoding.py``,
-``sentence_windows.py``, ``token_batches.py``, ``text_segmentation.py``,
-``learned_segmentation.py`` and the configuration), so where this package is not installed::
+imports (the tagger's processor, ``processing_cont_transformer.py``, and what it imports:
+``column_decoding.py``, ``lemma_scripts.py``, ``word_encoding.py``, ``sentence_windows.py``,
+``text_segmentation.py``, ``learned_segmentation.py`` and the configuration), so where this
+package is not installed::
 
     from transformers import pipeline
 
@@ -35,11 +36,15 @@ entries above; ``"simple"``, ``"first"``, ``"average"`` and ``"max"`` give trans
 entries (``entity_group``, mean ``score``, ``word``, ``start``, ``end``), neighbouring words of
 a sentence with the same tag in one group, as transformers groups tags without ``B-``/``I-``.
 
-The columns are decoded as the package's ``Tagger`` decodes them (``column_decoding.py``
-and ``lemma_scripts.py``, written once for both): UPOS, XPOS and FEATS jointly over the triples seen in training, a
-lemma by applying the predicted edit script to the word (one of the likeliest that makes a
-word of the tokenizer's vocabulary, where the likeliest does not) or, for a form seen in
-training with the predicted tag, from ``config.lemma_lexicon``.
+Between text and tensors and back, the pipeline is the tagger's processor
+(``processing_cont_transformer.py``), the one the package's ``Tagger`` and dev scoring use:
+its segmentation, its encoding, its one inference step (``predict_batch``) and its decoding
+(UPOS, XPOS and FEATS jointly over the triples seen in training, a lemma by applying the
+predicted edit script to the word, one of the likeliest that makes a word of the
+tokenizer's vocabulary where the likeliest does not, or from the lemma lexicon for a form
+seen in training with the predicted tag). So, given the same text, the pipeline's words and
+columns are the ``Tagger``'s (``tests/test_one_inference_path.py``,
+``tests/test_remote_pipeline.py``).
 
 Inputs, as transformers' pipelines take them: a text, or a list of texts (one list of
 entries per text, in order); ``batch_size`` texts go through the model together (their
@@ -61,24 +66,15 @@ registers the task with transformers, and the config's ``custom_pipelines``
 package's code, as transformers does for the config and the model.
 
 Raw text to words and sentences: the segmenter learned from the treebank where the folder
-holds one (``segmenter.json`` and ``segmenter.safetensors``, read by ``learned_segmentation.py``:
-its tokens, sentences and multiword tokens, a word that is not a piece of the text given
-by its form, with its token's offsets), as the ``Tagger`` loads it; else
-(:func:`split_sentences`) ``text_segmentation.py``,
-the segmenter the package's ``Tagger`` and ``tag.py`` use too (no spaCy, which remote code
-cannot count on), with the rules of the model's ``language`` (English when the config
-names none), so the pipeline and the ``Tagger`` give the same words and sentences
-(``tests/test_one_tokenizer.py``): paragraphs at blank lines, sentences after ``.``,
-``!``, ``?`` or ``…`` with the closing punctuation attached to it, UD-like words (clitics
-split, abbreviations such as ``Mr.`` and ``U.S.`` whole). Each sentence is encoded as the
-``Tagger`` encodes it: a word by its first token, a sentence longer than the model's
-``max_position_embeddings`` in overlapping windows, each word tagged in the window where it
-has most context (``sentence_windows.evaluation_windows``), so no word is dropped. Given the
-same words, the pipeline's columns equal the ``Tagger``'s (``tests/test_remote_pipeline.py``).
+holds one (``segmenter.json`` and ``segmenter.safetensors``, read by ``learned_segmentation.py``),
+else the rules of the model's ``language`` in ``text_segmentation.py`` (no spaCy, which
+remote code cannot count on; :func:`split_sentences` gives their spans): paragraphs at blank
+lines, sentences after ``.``, ``!``, ``?`` or ``…`` with the closing punctuation attached
+to it, UD-like words (clitics split, abbreviations such as ``Mr.`` and ``U.S.`` whole).
 
 Remote code copies a file and every module it imports as ``from .module import name``,
-flat: this module imports only torch, transformers and its siblings (``tokenizers``
-through ``text_segmentation.py``).
+flat: this module imports only transformers and its siblings (torch and ``tokenizers``
+through them).
 """
 
 from __future__ import annotations

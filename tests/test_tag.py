@@ -310,6 +310,15 @@ def test_json_and_tsv_outputs(tmp_path, tagger):
     with (tmp_path / "out.tsv").open(newline="") as stream:  # the header names the columns
         rows = list(csv.DictReader(stream, delimiter="\t", quoting=csv.QUOTE_NONE))
     assert [row["word"] for row in rows] == records[0]["words"] + records[1]["words"]
+    # CoNLL-U in, JSON out: a comment holding a dash (UD's document ids do) is no token range.
+    conllu = tmp_path / "in.conllu"
+    conllu.write_text(
+        "# newdoc id = gdt-20020204-ep-1\n# sent_id = gdt-1\n1-2\tdon't\t_\t_\t_\t_\t_\t_\t_\t_\n"
+        "1\tdo\t_\t_\t_\t_\t_\t_\t_\t_\n2\tn't\t_\t_\t_\t_\t_\t_\t_\t_\n3\tgo\t_\t_\t_\t_\t_\t_\t_\t_\n\n"
+    )
+    tag_file(tagger, conllu, tmp_path / "conllu.jsonl", input_format="conllu", output_format="json")
+    (record,) = [json.loads(line) for line in (tmp_path / "conllu.jsonl").read_text().splitlines()]
+    assert record["tokens"] == [{"id": [1, 2], "text": "don't"}, {"id": [3], "text": "go"}]
     assert [row["xpos"] for row in rows] == records[0]["xpos"] + records[1]["xpos"]
 
 

@@ -15,15 +15,16 @@ character offsets, ``to_conllu()``, in stanza's shape (:mod:`.document`).
 :class:`Tagger` holds a model, its tokenizer and the options, and is what
 :func:`~cont_transformer.tagging.tag_files.tag_file` and ``scripts/tag.py`` use.
 
-Inference (:meth:`Tagger.predict`). Sentences are encoded as evaluation encodes them
-(:func:`~cont_transformer.text.batching.encode_for_evaluation`): a word is tagged by
-its first token (a tokenizer may split a word into several), and a sentence longer than
-the model's ``max_position_embeddings`` (the length it was trained on) is tagged in
-overlapping windows (:func:`~cont_transformer.sentence_windows.evaluation_windows`), each word
-in the window where it has most context, at least an eighth of a window on either side
-(16 words for 128 positions), so tagging scores exactly what evaluation scores, no word is
-ever dropped, and time stays linear in the sentence's length (the windows hold 1.34 times
-its words). Rows are sorted by length and batched (little padding), run under
+Inference (:meth:`Tagger.predict`) is the tagger's processor's
+(:class:`~cont_transformer.processing_cont_transformer.ContTransformerTaggerProcessor`), the
+same step dev scoring and the folder's pipeline take: a word is tagged by its first token (a
+tokenizer may split a word into several), and a sentence longer than the model's
+``max_position_embeddings`` (the length it was trained on) is tagged in overlapping windows
+(:func:`~cont_transformer.sentence_windows.evaluation_windows`), each word in the window
+where it has most context, at least an eighth of a window on either side (16 words for 128
+positions), so tagging scores exactly what evaluation scores, no word is ever dropped, and
+time stays linear in the sentence's length (the windows hold 1.34 times its words). Rows
+are sorted by length and batched by a token budget (little padding), run under
 ``torch.inference_mode``, and the tags come back in input order.
 """
 

@@ -281,7 +281,7 @@ def _tokens(unit: _Unit) -> list[dict]:
         for index in unit.conllu.blocks[0] if unit.conllu.blocks else ():
             fields = unit.conllu.lines[index].rstrip("\r").split("\t")
             first, dash, end = fields[0].partition("-")
-            if dash:
+            if dash and first.isdigit() and end.isdigit():  # a range, not a comment holding a dash
                 tokens.append({"id": [int(first), int(end)], "text": fields[1]})
                 last = int(end)
             elif first.isdigit() and int(first) > last:
