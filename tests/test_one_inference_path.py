@@ -8,6 +8,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import pytest
+from test_column_training import TINY  # a tagger trained in seconds
 
 import cont_transformer  # noqa: F401 (registers the pipeline task and AutoProcessor)
 from cont_transformer.modeling_cont_transformer import ContTransformerForTokenClassification
@@ -56,20 +57,11 @@ def test_tagger_tag_file_dev_scoring_and_the_pipeline_share_one_predict_step(tmp
 
     files = write_sample_treebank(tmp_path / "data", num_train=40, num_dev=10)
     arguments = {
+        **TINY,
         "treebank": "sample",
         "train_file": [str(files["train"])],
         "dev_file": [str(files["validation"])],
         "output_dir": str(tmp_path / "run"),
-        "max_steps": 4,
-        "warmup_steps": 1,
-        "refine_steps": "none",
-        "final_num_basis": 2,
-        "eval_steps": 2,
-        "save_steps": 4,
-        "batch_size": 4,
-        "hidden_size": 16,
-        "intermediate_size": 16,
-        "char_hidden_size": 8,
     }
     with counted_steps(monkeypatch) as calls:  # dev scoring during training
         train(resolve_arguments(arguments))
