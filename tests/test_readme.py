@@ -161,7 +161,7 @@ def test_the_quickstart_and_the_python_blocks_run_in_order(tmp_path):
             outputs.append(run(["bash", "-euo", "pipefail", "-c", text], tmp_path, env))
         elif language == "python":
             outputs.append(run([sys.executable, "-c", as_session(text)], tmp_path, env))
-    quickstart, stanza_shape, pipeline_block = outputs[0], outputs[1], outputs[-1]
+    quickstart, stanza_shape, pipeline_block, processor_block = outputs
 
     # The training run: the figures the README gives next to its command.
     metrics = json.loads((tmp_path / "runs" / "pos" / "metrics.json").read_text())
@@ -182,4 +182,6 @@ def test_the_quickstart_and_the_python_blocks_run_in_order(tmp_path):
     comment = re.search(r"^# (\[\{'entity': 'NNP'.*?\}), \.\.\.\]$", re.sub(r"\n#   ", " ", README), re.MULTILINE)[1]
     shown, given = ast.literal_eval(comment + "]")[0], ast.literal_eval(pipeline_block.strip())[0]
     assert {**given, "score": round(given["score"], 3)} == shown  # the score as the README rounds it
+    # The processor block: every column of the words, decoded.
+    assert all(f"'{column}': [" in processor_block for column in ("lemma", "upos", "xpos", "feats"))
     assert sorted(path.name for path in ROOT.iterdir()) == before  # the checkout stays clean
