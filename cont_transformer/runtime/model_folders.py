@@ -28,12 +28,8 @@ VECTORS_FILE, WORDS_FILE, SETTINGS_FILE = "word_vectors.safetensors", "words.txt
 
 TAGGER_RUN, LANGUAGE_MODEL_RUN, IMAGE_RUN = "tagger-run", "language-model-run", "image-run"
 TRAINING_RUN = "training-run"  # a run of a trainer that names no kind of its own
-MODEL_FOLDER, COMPRESSED_MODEL, COMPRESSION_SWEEP, WORD_VECTORS = (
-    "model-folder",
-    "compressed-model",
-    "sweep",
-    "word-vectors",
-)
+MODEL_FOLDER, COMPRESSED_MODEL = "model-folder", "compressed-model"
+COMPRESSION_SWEEP, WORD_VECTORS = "sweep", "word-vectors"
 # kind: (one of them, several of them), as a refusal names them
 KINDS = {
     TAGGER_RUN: ("a tagger training run", "tagger training runs"),
