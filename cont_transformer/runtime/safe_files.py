@@ -158,9 +158,13 @@ def remove_stale(paths: Iterable[PathLike]) -> None:
             fd = hold_lock(path)
         except OSError:  # gone meanwhile
             continue
-        if fd is not None:  # else being written
-            shutil.rmtree(path, ignore_errors=True) if Path(path).is_dir() else Path(path).unlink(missing_ok=True)
-            os.close(fd)
+        if fd is None:
+            continue  # being written
+        if Path(path).is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            Path(path).unlink(missing_ok=True)
+        os.close(fd)
 
 
 _HELD: dict[Path, int] = {}  # output folders this process holds locked, with the descriptor

@@ -270,7 +270,7 @@ class Trainer(RunFolder, RunRecords, OptimizerSteps):
     # --- hooks ---------------------------------------------------------------------
     def sources(self) -> dict[str, str | list[str] | None]:
         """What the run reads besides its data, by flag (``{"--model-name-or-path": path}``):
-        a run may not replace the folder that holds one (:func:`prepare_run_folder`)."""
+        a run may not replace the folder that holds one (:func:`.outputs.check_run_folder`)."""
         return {"--model-name-or-path": getattr(self.args, "model_name_or_path", None)}
 
     def load_data(self) -> None:
