@@ -57,6 +57,7 @@ class ImageTrainer(Trainer):
 
     item_name = "images"
     run_kind = IMAGE_RUN
+    overwrite_command = "train_image.py --overwrite-output-dir"
 
     def load_data(self) -> None:
         args = self.args

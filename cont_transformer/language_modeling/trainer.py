@@ -66,6 +66,7 @@ class MaskedLmTrainer(LengthGroupedEpochs, Trainer):
 
     item_name = "tokens"
     run_kind = LANGUAGE_MODEL_RUN
+    overwrite_command = "pretrain.py --overwrite-output-dir"
 
     def load_data(self) -> None:
         args, accelerator = self.args, self.accelerator

@@ -191,7 +191,7 @@ def check_output_dir(output_dir: Path, overwrite: bool) -> None:
         raise OutputFolderError(f"--output-dir: {output_dir} is a file")
     if output_dir.is_dir() and {p.name for p in output_dir.iterdir()} - {LOCK_FILE}:
         if read_manifest(output_dir) is not None:
-            check_replaceable(output_dir, WORD_VECTORS)
+            check_replaceable(output_dir, WORD_VECTORS, "train_word_vectors.py --overwrite")
         if not overwrite:
             raise OutputFolderError(f"--output-dir: {output_dir} is not empty (--overwrite replaces the vectors)")
         if read_manifest(output_dir) is None:

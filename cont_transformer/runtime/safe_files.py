@@ -1,47 +1,24 @@
-"""Files and folders written so that a kill at any moment loses nothing already saved.
+"""Files and folders written so that a kill at any moment loses nothing, replaced only where
+the package wrote them. Two rules: refuse a non-empty folder the command does not own, and
+write by staged rename.
 
-* :func:`staged_directory` writes a folder (a model, a compressed model, a checkpoint)
-  into a staging folder next to its target and swaps it into place only when complete.
-  The swap is one atomic ``renameat2(RENAME_EXCHANGE)`` on Linux; elsewhere it is two
-  renames, and :func:`recover_directory` undoes a swap that a kill interrupted.
-* :func:`write_json` replaces a JSON file atomically (temporary file, then rename).
-* :func:`naming_full_disk` turns a write that fails for a full disk into one line naming
-  its path, whatever library wrote it (every write here goes through it).
+* Staged writes: :class:`StagedFolder` builds a folder beside its target, locked while
+  written, and swaps it in whole (one ``renameat2(RENAME_EXCHANGE)``; elsewhere two renames
+  that :func:`recover_directory` completes after a kill), carrying every file the old
+  folder's writer did not own (a user's notes, the lock) into it; :func:`write_json` replaces
+  a file by rename. What is written gets the modes of the user's umask.
+* Ownership: the manifest of every folder the package writes (:data:`MANIFEST_FILE`) names
+  its kind and what its writer put there, recorded before it is written.
+* Locks: ``flock`` on ``<folder>/.lock`` while a writer holds a folder, and on each staging
+  file or folder, so :func:`remove_stale` deletes exactly what a killed writer left.
 
-Modes. What the package writes gets the modes the user's umask gives a new file or folder
-(0o644 / 0o755 under umask 022, 0o600 / 0o700 under 077): staging files are created with
-0o666 less the umask (:func:`hold_lock`), and a staged folder's contents are given those
-modes before the swap (:func:`give_umask_modes`), whatever mode a library wrote them with.
-
-What the package owns. Every folder the package writes holds a manifest,
-``.cont_transformer_manifest.json`` (:data:`MANIFEST_FILE`), naming the files and folders
-its writer put there, recorded before they are written (:func:`record_outputs`; a staged
-folder's is written inside the staging folder, so it arrives with the outputs). Replacing
-a folder deletes only what its manifest names (:func:`remove_outputs`, recursing into a
-named folder with a manifest of its own: ``best/``, ``checkpoints/``), and
-:func:`staged_directory` carries every other file of the old folder (a user's notes, the
-lock file) into the new one: ``--overwrite-output-dir`` and ``compress.py --overwrite``
-leave a user's files where they are.
-
-Locks and leftovers. :func:`lock_output_folder` holds an exclusive lock on
-``<folder>/.lock`` (``flock``) until the process ends (the kernel releases it, also after
-a kill) or :func:`release_output_folder` (:func:`holding_output_folder` does both around
-a writer, and removes a folder it made when the writer fails): a second writer into the
-same folder is refused in one line. A staging folder or file is locked the same way while it is written
-(:func:`hold_lock`), so :func:`remove_stale` deletes exactly the ones whose writer is
-gone: the next run cleans up what a killed one left.
-
-Model and run folders (their layout, loading one, the Hub) are
-:mod:`cont_transformer.runtime.model_folders`; preparing a training run's folder is
-:mod:`cont_transformer.training.outputs`. This module imports nothing of the package, so
-every layer above the core may use it (docs/design.md §1, §8).
+It imports nothing of the package (docs/design.md §1, §8).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import errno
 import glob
 import json
@@ -60,23 +37,26 @@ except ImportError:  # not POSIX: no locks, no stale-file cleanup
 logger = logging.getLogger(__name__)
 
 PathLike = str | os.PathLike
-
 LOCK_FILE = ".lock"
-# The record of what the package wrote into a folder (module docstring).
 MANIFEST_FILE = ".cont_transformer_manifest.json"
-_STAGING = ".staging-"
-_RETIRED = ".retired-"
-_RENAME_EXCHANGE = 2
+_STAGING, _RETIRED = ".staging-", ".retired-"
 
 
 class OutputFolderError(ValueError):
     """An output folder this run must not write into (as given, it would lose data)."""
 
 
-def _check_name(name: object, path: Path) -> str:
-    """A manifest entry: one name inside the folder (never a path that leaves it)."""
-    if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
-        raise OutputFolderError(f"{path}: {name!r} is not the name of a file in the folder; the manifest is damaged")
+class DiskFullError(OSError):
+    """A write failed because its file system is full, named in one line."""
+
+
+# --- what the package owns --------------------------------------------------------------
+def _check_name(name: object, manifest: Path) -> str:
+    """A manifest entry: one name inside the folder, never a path that leaves it."""
+    if not isinstance(name, str) or name in ("", ".", "..") or any(c in name for c in "/\\\0"):
+        raise OutputFolderError(
+            f"{manifest}: {name!r} is not the name of a file in the folder; the manifest is damaged"
+        )
     return name
 
 
@@ -88,73 +68,37 @@ def read_manifest(folder: PathLike) -> dict | None:
         return None
     try:
         saved = json.loads(path.read_text(encoding="utf-8"))
-        outputs = saved["outputs"]
-        if not isinstance(outputs, list):
+        if not isinstance(saved["outputs"], list):
             raise TypeError("outputs is not a list")
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise OutputFolderError(f"{path}: unreadable record of what this package wrote ({err})") from None
-    return {"kind": saved.get("kind"), "outputs": [_check_name(name, path) for name in outputs]}
+    return {"kind": saved.get("kind"), "outputs": [_check_name(name, path) for name in saved["outputs"]]}
 
 
 def _write_manifest(folder: Path, kind: str | None, outputs: Iterable[str]) -> None:
     write_json(
-        folder / MANIFEST_FILE,
-        {"written_by": "cont_transformer", "kind": kind, "outputs": sorted(set(outputs))},
+        folder / MANIFEST_FILE, {"written_by": "cont_transformer", "kind": kind, "outputs": sorted(set(outputs))}
     )
 
 
 def record_outputs(folder: PathLike, *names: str, kind: str | None = None) -> None:
-    """Add ``names`` to what the manifest of ``folder`` says the package wrote there (the
-    manifest is made if missing, with ``kind``), atomically; call it before writing them,
-    so that a kill in between leaves nothing of ours unrecorded."""
+    """Add ``names`` to the manifest of ``folder`` (made if missing, with ``kind``), before
+    they are written: a kill in between leaves nothing of ours unrecorded."""
     folder = Path(folder)
     manifest = read_manifest(folder)
-    known = manifest["outputs"] if manifest else []
-    saved_kind = manifest["kind"] if manifest else None
     for name in names:
         _check_name(name, folder / MANIFEST_FILE)
-    if manifest is not None and set(names) <= set(known) and (kind is None or kind == saved_kind):
-        return
-    folder.mkdir(parents=True, exist_ok=True)
-    _write_manifest(folder, kind or saved_kind, [*known, *names])
+    known, saved_kind = (manifest["outputs"], manifest["kind"]) if manifest else ([], None)
+    if manifest is None or not set(names) <= set(known) or kind not in (None, saved_kind):
+        folder.mkdir(parents=True, exist_ok=True)
+        _write_manifest(folder, kind or saved_kind, [*known, *names])
 
 
 def forget_outputs(folder: PathLike, *names: str) -> None:
     """Drop ``names`` from the manifest of ``folder`` (after deleting them)."""
-    folder = Path(folder)
     manifest = read_manifest(folder)
     if manifest is not None and set(names) & set(manifest["outputs"]):
-        _write_manifest(folder, manifest["kind"], set(manifest["outputs"]) - set(names))
-
-
-def remove_path(path: Path) -> None:
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.is_dir():
-        shutil.rmtree(path)
-
-
-def remove_outputs(folder: PathLike) -> None:
-    """Delete what the manifest of ``folder`` names; a named folder with a manifest of its own
-    loses only what that one names (and goes if nothing else is left in it). Every other file
-    stays; the manifest goes too unless other files remain (then it names nothing, so the
-    folder stays known as one the package wrote and its next writer keeps them)."""
-    folder = Path(folder)
-    manifest = read_manifest(folder)
-    if manifest is None:
-        return
-    for name in manifest["outputs"]:
-        path = folder / name
-        if path.is_dir() and not path.is_symlink() and (path / MANIFEST_FILE).is_file():
-            remove_outputs(path)
-            with contextlib.suppress(OSError):
-                path.rmdir()  # only when nothing of the user's is left in it
-        else:
-            remove_path(path)
-    if {p.name for p in folder.iterdir()} - {MANIFEST_FILE, LOCK_FILE}:
-        _write_manifest(folder, manifest["kind"], [])
-    else:
-        (folder / MANIFEST_FILE).unlink()
+        _write_manifest(Path(folder), manifest["kind"], set(manifest["outputs"]) - set(names))
 
 
 def _link_or_copy(source: str, destination: str) -> None:
@@ -165,31 +109,26 @@ def _link_or_copy(source: str, destination: str) -> None:
 
 
 def _carry_over(target: Path, staging: Path, owned: set[str] | None = None, nested: bool = False) -> None:
-    """Put into ``staging`` what ``target`` holds that its manifest (or ``owned``) does not
-    name (a user's files, the lock file), as hard links where the file system allows; without
-    either, only the lock file. ``nested``: a named folder with a manifest of its own (a run's
-    ``best/``, ``checkpoints/``) passes on what that one does not name, into the staging
-    folder's folder of that name (made, its manifest naming nothing, where there is none)."""
+    """Link into ``staging`` what ``target`` holds beyond what its writer owns (``owned``, else
+    its manifest's names, else all but the lock). ``nested``: an owned folder with a manifest
+    of its own (a run's ``best/``) passes on what that one does not name, the same way."""
     manifest = read_manifest(target)
-    if owned is None and manifest is not None:
-        owned = set(manifest["outputs"])
+    if owned is None:
+        owned = set(manifest["outputs"]) if manifest else {p.name for p in target.iterdir()} - {LOCK_FILE}
     for path in target.iterdir():
-        scratch = path.name.startswith((_STAGING, _RETIRED))  # a killed writer's, never a user's
-        if path.name == MANIFEST_FILE or scratch or (owned is None and path.name != LOCK_FILE):
-            continue
         destination = staging / path.name
-        if owned is not None and path.name in owned:
+        if path.name == MANIFEST_FILE or path.name.startswith((_STAGING, _RETIRED)):  # never a user's
+            continue
+        if path.name in owned:
             inner = read_manifest(path) if nested and path.is_dir() and not path.is_symlink() else None
             if inner is not None and {p.name for p in path.iterdir()} - {MANIFEST_FILE, *inner["outputs"]}:
                 if not destination.is_dir():
                     destination.mkdir()
                     _write_manifest(destination, inner["kind"], [])
                 _carry_over(path, destination, nested=True)
-            continue
-        if destination.exists() or destination.is_symlink():
+        elif destination.exists() or destination.is_symlink():
             logger.warning("%s: replaced by the new output of that name", path)
-            continue
-        if path.is_symlink():
+        elif path.is_symlink():
             destination.symlink_to(os.readlink(path))
         elif path.is_dir():
             shutil.copytree(path, destination, symlinks=True, copy_function=_link_or_copy)
@@ -197,59 +136,47 @@ def _carry_over(target: Path, staging: Path, owned: set[str] | None = None, nest
             _link_or_copy(str(path), str(destination))
 
 
+# --- locks ------------------------------------------------------------------------------
 def hold_lock(path: PathLike) -> int | None:
-    """Open ``path`` (a file, created if missing, or a folder) and lock it exclusively.
-
-    Returns the descriptor holding the lock (close it to release; the kernel releases it
-    when the process dies), or None when another process holds it. Without ``fcntl``
-    (not POSIX) it returns a descriptor and locks nothing."""
+    """Open ``path`` (a file, made if missing, or a folder) and lock it: the descriptor
+    holding the lock (close it to release), or None when another process holds it."""
     path = Path(path)
     fd = os.open(path, os.O_RDONLY) if path.is_dir() else os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    if fcntl is None:
-        return fd
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
         return None
     return fd
 
 
-def remove_stale(paths) -> None:
-    """Delete each of ``paths`` (staging files or folders) that no live process holds
-    locked with :func:`hold_lock`: what a killed writer left."""
-    if fcntl is None:
-        return
-    for path in paths:
+def remove_stale(paths: Iterable[PathLike]) -> None:
+    """Delete each of ``paths`` (staging files or folders) that no live process holds locked."""
+    for path in paths if fcntl is not None else ():
         try:
             fd = hold_lock(path)
         except OSError:  # gone meanwhile
             continue
         if fd is None:
             continue  # being written
-        try:
-            if Path(path).is_dir():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                Path(path).unlink(missing_ok=True)
-        finally:
-            os.close(fd)
+        if Path(path).is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            Path(path).unlink(missing_ok=True)
+        os.close(fd)
 
 
 _HELD: dict[Path, int] = {}  # output folders this process holds locked, with the descriptor
 
 
 def lock_output_folder(folder: PathLike) -> None:
-    """Lock ``folder`` (made if missing) for this process's run, through ``<folder>/.lock``.
-
-    Calling it again for a folder this process holds does nothing. Raises
-    :class:`OutputFolderError` naming the folder when another process holds it."""
-    folder = Path(folder)
-    key = folder.resolve()
-    held = _HELD.get(key)
-    if held is not None:
+    """Lock ``folder`` (made if missing) for this process through ``<folder>/.lock``, or
+    raise :class:`OutputFolderError` naming it when another process holds it."""
+    folder, key = Path(folder), Path(folder).resolve()
+    if key in _HELD:
         lock = folder / LOCK_FILE
-        if lock.is_file() and os.fstat(held).st_ino == lock.stat().st_ino:
+        if lock.is_file() and os.fstat(_HELD[key]).st_ino == lock.stat().st_ino:
             return
         os.close(_HELD.pop(key))  # the folder was deleted and made again
     folder.mkdir(parents=True, exist_ok=True)
@@ -263,7 +190,7 @@ def lock_output_folder(folder: PathLike) -> None:
 
 
 def release_output_folder(folder: PathLike) -> None:
-    """Release the lock :func:`lock_output_folder` took (at the end of a run)."""
+    """Release the lock :func:`lock_output_folder` took."""
     fd = _HELD.pop(Path(folder).resolve(), None)
     if fd is not None:
         os.close(fd)
@@ -271,9 +198,8 @@ def release_output_folder(folder: PathLike) -> None:
 
 @contextlib.contextmanager
 def holding_output_folder(folder: PathLike) -> Iterator[Path]:
-    """Hold ``folder``'s lock (:func:`lock_output_folder`; the folder is made if missing)
-    while the caller writes it, and release it after; a folder this call made is removed
-    again when the caller fails before writing anything into it."""
+    """Hold ``folder``'s lock while the caller writes it; a folder made here goes again when
+    the caller fails before writing into it."""
     folder = Path(folder)
     made = not folder.exists()
     lock_output_folder(folder)
@@ -289,18 +215,12 @@ def holding_output_folder(folder: PathLike) -> Iterator[Path]:
         release_output_folder(folder)
 
 
+# --- staged folders ---------------------------------------------------------------------
 def _exchange(first: Path, second: Path) -> bool:
-    """Atomically swap two paths with Linux's renameat2; False where unsupported."""
-    libc_name = ctypes.util.find_library("c")
-    if libc_name is None:
-        return False
-    libc = ctypes.CDLL(libc_name, use_errno=True)
-    renameat2 = getattr(libc, "renameat2", None)
-    if renameat2 is None:
-        return False
-    at_cwd = -100
-    result = renameat2(at_cwd, os.fsencode(first), at_cwd, os.fsencode(second), _RENAME_EXCHANGE)
-    return result == 0
+    """Swap two paths atomically with Linux's ``renameat2``; False where unsupported."""
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None) if os.name == "posix" else None
+    at_cwd, exchange = -100, 2
+    return renameat2 is not None and renameat2(at_cwd, os.fsencode(first), at_cwd, os.fsencode(second), exchange) == 0
 
 
 def _sibling(target: Path, kind: str) -> Path:
@@ -308,27 +228,20 @@ def _sibling(target: Path, kind: str) -> Path:
 
 
 def replace_directory(staging: Path, target: Path) -> None:
-    """Put the complete folder ``staging`` at ``target``, replacing what was there.
-
-    At no moment is ``target`` missing or half-written where renameat2 works; elsewhere a
-    kill between the two renames leaves the old folder as a ``.retired-`` sibling, which
-    :func:`recover_directory` puts back.
-    """
+    """Put the complete folder ``staging`` at ``target``, replacing what was there."""
     if not target.exists():
         staging.rename(target)
-        return
-    if _exchange(staging, target):
+    elif _exchange(staging, target):
         shutil.rmtree(staging)  # it now holds the old folder
-        return
-    retired = _sibling(target, _RETIRED)
-    target.rename(retired)
-    staging.rename(target)
-    shutil.rmtree(retired)
+    else:
+        retired = _sibling(target, _RETIRED)
+        target.rename(retired)
+        staging.rename(target)
+        shutil.rmtree(retired)
 
 
 def recover_directory(target: PathLike) -> None:
-    """Undo what a kill left around ``target``: put back a retired folder if the target is
-    missing, and delete abandoned staging and retired folders."""
+    """Undo what a kill left around ``target``: a retired folder put back, staging folders deleted."""
     target = Path(target)
     if not target.parent.is_dir():
         return
@@ -339,9 +252,8 @@ def recover_directory(target: PathLike) -> None:
         shutil.rmtree(leftover, ignore_errors=True)
 
 
-def umask() -> int:
-    """The process's umask, read where Linux shows it (``/proc/self/status``) so that it is
-    never changed, not even for a moment; elsewhere set and restored."""
+def _umask() -> int:
+    """The process's umask, read where Linux shows it (never changed, not even for a moment)."""
     with contextlib.suppress(OSError, ValueError):
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("Umask:"):
@@ -352,27 +264,20 @@ def umask() -> int:
 
 
 def give_umask_modes(folder: PathLike) -> None:
-    """Give ``folder`` and everything in it the modes the user's umask gives a new file
-    (0o666 less the umask; 0o777 for a folder or an executable file): a library that writes
-    through a private temporary file (safetensors' ``save_file``: 0o600) leaves its mode
-    behind. Links are left alone."""
-    mask = umask()
+    """Give ``folder`` and what it holds (links aside) the modes the user's umask gives a new
+    file or folder, whatever mode a library wrote them with (safetensors: 0o600)."""
+    mask = _umask()
     for root, folders, files in os.walk(folder):
-        for name in [*folders, *files]:
-            path = os.path.join(root, name)
-            if os.path.islink(path):
-                continue
-            mode = os.stat(path).st_mode
-            executable = os.path.isdir(path) or mode & 0o111
-            os.chmod(path, (0o777 if executable else 0o666) & ~mask)
+        for path in (os.path.join(root, name) for name in [*folders, *files]):
+            if not os.path.islink(path):
+                executable = os.path.isdir(path) or os.stat(path).st_mode & 0o111
+                os.chmod(path, (0o777 if executable else 0o666) & ~mask)
     os.chmod(folder, 0o777 & ~mask)
 
 
 class StagedFolder:
-    """A folder built beside ``target`` (``.staging-<name>-<hex>``, locked while it is
-    written, so :func:`remove_stale` removes it once its writer is gone) that replaces
-    ``target`` when complete (:meth:`commit`) or vanishes (:meth:`discard`): until then
-    ``target`` is untouched, and a kill at any moment leaves it or its replacement whole."""
+    """A folder built beside ``target``, locked while written, that replaces it when complete
+    (:meth:`commit`) or vanishes (:meth:`discard`): until then ``target`` is untouched."""
 
     def __init__(self, target: PathLike):
         self.target = Path(target)
@@ -380,24 +285,20 @@ class StagedFolder:
         remove_stale(self.target.parent.glob(f"{glob.escape(_STAGING + self.target.name)}-*"))
         self.path = _sibling(self.target, _STAGING)
         self.path.mkdir()
-        self._lock = hold_lock(self.path)  # marks it as being written (see remove_stale)
+        self._lock = hold_lock(self.path)
         self.committed = False
 
     def commit(self, owned: set[str] | None = None, nested: bool = False) -> None:
-        """Carry over what ``target`` holds beyond its outputs (its manifest's, or ``owned``;
-        ``nested``: see :func:`_carry_over`), then swap the staging folder into place."""
+        """Carry what ``target``'s writer did not own over (:func:`_carry_over`), then swap in."""
         if self.target.is_dir():
             _carry_over(self.target, self.path, owned, nested)
         replace_directory(self.path, self.target)
         self.committed = True
-        self._release()
+        self.discard()
 
     def discard(self) -> None:
         if not self.committed:
             shutil.rmtree(self.path, ignore_errors=True)
-        self._release()
-
-    def _release(self) -> None:
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
@@ -405,13 +306,8 @@ class StagedFolder:
 
 @contextlib.contextmanager
 def staged_directory(target: PathLike, kind: str) -> Iterator[Path]:
-    """Yield an empty staging folder next to ``target``; on success it replaces ``target``.
-
-    What the caller wrote into the staging folder gets the modes of the user's umask
-    (:func:`give_umask_modes`) and is recorded in its manifest (``kind``: what the folder
-    holds, ``model_folders.KINDS``), and what the old ``target`` holds beyond its own
-    manifest (a user's files, the lock file) is carried over next, so the swap replaces
-    only what the package wrote. On an error (a full disk named) ``target`` is untouched."""
+    """Yield an empty staging folder that replaces ``target`` on success, what it holds given
+    the umask's modes and recorded with ``kind`` (``model_folders.KINDS``) in its manifest."""
     staged = StagedFolder(target)
     try:
         with naming_full_disk(target):
@@ -423,18 +319,10 @@ def staged_directory(target: PathLike, kind: str) -> Iterator[Path]:
         staged.discard()
 
 
-# Below this many free bytes, a torch write that stopped short is put down to the disk.
-_NEARLY_FULL = 1 << 20
-
-
-class DiskFullError(OSError):
-    """A write failed because its file system is full, named in one line."""
-
-
+# --- full disks and single files --------------------------------------------------------
 def _full_disk(error: BaseException, path: Path) -> bool:
-    """Whether ``error`` (raised writing under ``path``) means that the disk is full:
-    ``ENOSPC`` or a quota, the same told in a library's message, or torch's ``unexpected
-    pos`` (its writer's short write) on a file system with under a mebibyte left."""
+    """Whether ``error``, raised writing under ``path``, means a full disk: ``ENOSPC``, a
+    quota, a library's words for it, or torch's short write with under a mebibyte left."""
     if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
         return True
     text = str(error)
@@ -443,18 +331,15 @@ def _full_disk(error: BaseException, path: Path) -> bool:
     if "unexpected pos" in text:
         existing = next((p for p in [path, *path.parents] if p.exists()), None)
         with contextlib.suppress(OSError):
-            return existing is not None and shutil.disk_usage(existing).free < _NEARLY_FULL
+            return existing is not None and shutil.disk_usage(existing).free < 1 << 20
     return False
 
 
 @contextlib.contextmanager
 def naming_full_disk(path: PathLike) -> Iterator[None]:
-    """Turn a write under ``path`` that fails for a full disk (:func:`_full_disk`) into one
-    :class:`DiskFullError` line naming ``path``; any other error passes unchanged."""
+    """Turn a write under ``path`` that fails for a full disk into one line naming ``path``."""
     try:
         yield
-    except DiskFullError:
-        raise
     except Exception as err:
         if not _full_disk(err, Path(path)):
             raise
@@ -468,7 +353,6 @@ def write_json(path: PathLike, value: object) -> None:
     try:
         with naming_full_disk(path):
             temporary.write_text(json.dumps(value, indent=2) + "\n")
-    except BaseException:
+        os.replace(temporary, path)
+    finally:
         temporary.unlink(missing_ok=True)
-        raise
-    os.replace(temporary, path)

@@ -167,6 +167,7 @@ class PosTrainer(LengthGroupedEpochs, Trainer):
 
     item_name = "tokens"
     run_kind = TAGGER_RUN
+    overwrite_command = "train_pos.py --overwrite-output-dir"
     num_silver_sentences = 0  # the teacher's sentences after the treebank's (--teacher)
 
     def sources(self) -> dict[str, str | list[str] | None]:

@@ -52,7 +52,13 @@ from ..runtime.compression import (
 )
 from ..runtime.families import EvalSet, ModelFamily, forward_batches, get_family
 from ..runtime.measuring import Workload, time_interleaved
-from ..runtime.model_folders import COMPRESSED_MODEL, check_replaceable, resolve_model_dir, run_folder_owning
+from ..runtime.model_folders import (
+    COMPRESSED_MODEL,
+    COMPRESSION_SWEEP,
+    check_replaceable,
+    resolve_model_dir,
+    run_folder_owning,
+)
 from ..runtime.safe_files import (
     LOCK_FILE,
     MANIFEST_FILE,
@@ -69,6 +75,8 @@ HEADS = {
     "ForImageClassification": (AutoModelForImageClassification, "image-classification"),
     "ForMaskedLM": (AutoModelForMaskedLM, "fill-mask"),
 }
+# How a refusal to replace a folder of another kind names the command that writes each kind.
+OVERWRITE_COMMANDS = {COMPRESSED_MODEL: "compress.py --overwrite", COMPRESSION_SWEEP: "compress.py --sweep --overwrite"}
 # Timing input when no evaluation data is given: (sentences, words) or (images, side).
 SYNTHETIC_BATCH = (64, 32)
 
@@ -267,7 +275,7 @@ def check_output_dir(
         raise ValueError(f"output_dir: {output_dir} {where} {run}; write the compressed model elsewhere")
     if output.is_dir() and {p.name for p in output.iterdir()} - {LOCK_FILE}:
         if read_manifest(output) is not None:
-            check_replaceable(output_dir, kind, flag="output_dir")
+            check_replaceable(output_dir, kind, OVERWRITE_COMMANDS[kind], flag="output_dir")
         if not overwrite:
             raise ValueError(f"output_dir: {output_dir} exists and is not empty (pass overwrite to replace it)")
         if read_manifest(output) is not None:

@@ -1,22 +1,16 @@
-"""Checkpoints of a run: ``checkpoints/step-N`` folders, complete or absent.
+"""Checkpoints of a run, ``checkpoints/step-N``: complete or absent.
 
-A checkpoint is written into a staging folder (Accelerate's state from every process,
-then ``trainer_state.json``, the completion marker) and renamed to ``step-N`` only when
-complete, so a kill never leaves a half-written ``step-N``; each is named in the manifest
-of ``checkpoints/`` before it appears (:mod:`.outputs`), so replacing the run deletes
-the checkpoints and nothing else of that folder. The newest
-``save_total_limit`` complete checkpoints are kept. Resuming from ``"latest"`` tries the
-complete checkpoints newest first: one that cannot be read (a damaged file, a random
-state that does not load) is named in a warning and the previous one is used. A checkpoint
-named by its path may lie in another run folder (:func:`foreign_run_folder`); the scaffold
-then checks that run's identity against this one's.
+Every process writes into one staging folder; the main process then writes
+``trainer_state.json`` (the completion marker), names the checkpoint in the manifest of
+``checkpoints/`` and renames it into place, keeping the newest ``save_total_limit``.
+``latest`` tries the complete checkpoints newest first, past one that does not load (the
+scaffold names it). A checkpoint named by its path may lie in another run folder
+(:func:`foreign_run_folder`), whose identity the scaffold then checks against this run's.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import os
 import shutil
 from pathlib import Path
 
@@ -24,11 +18,8 @@ from accelerate.utils import load as safe_torch_load
 from safetensors.torch import load_file
 
 from ..runtime.model_folders import CHECKPOINTS_DIR, RUN_FILE
-from ..runtime.safe_files import forget_outputs, give_umask_modes, record_outputs, write_json
+from ..runtime.safe_files import PathLike, forget_outputs, give_umask_modes, record_outputs, write_json
 
-logger = logging.getLogger(__name__)
-
-PathLike = str | os.PathLike
 CHECKPOINT_PREFIX = "step-"
 TRAINER_STATE = "trainer_state.json"  # written last: the completion marker
 _STAGING_PREFIX = ".staging-"
@@ -38,31 +29,26 @@ class CheckpointError(ValueError):
     """No checkpoint to resume from, or a damaged one (the message names the file)."""
 
 
-def checkpoint_folder(output_dir: PathLike, step: int) -> Path:
-    return Path(output_dir) / CHECKPOINTS_DIR / f"{CHECKPOINT_PREFIX}{step}"
+def checkpoint_folder(output_dir: PathLike, step: int, staging: bool = False) -> Path:
+    """Checkpoint ``step``, or where it is written before it is complete (the same on every process)."""
+    return Path(output_dir) / CHECKPOINTS_DIR / f"{_STAGING_PREFIX if staging else ''}{CHECKPOINT_PREFIX}{step}"
+
+
+def staging_folder(output_dir: PathLike, step: int) -> Path:
+    return checkpoint_folder(output_dir, step, staging=True)
 
 
 def complete_checkpoints(output_dir: PathLike) -> list[Path]:
     """Complete checkpoints of the run in ``output_dir``, oldest first."""
-    folder = Path(output_dir) / CHECKPOINTS_DIR
-    found = [
-        path
-        for path in folder.glob(f"{CHECKPOINT_PREFIX}*")
-        if path.name[len(CHECKPOINT_PREFIX) :].isdigit() and (path / TRAINER_STATE).is_file()
-    ]
-    return sorted(found, key=lambda path: int(path.name[len(CHECKPOINT_PREFIX) :]))
+    found = (Path(output_dir) / CHECKPOINTS_DIR).glob(f"{CHECKPOINT_PREFIX}*")
+    steps = {int(p.name[len(CHECKPOINT_PREFIX) :]): p for p in found if p.name[len(CHECKPOINT_PREFIX) :].isdigit()}
+    return [steps[step] for step in sorted(steps) if (steps[step] / TRAINER_STATE).is_file()]
 
 
 def remove_abandoned(output_dir: PathLike) -> None:
-    """Delete staging folders a killed run left behind."""
+    """Delete the staging folders a killed run left behind."""
     for path in (Path(output_dir) / CHECKPOINTS_DIR).glob(f"{_STAGING_PREFIX}*"):
         shutil.rmtree(path, ignore_errors=True)
-
-
-def staging_folder(output_dir: PathLike, step: int) -> Path:
-    """Where checkpoint ``step`` is written before it is complete (the same on every process)."""
-    final = checkpoint_folder(output_dir, step)
-    return final.with_name(_STAGING_PREFIX + final.name)
 
 
 def finish_checkpoint(output_dir: PathLike, step: int, state: dict, keep: int) -> Path:
@@ -71,7 +57,7 @@ def finish_checkpoint(output_dir: PathLike, step: int, state: dict, keep: int) -
     staging, final = staging_folder(output_dir, step), checkpoint_folder(output_dir, step)
     write_json(staging / TRAINER_STATE, state)
     give_umask_modes(staging)  # safetensors writes the weights 0o600
-    record_outputs(final.parent, final.name, kind=CHECKPOINTS_DIR)  # before it exists (outputs.py)
+    record_outputs(final.parent, final.name, kind=CHECKPOINTS_DIR)  # before it exists
     if final.exists():  # the same step saved again (a run resumed from before it)
         shutil.rmtree(final)
     staging.rename(final)
@@ -93,10 +79,8 @@ def read_state(folder: PathLike) -> dict:
 
 
 def damaged_file(folder: PathLike) -> Path | None:
-    """The first file of a checkpoint that does not load (weights, optimiser or RNG state).
-
-    Pickled files are read the way Accelerate resumes them, ``weights_only`` with NumPy's
-    array types allowed and nothing else, so naming a damaged file never runs its code."""
+    """The first file of a checkpoint that does not load, read as Accelerate resumes it
+    (pickles ``weights_only``: naming a damaged file never runs its code)."""
     for path in sorted(Path(folder).iterdir()):
         try:
             if path.suffix == ".safetensors":
@@ -111,8 +95,8 @@ def damaged_file(folder: PathLike) -> Path | None:
 
 
 def check_random_states(folder: PathLike) -> None:
-    """Raise :class:`CheckpointError` naming a random-state file of the checkpoint that does
-    not load (Accelerate only logs that and goes on)."""
+    """Raise :class:`CheckpointError` naming a random-state file that does not load
+    (Accelerate only logs that and goes on)."""
     for path in sorted(Path(folder).glob("random_states_*.pkl")):
         try:
             safe_torch_load(path, map_location="cpu")
@@ -122,41 +106,36 @@ def check_random_states(folder: PathLike) -> None:
 
 def foreign_run_folder(spec: str, output_dir: PathLike) -> Path | None:
     """The run folder of ``--resume-from-checkpoint spec`` when it is not ``output_dir``
-    (None for ``latest`` and for a checkpoint of ``output_dir``). Raises
-    :class:`CheckpointError` for a checkpoint outside ``output_dir`` that is in no run
-    folder (no ``run.json`` beside its ``checkpoints/``): whose run it is cannot be checked;
-    and for a ``spec`` that is no folder."""
+    (None for ``latest`` and a checkpoint of ``output_dir``). Raises :class:`CheckpointError`
+    for a ``spec`` that is no folder and for one in no run folder (whose run is unknown)."""
     if spec == "latest":
         return None
     checkpoint = Path(spec).resolve()
     if not checkpoint.is_dir():
-        problem = "is a file" if checkpoint.exists() else "does not exist"
         raise CheckpointError(
-            f"--resume-from-checkpoint: {spec} {problem}; give a checkpoint folder "
-            f"(RUN/{CHECKPOINTS_DIR}/step-N) or latest"
+            f"--resume-from-checkpoint: {spec} {'is a file' if checkpoint.exists() else 'does not exist'}; "
+            f"give a checkpoint folder (RUN/{CHECKPOINTS_DIR}/step-N) or latest"
         )
-    run_dir = checkpoint.parent.parent
-    if checkpoint.parent.name == CHECKPOINTS_DIR and run_dir == Path(output_dir).resolve():
+    run_dir, in_a_run = checkpoint.parent.parent, checkpoint.parent.name == CHECKPOINTS_DIR
+    if in_a_run and run_dir == Path(output_dir).resolve():
         return None
-    if checkpoint.parent.name != CHECKPOINTS_DIR or not (run_dir / RUN_FILE).is_file():
+    if not in_a_run or not (run_dir / RUN_FILE).is_file():
         raise CheckpointError(
-            f"--resume-from-checkpoint: {spec} lies outside --output-dir {output_dir} and in no "
-            f"run folder (no {RUN_FILE} beside its {CHECKPOINTS_DIR}/), so whether it belongs to "
-            "this run cannot be checked"
+            f"--resume-from-checkpoint: {spec} lies outside --output-dir {output_dir} and in no run folder (no "
+            f"{RUN_FILE} beside its {CHECKPOINTS_DIR}/), so whether it belongs to this run cannot be checked"
         )
     return run_dir
 
 
 def resume_candidates(spec: str, output_dir: PathLike) -> list[Path]:
     """Checkpoints to try, in order, for ``--resume-from-checkpoint spec``: the complete ones
-    of ``output_dir`` newest first for ``"latest"``, else the one folder named."""
-    if spec == "latest":
-        found = complete_checkpoints(output_dir)[::-1]
-        if not found:
-            raise CheckpointError(
-                f"--resume-from-checkpoint latest: no complete checkpoint in {Path(output_dir) / CHECKPOINTS_DIR}"
-            )
-        return found
-    folder = Path(spec)
-    read_state(folder)  # a clear error for a folder that is no checkpoint
-    return [folder]
+    of ``output_dir`` newest first for ``latest``, else the one folder named."""
+    if spec != "latest":
+        read_state(spec)  # a clear error for a folder that is no checkpoint
+        return [Path(spec)]
+    found = complete_checkpoints(output_dir)[::-1]
+    if not found:
+        raise CheckpointError(
+            f"--resume-from-checkpoint latest: no complete checkpoint in {Path(output_dir) / CHECKPOINTS_DIR}"
+        )
+    return found

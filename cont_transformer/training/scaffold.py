@@ -117,6 +117,7 @@ class Trainer(RunFolder, RunRecords, OptimizerSteps):
 
     item_name = "items"  # what train_items counts, for metrics.json ("tokens", "images")
     run_kind = TRAINING_RUN  # what its run folder holds (model_folders.KINDS): what it may overwrite
+    overwrite_command = "--overwrite-output-dir"  # how a refusal to replace another kind names the command
     selection_metric = "accuracy"  # higher is better; picks the best model on dev
 
     def __init__(self, args: RunArguments):
@@ -144,6 +145,7 @@ class Trainer(RunFolder, RunRecords, OptimizerSteps):
             "overwrite": args.overwrite_output_dir,
             "sources": self.sources(),
             "kind": self.run_kind,
+            "command": self.overwrite_command,
             "foreign_checkpoint": args.resume_from_checkpoint if self.source_run is not None else None,
         }
         check_run_folder(self.output_dir, **folder_rules)
@@ -268,7 +270,7 @@ class Trainer(RunFolder, RunRecords, OptimizerSteps):
     # --- hooks ---------------------------------------------------------------------
     def sources(self) -> dict[str, str | list[str] | None]:
         """What the run reads besides its data, by flag (``{"--model-name-or-path": path}``):
-        a run may not replace the folder that holds one (:func:`prepare_run_folder`)."""
+        a run may not replace the folder that holds one (:func:`.outputs.check_run_folder`)."""
         return {"--model-name-or-path": getattr(self.args, "model_name_or_path", None)}
 
     def load_data(self) -> None:
