@@ -39,6 +39,7 @@ package root's own carried modules (docs/design.md §10).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -51,6 +52,7 @@ from .column_decoding import combination_index, decode_columns, model_column_lab
 from .configuration_cont_transformer import AUXILIARY_COLUMNS, ContTransformerConfig
 from .learned_segmentation import SEGMENTER_FILE, WEIGHTS_FILE, Segmenter
 from .lemma_scripts import vocabulary_words
+from .pretrained import check_no_custom_code
 from .sentence_windows import evaluation_windows
 from .text_segmentation import Sentence, check_language, split_text, tokenize_sentences
 from .word_encoding import encode_words, word_shortener
@@ -176,6 +178,10 @@ class ContTransformerTaggerProcessor(ProcessorMixin):
         from transformers import AutoTokenizer
 
         source = str(pretrained_model_name_or_path)
+        if os.path.isdir(source):
+            check_no_custom_code(source)  # nothing of the folder runs, and it says why in one line
+        elif source.startswith(("/", ".", "~")) or source.count("/") > 1:  # a path, not a Hub id
+            raise ValueError(f"{source}: no such model folder")
         tokenizer = kwargs.pop("tokenizer", None)
         config = kwargs.pop("config", None)
         kwargs.pop("trust_remote_code", None)  # nothing of the folder's code runs here
@@ -183,7 +189,11 @@ class ContTransformerTaggerProcessor(ProcessorMixin):
         options = {k: v for k, v in kwargs.items() if v is not None}
         config = config or ContTransformerConfig.from_pretrained(source, **options)
         if tokenizer is None:
-            tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False, **options)
+            try:
+                tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False, **options)
+            except (OSError, ValueError) as err:
+                reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+                raise ValueError(f"{source}: no tokenizer of the tagger loads from it ({reason})") from err
         hub = {k: options[k] for k in ("revision", "token", "cache_dir", "local_files_only") if k in options}
         return cls.for_model(tokenizer, config, folder_segmenter(source, **hub))
 
@@ -273,6 +283,8 @@ class ContTransformerTaggerProcessor(ProcessorMixin):
         if (text is None) == (words is None):
             raise TypeError("the tagger's processor takes text= (raw text) or words= (sentences of words), one")
         if words is None:
+            if not isinstance(text, str):
+                raise TypeError(f"text: raw text (a str), not {type(text).__name__}; words= takes sentences of words")
             words = [sentence.words(text) for sentence in self.split_text(text)]
         rows = self.encode([list(sentence) for sentence in words])
         length = max((len(row.input_ids) for row in rows), default=1)
