@@ -15,7 +15,8 @@ tagged where it has :data:`CONTEXT` characters of context on both sides.
 
 A token's words (:meth:`Segmenter.token_words`): a form seen in training gets its most
 frequent analysis there (``lexicon``: Greek ``στο`` -> ``σε`` ``το``; a form seen only
-lowercased gets it with its case: ``Στο`` -> ``Σε`` ``το``); an unseen form the model's
+lowercased gets it with its case: ``Στο`` -> ``Σε`` ``το``; a form of the ``dictionary``,
+seen at least twice and never as several words, stays one word); an unseen form the model's
 word boundaries, else the longest suffix rule learned from the training tokens
 (``suffix_rules``: a suffix that, in training, mostly ends a multiword token, and the
 words it stands for), else it is one word. Words that are pieces of the token keep their
@@ -227,6 +228,8 @@ class Segmenter:
             words = _recased(self.lexicon[form.lower()], form)
         if words is not None:
             return list(words) if len(words) > 1 else None
+        if form.lower() in self.dictionary:  # seen in training, never as several words
+            return None
         if splits:
             bounds = [0, *splits, len(form)]
             return [form[a:b] for a, b in itertools.pairwise(bounds)]

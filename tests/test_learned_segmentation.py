@@ -104,6 +104,11 @@ def test_lexicon_and_suffix_rules_give_the_words_of_a_token():
     assert segmenter.token_words("pan") is None  # one word
     assert Segmenter(None, None, [], {"del": [], "al": ["a", "el"]}).token_words("Del") is None  # mostly one word
     assert segmenter.token_words("değildir", [5]) == ["değil", "dir"]  # the model's boundaries
+    # A form seen twice, never as several words (Tamil மேலும், which a suffix rule would split):
+    # one word, whatever the suffix rules or the model's boundaries say.
+    seen = Segmenter(None, None, [], lexicon, rules, dictionary=["sol"])
+    assert seen.token_words("Sol") is None and seen.token_words("sol", [2]) is None
+    assert segmenter.token_words("sol") == ["so", "el"]  # without the dictionary: the rule
 
 
 def test_learns_tokens_multiword_tokens_and_sentences(spanish):
