@@ -141,7 +141,7 @@ def plot_scaling(report: dict, path: str | Path) -> None:
     figure, (speed, memory) = plt.subplots(1, 2, figsize=(9, 3.6))
     speed.plot(counts, [r["words_per_wall_s"] for r in results], "o-", label="measured")
     speed.plot(counts, [base * n for n in counts], "--", color="grey", label="linear")
-    speed.set(xlabel="processes", ylabel="words per wall second", xticks=counts)
+    speed.set(xlabel="processes", ylabel="words per wall second", xticks=counts, ylim=(0, None))
     speed.legend()
     memory.plot(counts, [r["peak_pss_bytes"] / 2**20 for r in results], "o-")
     memory.set(xlabel="processes", ylabel="peak PSS of the process tree (MiB)", xticks=counts, ylim=(0, None))
