@@ -729,33 +729,30 @@ def test_killed_and_resumed_run_ends_like_an_uninterrupted_one(sample_run, tmp_p
     assert extended["history"][:3] == reference["history"]
 
 
-@pytest.mark.slow
-def test_two_cpu_processes_count_every_dev_sentence_once(tmp_path):
-    output = tmp_path / "two_processes"
-    result = _check(
+def _two_process_run(output, max_steps, *extra):
+    """The sample recipe, shortened, on two CPU processes (gloo)."""
+    steps = ["--max-steps", str(max_steps), "--refine-steps", "10", "--warmup-steps", "10"]
+    return _check(
         _launch(
-            "--treebank",
-            "sample",
-            "--max-steps",
-            "20",
-            "--num-basis",
-            "2",
-            "--refine-steps",
-            "10",
-            "--warmup-steps",
-            "10",
-            "--eval-steps",
-            "10",
-            "--save-steps",
-            "20",
-            "--output-dir",
-            str(output),
+            str(ROOT / "recipes" / "sample.json"),
+            *steps,
+            *("--num-basis", "2", "--eval-steps", "10", "--save-steps", "20", "--output-dir", str(output)),
+            *extra,
             processes=2,
         )
     )
+
+
+@pytest.mark.slow
+def test_two_cpu_processes_save_one_model_and_count_every_dev_sentence_once(tmp_path):
+    from transformers import AutoModelForTokenClassification
+
+    output = tmp_path / "two_processes"
+    result = _two_process_run(output, 20)
     dev = load_treebank("sample")["validation"]
     metrics = _metrics(output)
     assert metrics["num_processes"] == 2
+    assert metrics["arguments"]["batch_size"] == 64  # the recipe's batch over both processes
     for entry in metrics["history"]:
         assert entry["num_sentences"] == len(dev)
         assert entry["num_words"] == sum(len(tokens) for tokens in dev["tokens"])
@@ -766,6 +763,39 @@ def test_two_cpu_processes_count_every_dev_sentence_once(tmp_path):
         "random_states_1.pkl",
     ]
     assert "Traceback" not in result.stderr and math.isfinite(metrics["best"]["train_loss"])
+    # Replacing that run, the second process writes into the first one's staging folder;
+    # in the end one run folder is left, holding one model that loads.
+    _two_process_run(output, 20, "--overwrite-output-dir", "--save-strategy", "no", "--seed", "1")
+    assert [p.name for p in tmp_path.iterdir()] == ["two_processes"]
+    assert _metrics(output)["arguments"]["seed"] == 1
+    assert not list((output / CHECKPOINTS_DIR).glob("*"))  # --save-strategy no
+    assert not [p for p in output.rglob("*") if "staging" in p.name or p.name.endswith(".tmp")]
+    model = AutoModelForTokenClassification.from_pretrained(output)
+    assert model.config.num_basis == 2
+    assert (output / "model.safetensors").read_bytes() == (output / BEST_MODEL_DIR / "model.safetensors").read_bytes()
+
+
+def test_one_process_launched_for_several_is_refused(monkeypatch):
+    """``accelerate launch --num_processes 2`` without ``--multi_gpu`` where there is no GPU
+    starts the script alone, in the environment of Accelerate's simple launcher."""
+    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+    from accelerate.utils.launch import prepare_simple_launcher_cmd_env
+
+    from cont_transformer.training.accelerator import check_started_processes
+
+    monkeypatch.delenv("MASTER_ADDR", raising=False)
+    flags = ["--cpu", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+    for processes in (2, 1):
+        args, _, _ = _validate_launch_command(
+            launch_command_parser().parse_args([*flags, "--num_processes", str(processes), SCRIPT])
+        )
+        _, environ = prepare_simple_launcher_cmd_env(args)
+        if processes == 1:
+            check_started_processes(environ)
+            continue
+        with pytest.raises(ValueError, match=r"only with --multi_gpu \(accelerate launch --multi_gpu"):
+            check_started_processes(environ)
+        check_started_processes({**environ, "WORLD_SIZE": "2"})  # as torchrun starts each of them
 
 
 def test_eval_only_refuses_another_model_type(tmp_path, capsys):

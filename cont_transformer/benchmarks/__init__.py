@@ -7,5 +7,6 @@ against :mod:`.discrete_transformer`), :mod:`.training` measure 9, :mod:`.repres
 measure 10 (the input representations), :mod:`.text_tagging`
 measures 11 and 12, and :mod:`.images` the ODE-ResNet's (6 and 7, against
 :mod:`.discrete_resnet`); :mod:`.workloads` holds the workloads they share.
-``scripts/benchmark.py`` runs them (docs/design.md §9).
+``scripts/benchmark.py`` runs them (docs/design.md §9). :mod:`.scaling` measures commands in
+fresh processes over process counts (``benchmarks/scaling.py``).
 """

@@ -9,6 +9,10 @@ GPU; fp16 needs a GPU. Accelerate keeps one precision per process, so an Acceler
 asking for another one (a benchmark comparing both in one process, the tests) resets
 that shared state first. `accelerate` is imported by the functions that train with it:
 inference (:func:`inference_autocast`, tagging) never loads it.
+
+Where there is no GPU, ``accelerate launch --num_processes N`` without ``--multi_gpu``
+starts one process (Accelerate's simple launcher), which would train alone at N times the
+time; :func:`make_accelerator` refuses that launch and names the flag.
 """
 
 from __future__ import annotations
@@ -23,13 +27,31 @@ if TYPE_CHECKING:
     from accelerate import Accelerator
 
 _LAUNCHED_PRECISION = "ACCELERATE_MIXED_PRECISION"  # set by accelerate launch --mixed_precision
+# What the launchers of several processes set in each (torchrun, MPI); Accelerate's simple
+# launcher sets MASTER_ADDR for N > 1 processes but starts only one, and sets none of these.
+_PROCESS_GROUP_SIZES = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")
+
+
+def check_started_processes(environ: dict[str, str] | None = None) -> None:
+    """Refuse (ValueError naming ``--multi_gpu``) a process that ``accelerate launch`` was
+    asked to start with others but started alone: ``--num_processes N`` without
+    ``--multi_gpu`` on a machine without a GPU."""
+    environ = os.environ if environ is None else environ
+    launched_for_several = _LAUNCHED_PRECISION in environ and "MASTER_ADDR" in environ
+    if launched_for_several and not any(name in environ for name in _PROCESS_GROUP_SIZES):
+        raise ValueError(
+            "accelerate launch started this process alone, though MASTER_ADDR is set for others: without a "
+            "GPU, --num_processes N starts N CPU processes (gloo) only with --multi_gpu "
+            "(accelerate launch --multi_gpu --num_processes N ...)"
+        )
 
 
 def make_accelerator(mixed_precision: str | None = None, cpu: bool = False, **kwargs) -> Accelerator:
     """An Accelerator that splits each batch over the processes, in ``mixed_precision``
     (``"no"``, ``"bf16"``, ``"fp16"``; None: as launched); CPU processes (gloo) when there
     is no GPU or ``cpu`` (``--use-cpu``). Raises ValueError naming ``--fp16`` on a machine
-    without a GPU."""
+    without a GPU, and for a process launched alone (:func:`check_started_processes`)."""
+    check_started_processes()
     from accelerate import Accelerator, DataLoaderConfiguration
     from accelerate.state import AcceleratorState, PartialState
 
