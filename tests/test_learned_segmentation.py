@@ -6,6 +6,7 @@ and the folder's pipeline (without the package too) use it where a folder holds 
 
 import json
 import random
+import shutil
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from cont_transformer.learned_segmentation import SEGMENTER_FILE, WEIGHTS_FILE, 
 from cont_transformer.tagging.conllu_document import ConlluDocument
 from cont_transformer.tagging.sample_treebank import write_sample_treebank
 from cont_transformer.tagging.segmenter_training import (
+    note_on_card,
     score_segmenter,
     suffix_rules,
     token_lexicon,
@@ -183,6 +185,19 @@ def folder(spanish, tiny_tagger, tmp_path_factory) -> Path:
     (folder / "metrics.json").write_text(json.dumps({"tag_column": "xpos"}))
     spanish[0].save(folder)
     return folder
+
+
+def test_a_compressed_tagger_keeps_its_segmenter_and_its_cards_row(folder, tmp_path):
+    from cont_transformer.tools.compression import compress
+
+    source = tmp_path / "source"
+    shutil.copytree(folder, source)
+    note_on_card(source, "UD_Spanish-Toy", {"words": 99.5})
+    compress(source, tmp_path / "small", num_basis=2, repeats=1)
+    assert Segmenter.load(tmp_path / "small").lexicon == Segmenter.load(source).lexicon
+    row = "| raw text segmenter | learned from UD_Spanish-Toy (learned_segmentation.py; dev F1: words 99.50) |"
+    assert row in (tmp_path / "small" / "README.md").read_text(encoding="utf-8").split("\n")
+    assert Tagger.from_pretrained(tmp_path / "small").segmenter is not None
 
 
 TEXT = "El perro vino del monte. El gato fue al río!"

@@ -52,7 +52,8 @@ class ModelFamily:
         synthetic_inputs: ``(config, count, size) -> (model inputs, description)``, random
             input for timing when no evaluation data is given.
         write_record: ``(source_folder, folder, accuracy, description)``, files a compressed
-            folder needs besides the model and preprocessor (a tagger's metrics.json).
+            folder needs besides the model and preprocessor (a tagger's metrics.json and
+            learned segmenter), written after its card.
         run_eval_file: ``(arguments, directory) -> path or None``: the evaluation file a
             training run of these ``arguments`` (its ``run.json``'s) was selected on, when
             the run made it rather than read it (written into ``directory``).

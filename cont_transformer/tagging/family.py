@@ -21,6 +21,7 @@ from ..training.accelerator import make_accelerator
 from .data import load_treebank
 from .evaluation import evaluate, reported_rows, scoring_rows
 from .sample_treebank import write_sample_treebank
+from .segmenter_training import carry_segmenter
 from .tag import saved_tag_column
 
 
@@ -85,10 +86,12 @@ def synthetic_inputs(config, count: int, size: int) -> tuple[dict, str]:
 
 
 def write_record(source: Path, folder: Path, accuracy: float | None, description: str) -> None:
-    """A compressed tagger's metrics.json: its primary column (for evaluation) and accuracy
-    (the selection score: the mean over its columns)."""
+    """A compressed tagger's metrics.json (its primary column, for evaluation, and accuracy:
+    the selection score, the mean over its columns) and the source's learned segmenter, with
+    its card's row (:func:`.segmenter_training.carry_segmenter`)."""
     record = {"tag_column": saved_tag_column(source), "accuracy": accuracy, "eval_data": description}
     write_json(folder / METRICS_FILE, record)
+    carry_segmenter(source, folder)
 
 
 def sample_dev_file(arguments, directory: Path) -> Path | None:

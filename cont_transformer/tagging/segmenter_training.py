@@ -40,6 +40,7 @@ from ..learned_segmentation import (
     Segmenter,
     SegmenterConfig,
     fold_case,
+    has_segmenter,
 )
 from ..runtime.model_folders import BEST_MODEL_DIR, resolve_model_dir
 from .conllu_document import ConlluDocument, format_text_sentence
@@ -379,11 +380,29 @@ def note_on_card(folder: Path, source: str, scores: dict[str, float]) -> None:
     """Say on the card of the tagger in ``folder`` (its README.md, if any) that it splits raw
     text with a segmenter learned from ``source``, with its dev scores: its
     :data:`SEGMENTER_ROW` row replaced, or the row added in a section of its own."""
+    figures = ", ".join(f"{name} {value:.2f}" for name, value in scores.items() if name != "epoch")
+    _card_row(folder, f"| {SEGMENTER_ROW} | learned from {source} (learned_segmentation.py; dev F1: {figures}) |")
+
+
+def carry_segmenter(source: Path, folder: Path) -> None:
+    """The learned segmenter of the tagger in ``source``, if it holds one, in ``folder`` too (a
+    compressed copy of it), checked as it loads, with its card's :data:`SEGMENTER_ROW` row."""
+    if not has_segmenter(source):
+        return
+    Segmenter.load(source).save(folder)
+    card = source / "README.md"
+    lines = card.read_text(encoding="utf-8").split("\n") if card.is_file() else []
+    rows = [line for line in lines if line.startswith(f"| {SEGMENTER_ROW} |")]
+    if rows:
+        _card_row(folder, rows[0])
+
+
+def _card_row(folder: Path, row: str) -> None:
+    """``row`` as the :data:`SEGMENTER_ROW` row of the card in ``folder`` (its README.md, if
+    any), or added in a section of its own."""
     card = folder / "README.md"
     if not card.is_file():
         return
-    figures = ", ".join(f"{name} {value:.2f}" for name, value in scores.items() if name != "epoch")
-    row = f"| {SEGMENTER_ROW} | learned from {source} (learned_segmentation.py; dev F1: {figures}) |"
     lines = card.read_text(encoding="utf-8").split("\n")
     noted = [row if line.startswith(f"| {SEGMENTER_ROW} |") else line for line in lines]
     text = "\n".join(noted)
@@ -396,6 +415,7 @@ def note_on_card(folder: Path, source: str, scores: dict[str, float]) -> None:
 
 __all__ = [
     "Paragraph",
+    "carry_segmenter",
     "note_on_card",
     "score_segmenter",
     "segmented_conllu",

@@ -428,17 +428,17 @@ def save_compressed(
     base_model: str | None = None,
 ) -> None:
     """Write ``model`` with ``save_pretrained``, the source's tokenizer or image processor,
-    the family's record (a tagger's metrics.json: tag column and accuracy) and the
-    compression model card (``base_model``: the source's Hub id, see
+    the compression model card and the family's record (a tagger's metrics.json: tag column
+    and accuracy; its learned segmenter) (``base_model``: the source's Hub id, see
     :func:`write_compression_card`) into ``folder``. The config keeps the compressed model's
     card facts (:func:`compressed_card_facts`), so a later save states them, not the source's."""
     record_card_facts(model.config, **compressed_card_facts(result, base_model))
     model.save_pretrained(folder)
     if source.preprocessor is not None:
         source.preprocessor.save_pretrained(folder)
-    if source.family.write_record is not None:
-        source.family.write_record(source.folder, folder, result.compressed.accuracy, result.eval_description)
     write_compression_card(folder, model, result, extra, base_model)
+    if source.family.write_record is not None:  # after the card, which the family's files may note on
+        source.family.write_record(source.folder, folder, result.compressed.accuracy, result.eval_description)
 
 
 def compress(
