@@ -14,6 +14,7 @@ own carried modules (docs/design.md §10).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from tokenizers import models, pre_tokenizers
@@ -22,6 +23,31 @@ from tokenizers import models, pre_tokenizers
 # whose tokenizer was built with a spaced prefix, ``text/tokenization.py``): a space, which
 # no word contains, so that no word could be read as a continuation piece.
 SPACED_CONTINUATION_PREFIX = " ##"
+
+
+# What stands for the spaces inside a word (Vietnamese writes a word's syllables apart:
+# ``học sinh``) in a tokenizer's vocabulary, so that such a word is one entry: a tokenizer
+# built from words with spaces holds it (text/tokenization.py), and then every word given
+# to it is read with its inner spaces joined by it (:func:`joined_words`).
+SPACE_IN_WORD = "\u2581"
+_SPACES = re.compile(r"\s+")
+
+
+def joined(word: str) -> str:
+    """``word`` with each run of spaces inside it as :data:`SPACE_IN_WORD` (``học sinh`` ->
+    ``học▁sinh``): the vocabulary entry of a word written with spaces."""
+    return _SPACES.sub(SPACE_IN_WORD, word.strip()) or word
+
+
+def joined_words(tokenizer, words: Sequence[str]) -> list[str]:
+    """``words``, each :func:`joined` for a ``tokenizer`` whose vocabulary holds
+    :data:`SPACE_IN_WORD`; else as they are (each piece of a spaced word is then looked up
+    alone, as a tokenizer built before words kept their spaces reads it)."""
+    if not any(" " in word or not word.isprintable() for word in words):
+        return list(words)
+    if tokenizer.convert_tokens_to_ids(SPACE_IN_WORD) in (None, getattr(tokenizer, "unk_token_id", None)):
+        return list(words)
+    return [joined(word) for word in words]
 
 
 def continuation_prefix(tokenizer) -> str:
@@ -39,14 +65,15 @@ def continuation_prefix(tokenizer) -> str:
 def encode_words(tokenizer, sentences: Sequence[Sequence[str]], **options):
     """``tokenizer(sentences, is_split_into_words=True, **options)`` with each given word kept whole: the
     raw-text pre-tokenizer (``text/tokenization.py``, ``ud_pre_tokenizer``) is replaced by a whitespace split
-    meanwhile.
+    meanwhile, and a word's inner spaces are joined where the vocabulary holds such words
+    (:func:`joined_words`).
 
     A given word that starts with the continuation prefix (``##x`` for a tokenizer whose prefix is
     ``##``; no training word does) is encoded as ``[UNK]``: WordPiece would match a continuation piece
     at its start, and the model, which finds words by their continuation pieces, would read it as the
     end of the word before. The raw-text pre-tokenizer never makes such a word (it splits ``#`` off)."""
     prefix, unknown = continuation_prefix(tokenizer), getattr(tokenizer, "unk_token", None)
-    sentences = [list(words) for words in sentences]
+    sentences = [joined_words(tokenizer, words) for words in sentences]
     if unknown is not None and not prefix[:1].isspace():
         sentences = [[unknown if word.startswith(prefix) else word for word in words] for words in sentences]
     backend = getattr(tokenizer, "backend_tokenizer", None)

@@ -203,3 +203,23 @@ def test_segmented_conllu_keeps_its_words_and_sentences(tagger_folder, tmp_path)
     for mine, theirs in zip(tagged, original):
         fields, given = mine.split("\t"), theirs.split("\t")
         assert fields[:2] == given[:2] and fields[5:] == given[5:]  # ids, forms, sentences, MISC as given
+
+
+def test_a_word_written_with_spaces_is_one_vocabulary_entry():
+    """Vietnamese writes a word's syllables apart (``học sinh``): a tokenizer built from such
+    words holds them joined, and reads a given word so; one built without them reads each
+    syllable alone, as before."""
+    from cont_transformer import build_tokenizer
+    from cont_transformer.tagging.trainer import _vocabulary
+    from cont_transformer.word_encoding import SPACE_IN_WORD, encode_words
+
+    vocabulary = _vocabulary({"tokens": [["học sinh", "đi", "học"], ["học sinh"]]})
+    assert vocabulary == [f"học{SPACE_IN_WORD}sinh", "học", "đi"]  # most frequent first
+    for spelling in (False, True):
+        tokenizer = build_tokenizer(vocabulary, spelling=spelling)
+        encoding = encode_words(tokenizer, [["học  sinh", "đi"]])
+        assert tokenizer.convert_ids_to_tokens(encoding["input_ids"][0])[1:] == [f"học{SPACE_IN_WORD}sinh", "đi"]
+        assert encoding.word_ids(0) == [None, 0, 1]
+    before = build_tokenizer(["học", "sinh", "đi"])
+    encoding = encode_words(before, [["học sinh", "đi"]])
+    assert before.convert_ids_to_tokens(encoding["input_ids"][0])[1:] == ["học", "sinh", "đi"]

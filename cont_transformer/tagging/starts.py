@@ -40,6 +40,7 @@ from ..text.pretrained_encoder import (
 )
 from ..text.tokenization import build_tokenizer, check_tokenizer, spelling_tables, training_words
 from ..text.word_vectors import load_word_vectors, vector_table
+from ..word_encoding import joined
 from .arguments import TrainingArguments
 from .tag import saved_tag_column
 
@@ -149,7 +150,7 @@ class NewTagger(TaggerStart):
         args, tokenizer = self.args, self._tokenizer
         spelling, char_vocab_size = None, ContTransformerConfig.char_vocab_size
         if args.word_representation != "word":
-            whole_words = set(counts) | set(self.pretrained_words)
+            whole_words = {joined(word) for word in counts} | set(self.pretrained_words)
             spelling, char_vocab_size = spelling_tables(tokenizer, whole_words, args.max_word_length)
         vector_size, rows = 0, 0
         if self.word_vectors is not None:  # the vectors' extra words get no rows

@@ -74,6 +74,7 @@ from ..text.tokenization import (
 )
 from ..training.scaffold import Trainer
 from ..training.schedules import cooldown_factor, inverse_sqrt_learning_rate
+from ..word_encoding import joined
 from . import family  # noqa: F401  registers the family (card, tools), entry points or not
 from .arguments import DEFAULT_COOLDOWN_FRACTION, TrainingArguments
 from .columns import (
@@ -118,8 +119,8 @@ logger = logging.getLogger(__name__)
 
 
 def _vocabulary(train) -> list[str]:
-    # Some treebanks have words with spaces; the tokenizer splits those, so they are no entries.
-    return [word for word in build_vocab(train) if not any(c.isspace() for c in word)]
+    # Some treebanks have words with spaces (Vietnamese): entries with them joined.
+    return list(dict.fromkeys(joined(word) for word in build_vocab(train)))
 
 
 def _content_fingerprint(*datasets_, columns: Sequence[str]) -> str:

@@ -68,7 +68,7 @@ from ..text_segmentation import word_pre_tokenizer
 
 # Written once, for a saved tagger's pipeline (remote code) too: the continuation prefix
 # read from a tokenizer, words kept whole, long words cut.
-from ..word_encoding import continuation_prefix
+from ..word_encoding import SPACE_IN_WORD, continuation_prefix
 from ..word_representation import NUM_RESERVED_CHARS, clip_spelling
 
 PAD_TOKEN = "[PAD]"
@@ -123,6 +123,8 @@ def build_tokenizer(
     """
     vocab = {token: i for i, token in enumerate((*SPECIAL_TOKENS, *([MASK_TOKEN] if mask else [])))}
     words = list(words)
+    if any(SPACE_IN_WORD in word for word in words):  # words written with spaces: encode_words joins them
+        vocab.setdefault(SPACE_IN_WORD, len(vocab))
     for word in words:
         if any(c.isspace() for c in word) or not word:
             raise ValueError(f"vocabulary words must be non-empty and without whitespace, got {word!r}")
