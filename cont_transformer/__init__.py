@@ -15,7 +15,7 @@ remote code and no question.
 The registration happens when transformers is imported, or at once if it already is
 (:func:`~cont_transformer.runtime.auto.register_with_transformers`), and every public name loads on
 first use (a module ``__getattr__``): so ``import cont_transformer.basis`` (or
-``integrators``, ``ode_block``, ``transform``, ``runtime.compression``) loads neither transformers
+``integrators``, ``ode_block``, ``transform``, ``runtime.compressed_copies``) loads neither transformers
 nor any application, while ``from cont_transformer import ContTransformerConfig`` works as
 it always did (docs/design.md §1).
 """

@@ -26,7 +26,7 @@ from cont_transformer import (
     build_tokenizer,
     write_model_card,
 )
-from cont_transformer.runtime.compression import compressed_copy, score_variants
+from cont_transformer.runtime.compressed_copies import compressed_copy, score_variants
 from cont_transformer.tagging.evaluation import evaluate_saved_model
 from cont_transformer.tools.compression import compress, load_eval_set, load_model
 from cont_transformer.tools.sweep import (

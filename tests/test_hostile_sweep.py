@@ -7,7 +7,7 @@ import json
 import pytest
 from hostile import load_script, run_compress, save_tagger
 
-from cont_transformer.runtime.compression import MAX_GROWTH, check_choices
+from cont_transformer.runtime.compressed_copies import MAX_GROWTH, check_choices
 from cont_transformer.tagging.tag import Tagger
 from cont_transformer.training.recipes import scale_schedule
 

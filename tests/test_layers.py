@@ -308,7 +308,7 @@ CORE = [
     "cont_transformer.integrators",
     "cont_transformer.ode_block",
     "cont_transformer.transform",
-    "cont_transformer.runtime.compression",
+    "cont_transformer.runtime.compressed_copies",
 ]
 # What importing the core may load of the package: the core, the package's lazy __init__ and
 # the registration's watch for transformers (``auto``, which imports nothing of either).

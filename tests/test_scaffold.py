@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from cont_transformer import OdeBlock
-from cont_transformer.runtime.compression import compression_variants
+from cont_transformer.runtime.compressed_copies import compression_variants
 from cont_transformer.runtime.model_folders import BEST_MODEL_DIR, resolve_model_dir
 from cont_transformer.runtime.safe_files import (
     MANIFEST_FILE,

@@ -299,7 +299,7 @@ def load_line(folder: Path, dtype: str | None, settings: list[tuple[int, int]]) 
 
     from cont_transformer import Tagger
     from cont_transformer.pretrained import inference_dtype
-    from cont_transformer.runtime.compression import compressed_copy
+    from cont_transformer.runtime.compressed_copies import compressed_copy
 
     base = Tagger.from_pretrained(folder, device="cpu", dtype=torch.float32)
     cast = torch_dtype(dtype) or inference_dtype(torch.device("cpu"))
@@ -364,7 +364,7 @@ def import_libraries(args: argparse.Namespace) -> None:
     torch.set_num_threads(1)
     if args.ours or args.line:
         from cont_transformer import Document, Tagger  # noqa: F401
-        from cont_transformer.runtime.compression import compressed_copy  # noqa: F401
+        from cont_transformer.runtime.compressed_copies import compressed_copy  # noqa: F401
     from cont_transformer.tagging.scoring import score  # noqa: F401
 
 

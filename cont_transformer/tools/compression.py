@@ -13,7 +13,7 @@ complete folder (weights, config, tokenizer or image processor, model card) atom
 The pieces (:func:`load_model`, :func:`load_eval_set`, :func:`compare`,
 :func:`save_compressed`) serve the sweep in :mod:`cont_transformer.tools.sweep` too; the
 checks, the transformed copy and the card's compression section come from
-:mod:`cont_transformer.runtime.compression`, which the training scaffold's report uses as well.
+:mod:`cont_transformer.runtime.compressed_copies`, which the training scaffold's report uses as well.
 The source folder is only ever read.
 """
 
@@ -42,7 +42,7 @@ from ..checks import check_count
 from ..model_card import CARD_NAME, Evaluation, record_card_facts, write_model_card
 from ..pretrained import check_no_custom_code
 from ..runtime.compiling import compiled
-from ..runtime.compression import (
+from ..runtime.compressed_copies import (
     SECTION_HEADING,
     check_arguments,
     check_reachable,
@@ -318,7 +318,7 @@ def write_compression_card(
     (:func:`~cont_transformer.model_card.write_model_card`).
 
     The card holds the architecture, the compression section
-    (:func:`~cont_transformer.runtime.compression.compression_section`) comparing the source and
+    (:func:`~cont_transformer.runtime.compressed_copies.compression_section`) comparing the source and
     the compressed model, the same facts as ``compression`` metadata, and the accuracy
     as a ``model-index`` result (the model named after ``result.output_dir``; ``folder``
     may be a staging folder). The data the source was trained on (``language``,

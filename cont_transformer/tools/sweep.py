@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..basis import get_basis
 from ..checks import check_count
-from ..runtime.compression import (
+from ..runtime.compressed_copies import (
     check_arguments,
     check_choices,
     compression_table,
@@ -219,7 +219,7 @@ def read_csv(path: PathLike) -> list[SweepRow]:
 
 
 def markdown_table(rows: Sequence[SweepRow]) -> str:
-    """The rows as :func:`~cont_transformer.runtime.compression.compression_table` writes every
+    """The rows as :func:`~cont_transformer.runtime.compressed_copies.compression_table` writes every
     compression table (accuracy in percent, time in seconds); a column for the K of the
     running statistics when the model has them."""
     records = [{**asdict(row), "model": row.grid} for row in rows]

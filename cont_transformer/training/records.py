@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from ..model_card import record_card_facts, write_model_card
-from ..runtime.compression import SECTION_HEADING, compressed_copy, compression_section, score_variants
+from ..runtime.compressed_copies import SECTION_HEADING, compressed_copy, compression_section, score_variants
 from ..runtime.model_folders import BEST_MODEL_DIR, METRICS_FILE, MODEL_FOLDER, UNCOMPRESSED_MODEL_DIR
 from ..runtime.safe_files import staged_directory, write_json
 
@@ -198,7 +198,7 @@ class RunRecords:
 
     def compression_report(self) -> list[dict]:
         """Score the best model as trained, compressed without retraining
-        (:func:`~cont_transformer.runtime.compression.compression_variants`) on dev; writes
+        (:func:`~cont_transformer.runtime.compressed_copies.compression_variants`) on dev; writes
         ``compression.json`` beside ``metrics.json`` and returns the rows."""
         model = self.load_model(self.trained_model_folder())
         rows = score_variants(model, self.evaluate, self.reported_metrics(), self.selection_metric)

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from ..runtime.compiling import after_refinement
-from ..runtime.compression import coarser_num_basis
+from ..runtime.compressed_copies import coarser_num_basis
 from ..transform import integrated_with
 from .divergence import check_loss, check_weights
 from .refinement import refine_with_optimizer
