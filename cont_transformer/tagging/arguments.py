@@ -378,8 +378,9 @@ SAMPLE_DEFAULTS: dict[str, object] = {
 
 def fitted_schedule(words: int) -> dict[str, object]:
     """The schedule of a run on a train split of ``words`` words (``--fit-to-treebank``): a
-    step per 20 words, at least 1,500 and at most 8,000 (from 150 passes over a 3,000-word
-    treebank to 8 over a million words); English-GUM's shape (a 6% warm-up, three early
+    step per 20 words, at least 1,500 and at most 8,000 (in batches of 64 sentences, from
+    about 250 passes over a 3,000-word treebank to about ten over a million words of
+    20-word sentences); English-GUM's shape (a 6% warm-up, three early
     refinements and a late one at 75%, the learning rate cooled over the last 3/8); eight
     evaluations and saves."""
     steps = min(max(round(words / 20), FIT_MIN_STEPS), FIT_MAX_STEPS)
