@@ -75,7 +75,6 @@ class GoldColumns:
     labels: dict[str, list[str]]
     primary: str
     tokenizer: object  # the tagger's, whose processor predicts and decodes
-    feats_mode: str = "whole"
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -167,7 +166,7 @@ def scoring_rows(
         offsets += len(sentence)
     tags = fields.pop("labels")
     rows = encode_for_evaluation(tokenizer, words, tags, max_length, known_words, columns={**fields, WORD_INDEX: index})
-    return rows, GoldColumns(words, gold, dict(labels), primary, tokenizer, feats_mode)
+    return rows, GoldColumns(words, gold, dict(labels), primary, tokenizer)
 
 
 @torch.no_grad()

@@ -42,10 +42,10 @@ from pathlib import Path
 
 import torch
 
-from ..learned_segmentation import Segmenter, has_segmenter
+from ..learned_segmentation import Segmenter
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..pretrained import check_model_kind, check_no_custom_code, inference_dtype
-from ..processing_cont_transformer import TOKENS_PER_BATCH, ContTransformerTaggerProcessor
+from ..processing_cont_transformer import TOKENS_PER_BATCH, ContTransformerTaggerProcessor, folder_segmenter
 from ..runtime.collection import paused_cycle_collection
 from ..runtime.compiling import compiled
 from ..runtime.model_folders import METRICS_FILE, resolve_model_dir
@@ -293,8 +293,8 @@ class Tagger:
         # No length limit: the tagger windows long sentences itself (a folder's tokenizer
         # may hold the training length, and would warn about it).
         tokenizer = load_tokenizer(folder, model, model_max_length=VERY_LARGE_INTEGER)
-        if "segmenter" not in options and has_segmenter(folder):
-            options["segmenter"] = Segmenter.load(folder)
+        if "segmenter" not in options:  # the folder's, as the processor and the pipeline find it
+            options["segmenter"] = folder_segmenter(str(folder))
         return cls(model, tokenizer, column=options.pop("column", saved_tag_column(folder)), **options)
 
     def split_text(self, text: str) -> Iterator[Sentence]:
