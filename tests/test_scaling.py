@@ -13,8 +13,10 @@ from cont_transformer.benchmarks.scaling import (
     measure_scaling,
     plot_scaling,
     process_tree_pss,
+    reported_rate,
     run_sampled,
 )
+from cont_transformer.tagging.tag_files import TaggingStats
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -69,3 +71,21 @@ def test_words_are_the_lines_with_an_integer_id(tmp_path):
     path = tmp_path / "a.conllu"
     path.write_text("# text = Don't.\n1-2\tDon't\t_\n1\tDo\t_\n2\tn't\t_\n2.1\tx\t_\n3\t.\t_\n\n")
     assert conllu_words(path) == 3
+
+
+def test_the_rate_tag_py_reports_is_read_from_its_summary_line(tmp_path):
+    stats = TaggingStats(sentences=3, words=12_345)
+    stats.wall["model"] = 2.0
+    assert reported_rate(stats.summary()) == pytest.approx(6172, abs=1)
+    assert reported_rate("Traceback (most recent call last):") is None
+
+    def summarizing(n, output):  # n processes tag twice as fast per process count, as reported
+        line = f"tagged 6 words in 2 sentences: {1000 * n:,} words/s (model 0.01 s)"
+        program = f"import sys; open({str(output)!r}, 'w').write({CONLLU * 3!r}); print({line!r}, file=sys.stderr)"
+        return [sys.executable, "-c", program]
+
+    results = measure_scaling(summarizing, [1, 2], tmp_path, runs=1)["results"]
+    assert [r["tagging_words_per_wall_s"] for r in results] == [1000, 2000]
+    assert [r["tagging_speedup"] for r in results] == [1.0, 2.0]
+    silent = measure_scaling(_writer(False), [1, 2], tmp_path, runs=1)["results"]
+    assert not any("tagging_speedup" in r for r in silent)  # a command that reports no rate
