@@ -5,7 +5,7 @@
 :func:`combination_index` and :func:`predicted_label_ids` decode UPOS, XPOS and FEATS (those
 a tagger predicts, two or more) jointly over the triples seen in training (``config.tag_combinations``), or each head
 alone; :func:`decode_column` turns label ids into values (a lemma by its edit script,
-:mod:`.lemma_scripts`; factored features into one canonical FEATS string,
+:mod:`.lemmas`; factored features into one canonical FEATS string,
 :func:`canonical_feats`); :func:`decode_columns` decodes a sentence's every column, a word
 of the lemma lexicon (``config.lemma_lexicon``) taking its lemma from there.
 
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import torch
 
 from .configuration_cont_transformer import ABSENT_FEATURE, JOINT_COLUMNS, feature_groups, joint_columns
-from .lemma_scripts import choose_lemma, lemma_candidates, parse_script
+from .lemmas import choose_lemma, lemma_candidates, parse_script
 
 
 def canonical_feats(feats: str) -> str:

@@ -179,7 +179,7 @@ class ContTransformerConfig(PreTrainedConfig):
             FEATS strings (``feats_mode="whole"``) or ``Name=Value`` per feature value,
             ``Name=_`` for an absent feature, labels of one feature together
             (``"factored"``), lemma edit scripts as text
-            (``cont_transformer.tagging.lemmas``), dependency relations (``"deprel"``, an
+            (``cont_transformer.lemmas``), dependency relations (``"deprel"``, an
             auxiliary column: learnt, never given). None or empty: one column only.
         column_sizes: the other predicted columns -> their number of labels, which sizes
             their heads; set from ``column_labels`` when not given (and checked against

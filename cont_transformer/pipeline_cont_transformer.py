@@ -3,7 +3,7 @@
 A tagger's ``save_pretrained`` folder names this pipeline in ``config.json``
 (``custom_pipelines``, task :data:`TASK`) and holds a copy of this file and of the files it
 imports (the tagger's processor, ``processing_cont_transformer.py``, and what it imports:
-``column_decoding.py``, ``lemma_scripts.py``, ``word_encoding.py``, ``sentence_windows.py``,
+``column_decoding.py``, ``lemmas.py``, ``word_encoding.py``, ``sentence_windows.py``,
 ``text_segmentation.py``, ``learned_segmentation.py`` and the configuration), so where this
 package is not installed::
 

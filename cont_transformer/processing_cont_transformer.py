@@ -51,7 +51,7 @@ from transformers.utils import cached_file
 from .column_decoding import combination_index, decode_columns, model_column_labels, parsed_labels, predicted_label_ids
 from .configuration_cont_transformer import AUXILIARY_COLUMNS, ContTransformerConfig
 from .learned_segmentation import SEGMENTER_FILE, WEIGHTS_FILE, Segmenter
-from .lemma_scripts import vocabulary_words
+from .lemmas import vocabulary_words
 from .pretrained import check_no_custom_code
 from .sentence_windows import evaluation_windows
 from .text_segmentation import Sentence, check_language, split_text, tokenize_sentences

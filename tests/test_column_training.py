@@ -7,12 +7,12 @@ import pytest
 import torch
 
 from cont_transformer import build_tokenizer
+from cont_transformer.lemmas import edit_script
 from cont_transformer.processing_cont_transformer import ContTransformerTaggerProcessor
 from cont_transformer.runtime.model_folders import BEST_MODEL_DIR
 from cont_transformer.tagging.arguments import parse_columns, resolve_arguments
 from cont_transformer.tagging.evaluation import GoldColumns, reported_rows
 from cont_transformer.tagging.family import eval_set
-from cont_transformer.tagging.lemmas import edit_script
 from cont_transformer.tagging.metrics import load_conll18
 from cont_transformer.tagging.sample_treebank import write_sample_treebank
 from cont_transformer.tagging.trainer import train

@@ -44,7 +44,7 @@ MODELS = [
     # What a saved tagger's pipeline shares with the tagging application:
     "word_encoding",  # words to token ids, each word whole
     "sentence_windows",  # windows over long sentences
-    "lemma_scripts",  # lemma edit scripts: applying and choosing
+    "lemmas",  # lemma edit scripts (learned, applied, chosen among) and the lemma lexicon
     "column_decoding",  # outputs to CoNLL-U columns
     "text_segmentation",  # raw text to sentences of words, for Tagger and the saved pipeline alike
     "learned_segmentation",  # a segmenter learned from a treebank, carried with the pipeline

@@ -1,13 +1,13 @@
 """Lemmas the vocabulary knows: a word outside the lemma lexicon takes its likeliest script,
 unless that script makes a word the tokenizer's vocabulary lacks and a next likeliest one,
-within the margin, makes a word it holds (``lemma_scripts.choose_lemma``)."""
+within the margin, makes a word it holds (``lemmas.choose_lemma``)."""
 
 import math
 
 import torch
 
 from cont_transformer.column_decoding import decode_columns
-from cont_transformer.lemma_scripts import (
+from cont_transformer.lemmas import (
     LEMMA_CANDIDATES,
     LEMMA_MARGIN,
     NO_CANDIDATE,

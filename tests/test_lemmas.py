@@ -5,9 +5,7 @@ import pytest
 
 from cont_transformer import ContTransformerConfig
 from cont_transformer.column_decoding import decode_columns
-from cont_transformer.lemma_scripts import EditScript, apply_script, parse_script
-from cont_transformer.tagging.lemma_lexicon import lemma_lexicon
-from cont_transformer.tagging.lemmas import edit_script, script_labels
+from cont_transformer.lemmas import EditScript, apply_script, edit_script, lemma_lexicon, parse_script, script_labels
 
 
 def test_a_made_up_verbs_ed_form_gets_its_lemma_from_the_walked_script():

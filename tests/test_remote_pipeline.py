@@ -45,7 +45,7 @@ CODE_FILES = (
     "word_encoding.py",
     "sentence_windows.py",
     "processing_cont_transformer.py",
-    "lemma_scripts.py",
+    "lemmas.py",
     "column_decoding.py",
     "configuration_cont_transformer.py",
     "tagger_files.py",

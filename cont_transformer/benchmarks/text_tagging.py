@@ -13,7 +13,7 @@ The models are the tagging recipe's (``recipes/en_gum.json`` at its final K = N_
 by the trainer's :func:`~cont_transformer.tagging.trainer.model_config`) with random
 weights: time does not depend on them. Their labels are as many as English-GUM has
 (17 UPOS, 46 XPOS, whole FEATS strings, lemma edit scripts learnt from generated
-English-like ``(form, lemma)`` pairs by :func:`~cont_transformer.tagging.lemmas.script_labels`).
+English-like ``(form, lemma)`` pairs by :func:`~cont_transformer.lemmas.script_labels`).
 The text is generated English-like prose (Zipfian words, commas, clitics, questions,
 paragraphs) with ``unseen_rate`` of its words absent from the tokenizer's vocabulary.
 """
@@ -28,11 +28,11 @@ from pathlib import Path
 
 import torch
 
+from ..lemmas import script_labels
 from ..modeling_cont_transformer import ContTransformerForTokenClassification
 from ..runtime.measuring import Case, Workload
 from ..tagging.arguments import TrainingArguments
 from ..tagging.columns import canonical_feats
-from ..tagging.lemmas import script_labels
 from ..tagging.starts import model_config
 from ..tagging.tag import Tagger
 from ..tagging.tag_files import tag_file

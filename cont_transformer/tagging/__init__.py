@@ -3,9 +3,9 @@
 Data: :mod:`.data` (CoNLL-U treebanks as ``datasets``, UD treebank codes and their
 release folders, a treebank's facts and licence), :mod:`.sample_treebank` (the generated
 sample). Columns: :mod:`.columns` (which CoNLL-U columns a treebank annotates, their
-labels, ids and back), :mod:`.combinations` (the UPOS, XPOS and FEATS combinations decoded
-jointly), :mod:`.lemmas` (lemmas as edit scripts learnt from the treebank) and
-:mod:`.lemma_lexicon` (the lemma of each training word and tag). Training:
+labels, ids and back, the lemma lexicon of the train sentences; lemmas themselves, learned
+and applied, are the package root's ``lemmas.py``), :mod:`.combinations` (the UPOS, XPOS
+and FEATS combinations decoded jointly). Training:
 :mod:`.arguments` (``TrainingArguments``, presets, the schedule fitted to a treebank),
 :mod:`.starts` (the ways a tagger starts: new, from a language model, fine-tuned),
 :mod:`.trainer` (``PosTrainer``, ``train``), :mod:`.evaluation` (dev scores, saved models),

@@ -39,12 +39,13 @@ from ..configuration_cont_transformer import (
     ABSENT_FEATURE,
     AUXILIARY_COLUMNS,
     FEATS_MODES,
+    LEXICON_COLUMNS,
     OUTPUT_COLUMNS,
     PREDICTED_COLUMNS,
     feature_groups,
 )
+from ..lemmas import edit_script, lemma_lexicon, script_labels
 from .data import UNSEEN_TAG
-from .lemmas import edit_script, script_labels
 
 __all__ = [
     "ABSENT_FEATURE",
@@ -62,6 +63,7 @@ __all__ = [
     "feature_groups",
     "label_field",
     "primary_column",
+    "treebank_lemma_lexicon",
 ]
 
 
@@ -187,3 +189,16 @@ def encode_column(
     if column == "feats":
         values = [[canonical_feats(v) for v in sentence] for sentence in values]
     return [[ids.get(value, UNSEEN_TAG) for value in sentence] for sentence in values]
+
+
+def treebank_lemma_lexicon(train, num_treebank: int, labels) -> dict | None:
+    """The lemma lexicon (:func:`~cont_transformer.lemmas.lemma_lexicon`) of the first
+    ``num_treebank`` sentences of ``train`` (the treebank's, not the silver ones after them),
+    keyed by the first of ``LEXICON_COLUMNS`` the tagger predicts (``labels``: its columns);
+    None unless it predicts lemmas and one of them."""
+    column = next((c for c in LEXICON_COLUMNS if c in labels), None)
+    if "lemma" not in labels or column is None:
+        return None
+    treebank = train.select(range(num_treebank))
+    sentences = zip(treebank["tokens"], column_values(treebank, column), column_values(treebank, "lemma"))
+    return lemma_lexicon((triple for sentence in sentences for triple in zip(*sentence)), column)

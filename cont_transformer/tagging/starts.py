@@ -66,7 +66,7 @@ def model_config(
     (UPOS, XPOS, FEATS) triples seen in training (``combinations.tag_combinations``);
     ``word_vector_size``: of the static word vectors (0: none); ``num_word_embeddings``:
     rows of the word embeddings (0: one per id; see :func:`whole_word_rows`);
-    ``lemma_lexicon``: see ``lemma_lexicon.treebank_lemma_lexicon``."""
+    ``lemma_lexicon``: see ``columns.treebank_lemma_lexicon``."""
     primary, *others = labels
     label_names = labels[primary]
     return ContTransformerConfig(

@@ -85,6 +85,7 @@ from .columns import (
     encode_column,
     label_field,
     primary_column,
+    treebank_lemma_lexicon,
 )
 from .combinations import tag_combinations
 from .data import (
@@ -104,7 +105,6 @@ from .evaluation import (
     reported_rows,
     scoring_rows,
 )
-from .lemma_lexicon import treebank_lemma_lexicon
 from .sample_treebank import write_sample_treebank
 from .segmenter_training import SEGMENTER_ROW
 from .self_training import silver_sentences
