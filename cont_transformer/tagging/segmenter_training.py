@@ -46,8 +46,8 @@ from ..runtime.model_folders import BEST_MODEL_DIR, resolve_model_dir
 from .conllu_document import ConlluDocument, format_text_sentence
 from .scoring import score
 
-RULE_MIN_COUNT = 2  # a suffix rule is kept when it explains at least this many training tokens
-RULE_MIN_SHARE = 0.5  # ... and more than this share of the training tokens ending in its suffix
+RULE_MIN_COUNT = 2  # a suffix rule is kept when it explains at least this many distinct training forms
+RULE_MIN_SHARE = 0.5  # ... and more than this share of the distinct forms ending in its suffix
 MIN_CHARACTER_COUNT = 2  # rarer characters are unknown to the model
 DICTIONARY_MIN_COUNT = 2  # a token form seen this often is a dictionary word: in training,
 # the words seen once are the unknown words of new text
@@ -169,8 +169,12 @@ def token_lexicon(tokens: list[tuple[str, tuple[str, ...]]]) -> dict[str, list[s
 def suffix_rules(tokens: list[tuple[str, tuple[str, ...]]]) -> dict[str, list[str]]:
     """Suffix -> ``[replacement, word, ...]`` for multiword tokens whose words are not its
     pieces: a lowercased form's suffix that covers what its first word changes, kept when
-    it explains at least :data:`RULE_MIN_COUNT` training tokens and more than
-    :data:`RULE_MIN_SHARE` of the tokens ending in it."""
+    it explains at least :data:`RULE_MIN_COUNT` distinct training forms and more than
+    :data:`RULE_MIN_SHARE` of the distinct forms ending in it. A rule is for forms never
+    seen (the lexicon gives a seen one its words), so its evidence is how many forms it
+    explains, not how often they occur: a frequent contraction alone makes no rule (Yiddish
+    ``פֿונעם`` = ``פֿון`` ``דעם`` had split the unseen ``קלײנעם`` into ``קלײן`` ``דעם``)."""
+    tokens = sorted({(form, tuple(words)) for form, words in tokens})
     candidates: dict[str, Counter] = defaultdict(Counter)
     for form, words in tokens:
         if len(words) < 2 or "".join(words) == form:
