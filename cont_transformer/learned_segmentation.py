@@ -23,6 +23,14 @@ words it stands for), else it is one word. Words that are pieces of the token ke
 spans; words that are not (``σε`` of ``στο``) are given by their forms
 (:class:`~.text_segmentation.Sentence`: each such word spans the whole token).
 
+Punctuation the treebank never writes inside a longer token is parted from the word it
+begins or ends, as the rules have it, whatever the model says (:meth:`Segmenter.separated`;
+inside a word, between two letters, the model still decides): a small treebank
+shows few question marks, quotes or brackets, and the model, which never saw them, glued
+them to their words (Telugu ``తినాలి?``, Vietnamese ``(ông``). The exceptions are learned:
+the punctuation characters the treebank writes inside longer tokens (``joined_punctuation``:
+English ``.`` of ``Dr.``, the apostrophe of ``n't``) are left to the model.
+
 A blank line always ends a sentence, as in :func:`.text_segmentation.split_text`; the
 sentences and their ``paragraph_start`` are what that function gives, so every caller of
 the rules takes a learned segmenter unchanged.
@@ -135,6 +143,9 @@ class Segmenter:
             dictionary's words.
         language: the treebank's language code (informative).
         scores: its dev scores when it was trained (informative: what a folder carries).
+        joined_punctuation: the punctuation characters that training showed inside longer
+            tokens (module docstring); every other punctuation character is a token of its
+            own. None (a segmenter saved before it was learned): the model alone decides.
     """
 
     def __init__(
@@ -148,8 +159,10 @@ class Segmenter:
         language: str | None = None,
         scores: Mapping[str, float] | None = None,
         dictionary: Sequence[str] = (),
+        joined_punctuation: str | None = None,
     ):
         self.model, self.config = model, config
+        self.joined_punctuation = joined_punctuation
         self.scores = dict(scores or {})
         self.dictionary = frozenset(dictionary)
         self.longest_entry = max(map(len, self.dictionary), default=0)
@@ -219,6 +232,31 @@ class Segmenter:
         return outputs
 
     # Labels to sentences. ------------------------------------------------------------------
+
+    def separated(self, text: str, labels: list[int]) -> list[int]:
+        """``labels`` of ``text``'s characters with every punctuation character outside
+        :attr:`joined_punctuation` parted from the other characters beside it: a token ends
+        between them (a sentence end stays one). Between two marks alike (``...``), and for a
+        character inside a word, between two others (Yiddish ``ד“ר``, an abbreviation;
+        ``3/4``), the model decides."""
+        if self.joined_punctuation is None:
+            return labels
+        labels = list(labels)
+        marks = [unicodedata.category(c).startswith("P") for c in text]
+
+        def letter(at: int) -> bool:  # a character of a word: neither space nor punctuation
+            return 0 <= at < len(text) and not marks[at] and not text[at].isspace()
+
+        for position, character in enumerate(text):
+            if not marks[position] or character in self.joined_punctuation:
+                continue
+            if letter(position - 1) and letter(position + 1):
+                continue
+            for at in (position - 1, position):  # the boundary after the character at `at`
+                parts = 0 <= at < len(text) - 1 and text[at] != text[at + 1]
+                if parts and not text[at].isspace() and not text[at + 1].isspace() and labels[at] in (INSIDE, SPLIT):
+                    labels[at] = TOKEN
+        return labels
 
     def token_words(self, form: str, splits: Sequence[int] = ()) -> list[str] | None:
         """The words of the token ``form`` (module docstring), or None when it is one word;
@@ -297,7 +335,7 @@ class Segmenter:
         pieces = list(paragraphs(text))
         logits = self.label_logits([paragraph for _, paragraph in pieces])
         for (offset, paragraph), scores in zip(pieces, logits):
-            labels = scores.argmax(-1).tolist()
+            labels = self.separated(paragraph, scores.argmax(-1).tolist())
             for number, sentence in enumerate(self._sentences(paragraph, labels, offset)):
                 sentence.paragraph_start = number == 0
                 yield sentence
@@ -305,7 +343,7 @@ class Segmenter:
     def tokenize(self, text: str, offset: int = 0) -> Sentence:
         """``text`` as one sentence (no sentence splitting), split into tokens and words."""
         (scores,) = self.label_logits([text])
-        labels = [TOKEN if label == SENTENCE else label for label in scores.argmax(-1).tolist()]
+        labels = [TOKEN if label == SENTENCE else label for label in self.separated(text, scores.argmax(-1).tolist())]
         sentences = list(self._sentences(text, labels, offset))
         return sentences[0] if sentences else Sentence([])
 
@@ -327,6 +365,8 @@ class Segmenter:
             "scores": self.scores,
             "dictionary": sorted(self.dictionary),
         }
+        if self.joined_punctuation is not None:
+            data["joined_punctuation"] = self.joined_punctuation
         text = json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n"
         # The weights record the digest of the JSON they go with: an edit of either is refused.
         record = {DIGEST_KEY: hashlib.sha256(text.encode("utf-8")).hexdigest()}
@@ -359,6 +399,9 @@ class Segmenter:
                 raise ValueError(f"num_characters {config.num_characters} for {len(characters)} characters")
             lexicon, rules = data.get("lexicon") or {}, data.get("suffix_rules") or {}
             dictionary = data.get("dictionary") or []
+            joined = data.get("joined_punctuation")
+            if joined is not None and not isinstance(joined, str):
+                raise ValueError("joined_punctuation: not a string of characters")
             if not isinstance(dictionary, list) or not all(isinstance(w, str) for w in dictionary):
                 raise ValueError("dictionary: not a list of strings")
             for name, table in (("lexicon", lexicon), ("suffix_rules", rules)):
@@ -381,7 +424,7 @@ class Segmenter:
             raise ValueError(f"{path}: differs from the segmenter its weights {weights.name} were saved with")
         model.eval()
         spaces, language, scores = bool(data.get("spaces_in_tokens")), data.get("language"), data.get("scores")
-        return cls(model, config, characters, lexicon, rules, spaces, language, scores, dictionary)
+        return cls(model, config, characters, lexicon, rules, spaces, language, scores, dictionary, joined)
 
 
 def fold_case(character: str) -> str:

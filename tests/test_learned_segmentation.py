@@ -16,10 +16,11 @@ from tiny import labels
 from transformers import pipeline
 
 from cont_transformer import build_tokenizer
-from cont_transformer.learned_segmentation import SEGMENTER_FILE, WEIGHTS_FILE, Segmenter, has_segmenter
+from cont_transformer.learned_segmentation import INSIDE, SEGMENTER_FILE, TOKEN, WEIGHTS_FILE, Segmenter, has_segmenter
 from cont_transformer.tagging.conllu_document import ConlluDocument
 from cont_transformer.tagging.sample_treebank import write_sample_treebank
 from cont_transformer.tagging.segmenter_training import (
+    joined_punctuation,
     note_on_card,
     score_segmenter,
     suffix_rules,
@@ -116,6 +117,29 @@ def test_lexicon_and_suffix_rules_give_the_words_of_a_token():
     assert segmenter.token_words("sol") == ["so", "el"]  # without the dictionary: the rule
 
 
+def test_punctuation_the_treebank_never_writes_inside_a_word_is_parted_from_it():
+    # Learned: "." inside "Dr." and the apostrophe of "n't" are the treebank's own; "?" always
+    # stands alone, "..." is punctuation alone too.
+    tokens = [("Dr.", ("Dr.",)), ("...", ("...",)), ("?", ("?",)), ("n't", ("n't",)), ("word", ("word",))]
+    assert joined_punctuation(tokens) == "'."
+    assert joined_punctuation([(".", (".",))] * 200 + [("Dr.", ("Dr.",))]) == ""  # 1 in 201: noise
+    text = 'Dr. Who said "hi?!" (twice) and didn\'t stop, 3/4 of it...'
+    # A model that knows only spaces: every character inside, a token ending before each space.
+    labels = [TOKEN if i + 1 == len(text) or text[i + 1] == " " else INSIDE for i in range(len(text))]
+    logits = torch.nn.functional.one_hot(torch.tensor(labels), 4).float()
+    segmenter = Segmenter(None, None, [], joined_punctuation="'.")
+    segmenter.label_logits = lambda texts: [logits]
+    (sentence,) = segmenter.split(text)
+    # Quotes, brackets, "?", "!" and the comma are parted from what they touch; "3/4" (inside
+    # a word), "..." (marks alike) and the joined "Dr.", "didn't" and "it..." are the model's.
+    assert sentence.words(text) == [
+        *("Dr.", "Who", "said", '"', "hi", "?", "!", '"', "(", "twice", ")"),
+        *("and", "didn't", "stop", ",", "3/4", "of", "it..."),
+    ]
+    # A segmenter saved before the rule was learned keeps the model's tokens.
+    assert Segmenter(None, None, []).separated(text, labels) == labels
+
+
 def test_learns_tokens_multiword_tokens_and_sentences(spanish):
     segmenter, scores, dev = spanish
     assert scores["words"] > 97 and scores["sentences"] > 90 and scores["tokens"] > 97
@@ -156,8 +180,15 @@ def test_save_load_round_trip_and_broken_files_refused(spanish, tmp_path):
         (s.spans, s.multiword, s.forms) for s in segmenter.split(text)
     ]
     assert loaded.lexicon == segmenter.lexicon and loaded.scores == segmenter.scores
+    assert loaded.joined_punctuation == segmenter.joined_punctuation == ""  # the toy writes none inside words
     good = (tmp_path / SEGMENTER_FILE).read_text()
-    for content in ("{not json", json.dumps({"format": "something else"}), good.replace('"num_characters"', '"n"')):
+    wrong_joined = good.replace('"joined_punctuation": ""', '"joined_punctuation": [1]')
+    for content in (
+        "{not json",
+        json.dumps({"format": "something else"}),
+        good.replace('"num_characters"', '"n"'),
+        wrong_joined,
+    ):
         (tmp_path / SEGMENTER_FILE).write_text(content)
         with pytest.raises(ValueError, match=f"^{tmp_path / SEGMENTER_FILE}: not a learned segmenter") as err:
             Segmenter.load(tmp_path)

@@ -23,6 +23,7 @@ import itertools
 import os
 import random
 import time
+import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -51,6 +52,9 @@ RULE_MIN_SHARE = 0.5  # ... and more than this share of the distinct forms endin
 MIN_CHARACTER_COUNT = 2  # rarer characters are unknown to the model
 DICTIONARY_MIN_COUNT = 2  # a token form seen this often is a dictionary word: in training,
 # the words seen once are the unknown words of new text
+# A punctuation character written inside a longer token more often than this share of its
+# occurrences is left to the model (English "." of "Dr.", the apostrophe of "n't").
+JOINED_MIN_SHARE = 0.01
 TRAIN_WINDOW = 192  # characters per training row: more, shorter rows make more steps per pass
 
 
@@ -198,6 +202,19 @@ def suffix_rules(tokens: list[tuple[str, tuple[str, ...]]]) -> dict[str, list[st
     return rules
 
 
+def joined_punctuation(tokens: list[tuple[str, tuple[str, ...]]]) -> str:
+    """The punctuation characters that the training ``tokens`` write in tokens holding more
+    than punctuation in more than :data:`JOINED_MIN_SHARE` of their occurrences, sorted: the
+    segmenter parts every other punctuation character from the letters and digits beside it
+    (``Segmenter.separated``)."""
+    alone, inside = Counter(), Counter()  # in a token of punctuation alone ("?", "...", "?!"), or not
+    for form, _ in tokens:
+        marks = [c for c in form if unicodedata.category(c).startswith("P")]
+        for character in set(marks):
+            (alone if len(marks) == len(form) else inside)[character] += 1
+    return "".join(sorted(c for c, n in inside.items() if n > JOINED_MIN_SHARE * (n + alone[c])))
+
+
 def segmented_conllu(text: str, sentences) -> ConlluDocument:
     """``sentences`` (``text_segmentation.Sentence``) of ``text`` as a CoNLL-U document with
     empty columns, for the scorer."""
@@ -291,6 +308,7 @@ def train_segmenter(
             for form, count in Counter(form.lower() for form, _ in tokens).items()
             if count >= DICTIONARY_MIN_COUNT and len(form) > 1
         ],
+        joined_punctuation=joined_punctuation(tokens),
     )
     encoded = _encoded(train, segmenter)
     optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
