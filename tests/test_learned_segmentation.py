@@ -157,6 +157,14 @@ def test_learns_tokens_multiword_tokens_and_sentences(spanish):
     assert score_segmenter(lambda t: segmenter.split(t), ConlluDocument.read(dev))["words"] == scores["words"]
 
 
+def test_training_runs_its_minimum_of_passes_before_patience_may_stop_it(tmp_path):
+    train = spanish_treebank(tmp_path / "es_toy-ud-train.conllu", 40, seed=2)
+    dev = spanish_treebank(tmp_path / "es_toy-ud-dev.conllu", 8, seed=3)
+    passes = []
+    train_segmenter(train, dev, max_epochs=6, patience=0, min_epochs=3, log=passes.append)
+    assert 3 <= len([line for line in passes if line.startswith("epoch")]) <= 6
+
+
 def test_sample_treebank_tokens_and_concatenated_multiword_tokens(tmp_path):
     files = write_sample_treebank(tmp_path, num_train=300, num_dev=60)
     segmenter, scores = train_segmenter(files["train"], files["validation"], max_epochs=12, log=lambda _: None)

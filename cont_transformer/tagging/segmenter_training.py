@@ -14,7 +14,10 @@ rules (:func:`suffix_rules`) come from its tokens.
 
 The model is trained with Adam on windows of :data:`TRAIN_WINDOW` characters; after each pass it segments the dev text and the CoNLL 2018 scorer scores it
 (:func:`score_segmenter`); the pass with the best Words F1 (then Sentences, then Tokens F1) is kept, and
-training stops after ``patience`` passes without a better one, or ``max_epochs``.
+training stops after ``patience`` passes without a better one, or ``max_epochs``; never before
+``min_epochs`` passes: the first passes' model, which hardly marks a boundary, can score well
+on a text whose spaces and punctuation give most tokens, and its early lead stopped Marathi's
+training after four passes (dev Words 88.73, where twenty passes give 96.70).
 """
 
 from __future__ import annotations
@@ -276,6 +279,7 @@ def train_segmenter(
     hidden_size: int = 64,
     max_epochs: int = 25,
     patience: int = 3,
+    min_epochs: int = 8,
     batch_size: int = 16,
     learning_rate: float = 3e-3,
     seed: int = 0,
@@ -339,7 +343,7 @@ def train_segmenter(
             best_state = {name: tensor.clone() for name, tensor in model.state_dict().items()}
         else:
             waited += 1
-            if waited >= patience:
+            if waited >= patience and epoch >= min_epochs:
                 break
     model.load_state_dict(best_state)
     model.eval()
