@@ -42,6 +42,8 @@ def test_the_tree_counts_a_grandchild_and_an_ended_process_counts_nothing():
 def test_a_sampled_run_sees_the_memory_it_held_and_names_a_failure():
     result = run_sampled([sys.executable, "-c", HOLDER.replace("time.sleep(30)", "time.sleep(0.5)")])
     assert result["peak_pss_bytes"] > 96 << 20 and result["wall_s"] >= 0.5
+    unsampled = run_sampled([sys.executable, "-c", "pass"], interval=None)
+    assert unsampled["peak_pss_bytes"] is None and unsampled["wall_s"] > 0
     with pytest.raises(RuntimeError, match="failed"):
         run_sampled([sys.executable, "-c", "import sys; sys.exit('broken')"])
 
@@ -58,6 +60,9 @@ def test_runs_over_process_counts_compare_their_outputs_byte_for_byte(tmp_path):
     same = measure_scaling(_writer(False), [1, 2], tmp_path, runs=2)["results"]
     assert [(r["processes"], r["words"], r["identical_output"]) for r in same] == [(1, 6, True), (2, 6, True)]
     assert same[0]["speedup"] == 1.0 and len(same[1]["runs"]) == 2
+    # Timed runs are not sampled (the sampler's reads take CPU); one more run per count is.
+    assert all(r["peak_pss_bytes"] is None for entry in same for r in entry["runs"])
+    assert all(entry["peak_pss_bytes"] == entry["memory_run"]["peak_pss_bytes"] > 0 for entry in same)
     assert same[1]["words_per_wall_s"] == pytest.approx(6 / same[1]["wall_s"])
     differing = measure_scaling(_writer(True), [1, 2], tmp_path, runs=1)["results"]
     assert [r["identical_output"] for r in differing] == [True, False]

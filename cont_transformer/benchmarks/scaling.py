@@ -2,13 +2,16 @@
 and the memory of the whole process tree (``benchmarks/scaling.py``).
 
 Each measured command runs in a fresh process, as a user runs ``scripts/tag.py``, loading
-included: the clock is the wall clock from its start to its exit. While it runs, a thread
-samples the proportional set size (PSS, ``/proc/PID/smaps_rollup``) of the process and all
-its descendants every ``interval`` seconds and keeps the peak: pages that forked workers
-share with the parent copy-on-write count once over the tree, so the figure is the memory
-the tree really takes. The commands of every N alternate run by run (1, 2, 1, 2, ...), so
-a burst of load on a shared machine hits all alike; each N's figure is the median of its
-runs. Every run's output must equal the first one's, byte for byte.
+included: the clock is the wall clock from its start to its exit. The timed runs of every N
+alternate run by run (1, 2, 1, 2, ...), so a burst of load on a shared machine hits all
+alike; each N's figure is the median of its runs. Memory is measured in one more run of
+each N: a thread samples the proportional set size (PSS, ``/proc/PID/smaps_rollup``) of the
+process and all its descendants every ``interval`` seconds and keeps the peak (pages that
+forked workers share with the parent copy-on-write count once over the tree, so the figure
+is the memory the tree really takes). Timed runs are not sampled: reading every process's
+``smaps_rollup`` fifty times a second takes CPU from the workers, and on two cores it held
+two processes' tagging at 1.44x one process's, where unsampled runs give 1.95x. Every
+run's output must equal the first one's, byte for byte.
 
 Beside the fresh process's figure, the rate ``tag.py`` reports on its last line (its words
 per wall second from the first text read to the last sentence written: loading and imports
@@ -72,10 +75,11 @@ def process_tree_pss(pid: int) -> int:
     return total
 
 
-def run_sampled(command: Sequence[str], env: dict[str, str] | None = None, interval: float = 0.02) -> dict:
-    """Run ``command`` to its end: its wall seconds and the peak PSS of its process tree.
-    Raises ``RuntimeError`` with the end of its stderr if it fails."""
-    peak = 0
+def run_sampled(command: Sequence[str], env: dict[str, str] | None = None, interval: float | None = 0.02) -> dict:
+    """Run ``command`` to its end: its wall seconds and the peak PSS of its process tree,
+    sampled every ``interval`` seconds (None: not sampled, the peak None). Raises
+    ``RuntimeError`` with the end of its stderr if it fails."""
+    peak = 0 if interval is not None else None
     start = time.perf_counter()
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     stop = threading.Event()
@@ -87,11 +91,13 @@ def run_sampled(command: Sequence[str], env: dict[str, str] | None = None, inter
             stop.wait(interval)
 
     sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    if interval is not None:
+        sampler.start()
     _, stderr = process.communicate()
     wall = time.perf_counter() - start
     stop.set()
-    sampler.join()
+    if interval is not None:
+        sampler.join()
     if process.returncode:
         raise RuntimeError(f"{' '.join(command)} failed ({process.returncode}): {stderr[-2000:]}")
     return {"wall_s": wall, "peak_pss_bytes": peak, "stderr_last_line": (stderr.strip().splitlines() or [""])[-1]}
@@ -116,19 +122,26 @@ def measure_scaling(
     output_dir: Path,
     runs: int = 3,
     env: dict[str, str] | None = None,
+    interval: float = 0.02,
 ) -> dict:
     """Run ``command(n, output_path)`` ``runs`` times for every ``n`` in ``processes``
-    (alternating), each output into ``output_dir``. Returns, for each n: the runs' wall
-    seconds and peak PSS, their medians, words per wall second, the output's SHA-256 and
-    whether it equals the first n's byte for byte; and the ratios of each n to the first.
+    (alternating), each output into ``output_dir``, then once more each with its memory
+    sampled every ``interval`` seconds (module docstring). Returns, for each n: the timed
+    runs' wall seconds and their median, words per wall second, the sampled run
+    (``memory_run``) and its peak PSS, the output's SHA-256 and whether it equals the first
+    n's byte for byte; and the ratios of each n to the first.
     Where every run's last stderr line is ``tag.py``'s summary, also the median of the rate
     it reports (``tagging_words_per_wall_s``) and its ratio to the first n's
     (``tagging_speedup``)."""
     results: dict[int, dict] = {n: {"processes": n, "runs": []} for n in processes}
-    for run in range(runs):
+    for run in range(runs + 1):  # the last round samples the memory
         for n in processes:
             output = output_dir / f"processes-{n}-run-{run}.conllu"
-            results[n]["runs"].append(run_sampled(command(n, output), env=env))
+            measured = run_sampled(command(n, output), env=env, interval=interval if run == runs else None)
+            if run == runs:
+                results[n]["memory_run"] = measured
+            else:
+                results[n]["runs"].append(measured)
             digest = hashlib.sha256(output.read_bytes()).hexdigest()
             if run == 0:
                 results[n]["sha256"], results[n]["words"] = digest, conllu_words(output)
@@ -138,7 +151,7 @@ def measure_scaling(
     base = results[processes[0]]
     for entry in results.values():
         entry["wall_s"] = statistics.median(r["wall_s"] for r in entry["runs"])
-        entry["peak_pss_bytes"] = statistics.median(r["peak_pss_bytes"] for r in entry["runs"])
+        entry["peak_pss_bytes"] = entry["memory_run"]["peak_pss_bytes"]
         entry["words_per_wall_s"] = entry["words"] / entry["wall_s"]
         entry["identical_output"] = entry["sha256"] == base["sha256"]
         entry["speedup"] = entry["words_per_wall_s"] / base["words_per_wall_s"]
