@@ -112,6 +112,11 @@ class CharacterTagger(nn.Module):
         return self.output(self.dropout(hidden))
 
 
+def is_punctuation(character: str) -> bool:
+    """Whether ``character`` is Unicode punctuation (a general category ``P*``)."""
+    return unicodedata.category(character).startswith("P")
+
+
 def category_id(character: str) -> int:
     """The id of ``character``'s Unicode general category (0 is padding)."""
     return CATEGORIES.index(unicodedata.category(character)) + 1
@@ -242,7 +247,7 @@ class Segmenter:
         if self.joined_punctuation is None:
             return labels
         labels = list(labels)
-        marks = [unicodedata.category(c).startswith("P") for c in text]
+        marks = [is_punctuation(c) for c in text]
 
         def letter(at: int) -> bool:  # a character of a word: neither space nor punctuation
             return 0 <= at < len(text) and not marks[at] and not text[at].isspace()
@@ -454,4 +459,5 @@ __all__ = [
     "SegmenterConfig",
     "fold_case",
     "has_segmenter",
+    "is_punctuation",
 ]

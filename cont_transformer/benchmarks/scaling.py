@@ -90,13 +90,13 @@ def run_sampled(command: Sequence[str], env: dict[str, str] | None = None, inter
             peak = max(peak, process_tree_pss(process.pid))
             stop.wait(interval)
 
-    sampler = threading.Thread(target=sample, daemon=True)
-    if interval is not None:
+    sampler = threading.Thread(target=sample, daemon=True) if interval is not None else None
+    if sampler is not None:
         sampler.start()
     _, stderr = process.communicate()
     wall = time.perf_counter() - start
     stop.set()
-    if interval is not None:
+    if sampler is not None:
         sampler.join()
     if process.returncode:
         raise RuntimeError(f"{' '.join(command)} failed ({process.returncode}): {stderr[-2000:]}")

@@ -27,7 +27,6 @@ import itertools
 import os
 import random
 import time
-import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from ..learned_segmentation import (
     SegmenterConfig,
     fold_case,
     has_segmenter,
+    is_punctuation,
 )
 from ..runtime.model_folders import BEST_MODEL_DIR, resolve_model_dir
 from .conllu_document import ConlluDocument, format_text_sentence
@@ -213,7 +213,7 @@ def joined_punctuation(tokens: list[tuple[str, tuple[str, ...]]]) -> str:
     (``Segmenter.separated``)."""
     alone, inside = Counter(), Counter()  # in a token of punctuation alone ("?", "...", "?!"), or not
     for form, _ in tokens:
-        marks = [c for c in form if unicodedata.category(c).startswith("P")]
+        marks = [c for c in form if is_punctuation(c)]
         for character in set(marks):
             (alone if len(marks) == len(form) else inside)[character] += 1
     return "".join(sorted(c for c, n in inside.items() if n > JOINED_MIN_SHARE * (n + alone[c])))
